@@ -1,0 +1,1 @@
+declare module "*.sql" { const text: string; export default text; }
