@@ -1,0 +1,29 @@
+/** The running App: configuration, database, log and clock, shared by every part. */
+import { Clock } from "./clock";
+import type { Config } from "./config";
+import { openDatabase } from "./db/open";
+import { migrate } from "./db/migrate";
+import { createLogger, type Logger } from "./log";
+import { createStore, type Store } from "./store";
+
+export interface App {
+  config: Config;
+  log: Logger;
+  clock: Clock;
+  store: Store;
+  close(): void;
+}
+
+export function openApp(config: Config, options: { clock?: Clock; log?: Logger } = {}): App {
+  const clock = options.clock ?? new Clock();
+  const log = options.log ?? createLogger(config.logFormat, config.logLevel);
+  const database = openDatabase(config.dataDir);
+  try {
+    const applied = migrate(database.sqlite, clock.now());
+    if (applied.length) log.info("migrations applied", { versions: applied.join(",") });
+  } catch (e) {
+    database.close();
+    throw e;
+  }
+  return { config, log, clock, store: createStore(database.sqlite), close: () => database.close() };
+}

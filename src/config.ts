@@ -1,0 +1,160 @@
+/**
+ * The typed configuration: every INBOXD_* setting with its default, read once.
+ * Precedence: flags > environment > config file (KEY=VALUE lines) > defaults.
+ */
+import { hostname as osHostname } from "node:os";
+import { readFileSync } from "node:fs";
+
+export class ConfigError extends Error {}
+
+type Parser<T> = (raw: string, name: string) => T;
+
+const fail = (name: string, raw: string, expected: string): never => {
+  throw new ConfigError(`${name}: '${raw}' is not ${expected}`);
+};
+
+const port: Parser<number> = (raw, name) => {
+  const n = Number(raw);
+  return /^\d+$/.test(raw) && n <= 65535 ? n : fail(name, raw, "a port (0-65535)");
+};
+const nonNegativeInt: Parser<number> = (raw, name) =>
+  /^\d+$/.test(raw) && Number.isSafeInteger(Number(raw)) ? Number(raw) : fail(name, raw, "a whole number >= 0");
+const positiveInt: Parser<number> = (raw, name) => {
+  const n = nonNegativeInt(raw, name);
+  return n > 0 ? n : fail(name, raw, "a whole number > 0");
+};
+const bool: Parser<boolean> = (raw, name) => {
+  const v = raw.toLowerCase();
+  if (["1", "true", "yes", "on"].includes(v)) return true;
+  if (["0", "false", "no", "off", ""].includes(v)) return false;
+  return fail(name, raw, "a boolean (0 or 1)");
+};
+const text: Parser<string> = (raw) => raw;
+const nonEmptyText: Parser<string> = (raw, name) => (raw.trim() ? raw.trim() : fail(name, raw, "a non-empty value"));
+const secondsList: Parser<number[]> = (raw, name) => {
+  const parts = raw.split(",").map((s) => s.trim());
+  if (!parts.every((p) => /^\d+(\.\d+)?$/.test(p))) fail(name, raw, "a comma-separated list of seconds");
+  return parts.map(Number);
+};
+const hostPortList: Parser<string[]> = (raw, name) => {
+  const list = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  for (const entry of list) {
+    if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(entry)) fail(name, raw, "a list of host:port");
+  }
+  return list;
+};
+const optionalUrl: Parser<string | undefined> = (raw, name) => {
+  if (!raw) return undefined;
+  try {
+    const url = new URL(raw);
+    if (url.protocol !== "smtp:" && url.protocol !== "smtps:") throw new Error();
+    return raw;
+  } catch {
+    return fail(name, raw, "an smtp:// or smtps:// URL");
+  }
+};
+const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw, name) =>
+  (values as string[]).includes(raw) ? (raw as T) : fail(name, raw, `one of ${values.join(", ")}`);
+
+interface Setting<T> {
+  env: string;
+  default: string;
+  parse: Parser<T>;
+  help: string;
+}
+const setting = <T>(env: string, def: string, parse: Parser<T>, help: string): Setting<T> => ({ env, default: def, parse, help });
+
+const machineName = osHostname() || "localhost";
+
+export const settings = {
+  httpPort: setting("INBOXD_HTTP_PORT", "8006", port, "HTTP API port (0: any free port)"),
+  smtpPort: setting("INBOXD_SMTP_PORT", "25", port, "inbound SMTP port; falls back to 2525 where 25 may not be bound (0: any free port)"),
+  bind: setting("INBOXD_BIND", "0.0.0.0", nonEmptyText, "address both servers listen on"),
+  dataDir: setting("INBOXD_DATA_DIR", "./data", nonEmptyText, "the SQLite database and keys"),
+  mailDomain: setting("INBOXD_MAIL_DOMAIN", machineName, nonEmptyText, "the service's own mail domain"),
+  hostname: setting("INBOXD_HOSTNAME", machineName, nonEmptyText, "name in the SMTP greeting and EHLO, MX target"),
+  env: setting("INBOXD_ENV", "production", nonEmptyText, "reported by /health as environment"),
+  dnsServers: setting("INBOXD_DNS_SERVERS", "", hostPortList, "host:port list for every DNS look-up (empty: system resolver)"),
+  outboundPort: setting("INBOXD_OUTBOUND_PORT", "25", port, "port used when delivering to an MX host"),
+  smtpRelay: setting("INBOXD_SMTP_RELAY", "", optionalUrl, "smtp(s)://user:pass@host:port: send everything through this relay"),
+  deliveryRetryDelays: setting("INBOXD_DELIVERY_RETRY_DELAYS", "300,900,1800,3600,7200,14400,28800,57600,86400,86400,86400", secondsList, "seconds between outbound delivery tries; after the last the recipient bounces"),
+  deliveryConcurrency: setting("INBOXD_DELIVERY_CONCURRENCY", "16", positiveInt, "outbound SMTP connections at once"),
+  deliveryConcurrencyPerDomain: setting("INBOXD_DELIVERY_CONCURRENCY_PER_DOMAIN", "4", positiveInt, "outbound SMTP connections at once to one destination domain"),
+  smtpClientTimeoutScale: setting("INBOXD_SMTP_CLIENT_TIMEOUT_SCALE", "1", (raw, name) => { const n = Number(raw); return n > 0 && n <= 1 ? n : fail(name, raw, "a factor in (0, 1]"); }, "multiplies the RFC 5321 §4.5.3.2 client timeouts (tests shorten them)"),
+  sendLimit: setting("INBOXD_SEND_LIMIT", "100", positiveInt, "sends and replies per hour per organization"),
+  webhookRetryDelays: setting("INBOXD_WEBHOOK_RETRY_DELAYS", "60,300,1800,7200", secondsList, "seconds between webhook tries"),
+  webhookTimeoutMs: setting("INBOXD_WEBHOOK_TIMEOUT_MS", "5000", positiveInt, "timeout of one webhook try"),
+  webhookAllowPrivate: setting("INBOXD_WEBHOOK_ALLOW_PRIVATE", "0", bool, "allow http and private/loopback webhook targets (development, tests)"),
+  webhookConcurrency: setting("INBOXD_WEBHOOK_CONCURRENCY", "64", positiveInt, "webhook requests in flight at once"),
+  webhookConcurrencyPerUrl: setting("INBOXD_WEBHOOK_CONCURRENCY_PER_URL", "4", positiveInt, "webhook requests in flight at once to one URL"),
+  smtpMaxSize: setting("INBOXD_SMTP_MAX_SIZE", String(25 * 1024 * 1024), positiveInt, "largest inbound message in bytes (advertised as SIZE)"),
+  smtpMaxConnections: setting("INBOXD_SMTP_MAX_CONNECTIONS", "200", positiveInt, "inbound SMTP connections at once"),
+  smtpMaxConnectionsPerIp: setting("INBOXD_SMTP_MAX_CONNECTIONS_PER_IP", "20", positiveInt, "inbound SMTP connections at once from one address"),
+  smtpGreetingDelayMs: setting("INBOXD_SMTP_GREETING_DELAY_MS", "100", nonNegativeInt, "wait before the SMTP greeting; clients that talk early are refused"),
+  tlsCert: setting("INBOXD_TLS_CERT", "", text, "PEM certificate for STARTTLS (empty: self-signed, generated once into the data dir)"),
+  tlsKey: setting("INBOXD_TLS_KEY", "", text, "PEM private key for STARTTLS"),
+  dmarcEnforce: setting("INBOXD_DMARC_ENFORCE", "0", bool, "refuse inbound mail failing DMARC with p=reject (550 5.7.1)"),
+  loginMaxFailures: setting("INBOXD_LOGIN_MAX_FAILURES", "10", positiveInt, "failed logins per email or IP within a minute before 429"),
+  loginLockoutSeconds: setting("INBOXD_LOGIN_LOCKOUT_SECONDS", "300", positiveInt, "how long logins stay refused after too many failures"),
+  shutdownTimeoutMs: setting("INBOXD_SHUTDOWN_TIMEOUT_MS", "10000", positiveInt, "how long shutdown waits for in-flight work"),
+  logFormat: setting("INBOXD_LOG_FORMAT", "text", oneOf("text", "json"), "log lines as text or JSON"),
+  logLevel: setting("INBOXD_LOG_LEVEL", "info", oneOf("debug", "info", "warn", "error", "silent"), "lowest level logged"),
+};
+
+type Settings = typeof settings;
+export type Config = { [K in keyof Settings]: Settings[K] extends Setting<infer T> ? T : never };
+
+/** `--http-port 8006` or `--http-port=8006` for INBOXD_HTTP_PORT. */
+export const flagName = (env: string) => "--" + env.replace(/^INBOXD_/, "").toLowerCase().replaceAll("_", "-");
+
+function readConfigFile(path: string): Record<string, string> {
+  let content: string;
+  try {
+    content = readFileSync(path, "utf8");
+  } catch (e) {
+    throw new ConfigError(`INBOXD_CONFIG: cannot read ${path}: ${(e as Error).message}`);
+  }
+  const values: Record<string, string> = {};
+  for (const line of content.split(/\r?\n/)) {
+    const trimmed = line.trim();
+    if (!trimmed || trimmed.startsWith("#")) continue;
+    const eq = trimmed.indexOf("=");
+    if (eq < 0) throw new ConfigError(`INBOXD_CONFIG: line '${trimmed}' is not KEY=VALUE`);
+    values[trimmed.slice(0, eq).trim()] = trimmed.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1");
+  }
+  return values;
+}
+
+/** Splits `--name value` / `--name=value` flags off the arguments; the rest are positional. */
+export function parseFlags(args: string[]): { flags: Record<string, string>; positional: string[] } {
+  const flags: Record<string, string> = {};
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (!arg.startsWith("--")) { positional.push(arg); continue; }
+    const eq = arg.indexOf("=");
+    if (eq > 0) flags[arg.slice(0, eq)] = arg.slice(eq + 1);
+    else if (args[i + 1] !== undefined && !args[i + 1]!.startsWith("--")) flags[arg] = args[++i]!;
+    else flags[arg] = "1";
+  }
+  return { flags, positional };
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env, flags: Record<string, string> = {}): Config {
+  const known = new Set(Object.values(settings).map((s) => flagName(s.env)).concat(["--config", "--help"]));
+  for (const flag of Object.keys(flags)) if (!known.has(flag)) throw new ConfigError(`${flag}: unknown flag (see inboxd --help)`);
+  const configPath = flags["--config"] ?? env.INBOXD_CONFIG;
+  const file = configPath ? readConfigFile(configPath) : {};
+  const config: Record<string, unknown> = {};
+  for (const [key, s] of Object.entries(settings) as [keyof Settings, Setting<unknown>][]) {
+    const raw = flags[flagName(s.env)] ?? env[s.env] ?? file[s.env] ?? s.default;
+    config[key] = s.parse(raw, s.env);
+  }
+  return config as Config;
+}
+
+export function settingsHelp(): string {
+  return Object.values(settings)
+    .map((s) => `  ${s.env.padEnd(40)} ${(s.default === "" ? "(unset)" : s.default).padEnd(12)} ${s.help}`)
+    .join("\n");
+}

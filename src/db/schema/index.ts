@@ -1,0 +1,4 @@
+/** The drizzle schema, one file per table group; each mirrors its SQL migration (a test checks they agree). */
+export * from "./accounts";
+export * from "./mail";
+export * from "./queues";

@@ -1,0 +1,72 @@
+import { blob, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { timestamps } from "./columns";
+
+export const inboxes = sqliteTable("inboxes", {
+  id: text("id").primaryKey(),
+  organizationId: text("organization_id").notNull(),
+  name: text("name"),
+  email: text("email").notNull(),
+  ...timestamps,
+});
+
+export const threads = sqliteTable("threads", {
+  id: text("id").primaryKey(),
+  organizationId: text("organization_id").notNull(),
+  inboxId: text("inbox_id").notNull(),
+  subject: text("subject").notNull(),
+  messageCount: integer("message_count").notNull(),
+  lastMessageAt: integer("last_message_at").notNull(),
+  ...timestamps,
+});
+
+export type Authentication = { spf: string; dkim: string; dmarc: string; arc?: string };
+
+export const messages = sqliteTable("messages", {
+  id: text("id").primaryKey(),
+  organizationId: text("organization_id").notNull(),
+  inboxId: text("inbox_id").notNull(),
+  threadId: text("thread_id").notNull(),
+  fromInboxId: text("from_inbox_id"),
+  toInboxId: text("to_inbox_id"),
+  from: text("from_address").notNull(),
+  to: text("to_addresses", { mode: "json" }).$type<string[]>().notNull(),
+  cc: text("cc_addresses", { mode: "json" }).$type<string[]>().notNull(),
+  bcc: text("bcc_addresses", { mode: "json" }).$type<string[]>().notNull(),
+  subject: text("subject").notNull(),
+  text: text("text"),
+  html: text("html"),
+  labels: text("labels", { mode: "json" }).$type<string[]>().notNull(),
+  status: text("status").notNull(),
+  messageIdHeader: text("message_id_header"),
+  inReplyTo: text("in_reply_to"),
+  references: text("references_header", { mode: "json" }).$type<string[]>().notNull(),
+  authentication: text("authentication", { mode: "json" }).$type<Authentication>(),
+  externalMessageId: text("external_message_id"),
+  ...timestamps,
+});
+
+export const messageSources = sqliteTable("message_sources", {
+  messageId: text("message_id").primaryKey(),
+  raw: blob("raw", { mode: "buffer" }).notNull(),
+});
+
+export const attachments = sqliteTable("attachments", {
+  id: text("id").primaryKey(),
+  messageId: text("message_id").notNull(),
+  position: integer("position").notNull(),
+  name: text("name"),
+  contentType: text("content_type"),
+  contentId: text("content_id"),
+  inline: integer("inline", { mode: "boolean" }).notNull(),
+  content: blob("content", { mode: "buffer" }).notNull(),
+});
+
+export const sendWindows = sqliteTable(
+  "send_windows",
+  {
+    organizationId: text("organization_id").notNull(),
+    windowStart: integer("window_start").notNull(),
+    count: integer("count").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.windowStart] })],
+);

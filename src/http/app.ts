@@ -1,0 +1,39 @@
+/** The whole HTTP surface on one screen: envelope (CORS, body, errors, OpenAPI), then one plugin per resource. */
+import { cors } from "@elysiajs/cors";
+import { openapi } from "@elysiajs/openapi";
+import { Elysia } from "elysia";
+import type { App } from "../app";
+import { parseJsonBody } from "./body";
+import { toErrorReply } from "./errors";
+import { healthRoutes } from "./routes/health";
+
+export const rateLimitHeaders = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy", "Retry-After"];
+
+export function createHttpApp(app: App) {
+  return new Elysia()
+    .use(
+      cors({
+        origin: "*",
+        credentials: true,
+        methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+        allowedHeaders: ["Authorization", "Content-Type"],
+        exposeHeaders: rateLimitHeaders,
+      }),
+    )
+    .onParse(({ request, contentType }) => parseJsonBody(request, contentType))
+    .onError(({ code, error, set, request }) => {
+      const reply = toErrorReply(code, error, app.log, `${request.method} ${new URL(request.url).pathname}`);
+      set.status = reply.status;
+      Object.assign(set.headers, reply.headers ?? {});
+      return { error: reply.error };
+    })
+    .use(
+      openapi({
+        path: "/openapi",
+        specPath: "/openapi.json",
+        provider: null,
+        documentation: { info: { title: "inboxd API", version: "1" } },
+      }),
+    )
+    .use(healthRoutes(app));
+}

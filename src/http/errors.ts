@@ -1,0 +1,42 @@
+/** The one error mapper: every failure leaves as `{error: string}` with its status; 5xx are logged, never detailed. */
+import { ValidationError } from "elysia";
+import { ServiceError, type ErrorKind } from "../errors";
+import type { Logger } from "../log";
+
+const statusOf: Record<ErrorKind, number> = {
+  malformed: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  too_large: 413,
+  invalid: 422,
+  rate_limited: 429,
+};
+
+export interface ErrorReply {
+  status: number;
+  error: string;
+  headers?: Record<string, string>;
+}
+
+/** "body.to: Expected array" rather than TypeBox's whole report: the field, then what is wrong. */
+function describeValidation(e: ValidationError): string {
+  const first = e.valueError ?? e.all[0];
+  const where = e.type === "body" ? "body" : e.type;
+  if (!first) return `Invalid ${where}`;
+  const path = first.path.replace(/^\//, "").replaceAll("/", ".");
+  const message = (first as { schema?: { error?: string } }).schema?.error ?? first.message;
+  return path ? `${where}.${path}: ${message}` : `${where}: ${message}`;
+}
+
+export function toErrorReply(code: string | number, error: unknown, log: Logger, route: string): ErrorReply {
+  // Elysia wraps whatever the body parser throws in a ParseError; our own refusal is its cause.
+  if (code === "PARSE" && (error as Error).cause instanceof ServiceError) error = (error as Error).cause;
+  if (error instanceof ServiceError) return { status: statusOf[error.kind], error: error.message, headers: error.headers };
+  if (error instanceof ValidationError) return { status: 422, error: describeValidation(error) };
+  if (code === "NOT_FOUND") return { status: 404, error: "Not found" };
+  if (code === "PARSE") return { status: 400, error: "Malformed JSON body" };
+  log.error("request failed", { route, error });
+  return { status: 500, error: "Internal server error" };
+}

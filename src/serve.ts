@@ -1,0 +1,59 @@
+/**
+ * `inboxd serve`: starts every part on one App (HTTP API, and the SMTP server and queues as they
+ * join) and stops them in reverse order, bounded by INBOXD_SHUTDOWN_TIMEOUT_MS.
+ */
+import type { App } from "./app";
+import { createHttpApp } from "./http/app";
+
+export interface RunningPart {
+  name: string;
+  /** Listener address for the start-up line, when the part listens. */
+  address?: { host: string; port: number };
+  stop(): Promise<void>;
+}
+
+export interface Running {
+  httpPort: number;
+  parts: RunningPart[];
+  stop(): Promise<void>;
+}
+
+const withTimeout = (p: Promise<void>, ms: number) =>
+  Promise.race([p, new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
+
+function startHttp(app: App): RunningPart {
+  const http = createHttpApp(app).listen({
+    port: app.config.httpPort,
+    hostname: app.config.bind,
+    // Our own parser refuses bodies over 20 MiB with a JSON 413; this outer bound only stops abuse.
+    maxRequestBodySize: 64 * 1024 * 1024,
+  });
+  const server = http.server!;
+  return {
+    name: "http",
+    address: { host: app.config.bind, port: server.port! },
+    async stop() {
+      await withTimeout(server.stop(false), app.config.shutdownTimeoutMs);
+      await server.stop(true);
+    },
+  };
+}
+
+export async function startServices(app: App): Promise<Running> {
+  const parts: RunningPart[] = [];
+  try {
+    parts.push(startHttp(app));
+  } catch (e) {
+    for (const part of parts.reverse()) await part.stop();
+    throw e;
+  }
+  for (const part of parts) if (part.address) app.log.info("listening", { part: part.name, address: `${part.address.host}:${part.address.port}` });
+  app.log.info("ready");
+  return {
+    httpPort: parts.find((p) => p.name === "http")!.address!.port,
+    parts,
+    async stop() {
+      for (const part of [...parts].reverse()) await part.stop();
+    },
+  };
+}

@@ -1,0 +1,24 @@
+/** The events table: written in the caller's transaction, read by the webhook queue. */
+import { events } from "../db/schema";
+import type { EventName } from "../events/names";
+import { newId } from "../ids";
+import type { Db } from "./db";
+
+export interface NewEvent {
+  organizationId: string;
+  type: EventName;
+  inboxId?: string;
+  messageId?: string;
+  payload: object;
+}
+
+export const eventsStore = (db: Db) => ({
+  /** Call inside the transaction of the change the event reports, so the two commit together. */
+  emit(event: NewEvent, now: number): string {
+    const id = newId("evt");
+    db.insert(events)
+      .values({ id, organizationId: event.organizationId, type: event.type, inboxId: event.inboxId ?? null, messageId: event.messageId ?? null, payload: JSON.stringify(event.payload), createdAt: now })
+      .run();
+    return id;
+  },
+});

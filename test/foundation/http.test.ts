@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { maxBodyBytes } from "../../src/http/body";
+import { createHttpApp } from "../../src/http/app";
+import { startTestServer, type TestServer } from "../harness";
+
+let server: TestServer;
+// The real envelope with one fixture route that echoes the size of the body it parsed.
+let echo: ReturnType<typeof createHttpApp>;
+let echoUrl: string;
+beforeAll(async () => {
+  server = await startTestServer();
+  echo = createHttpApp(server.app)
+    .post("/echo", ({ body }) => ({ length: JSON.stringify(body ?? null).length }))
+    .listen({ port: 0, hostname: "127.0.0.1", maxRequestBodySize: 64 * 1024 * 1024 });
+  echoUrl = `http://127.0.0.1:${echo.server!.port}/echo`;
+});
+afterAll(async () => {
+  await echo.stop(true);
+  await server.cleanup();
+});
+
+const expectCors = (headers: Headers) => {
+  expect(headers.get("access-control-allow-origin")).toBe("*");
+  expect(headers.get("access-control-allow-credentials")).toBe("true");
+};
+
+describe("HTTP envelope", () => {
+  test("GET /health answers with the environment and CORS headers", async () => {
+    const res = await server.api.get("/health");
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ healthy: true, environment: "test" });
+    expectCors(res.headers);
+  });
+
+  test("unknown path is 404 Not found with CORS", async () => {
+    const res = await server.api.get("/no/such/path");
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: "Not found" });
+    expectCors(res.headers);
+  });
+
+  test("OPTIONS preflight answers 204 with CORS", async () => {
+    const res = await fetch(`${server.api.baseUrl}/v1/inboxes`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example", "access-control-request-method": "POST" },
+    });
+    expect(res.status).toBe(204);
+    expectCors(res.headers);
+    expect(res.headers.get("access-control-allow-methods")).toContain("POST");
+  });
+
+  test("GET /openapi.json describes the routes", async () => {
+    const res = await server.api.get("/openapi.json");
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toStartWith("3.");
+    expect(Object.keys(res.body.paths)).toContain("/health");
+  });
+});
+
+describe("request bodies", () => {
+  const post = (body: BodyInit, contentType = "application/json") =>
+    fetch(echoUrl, { method: "POST", headers: { "content-type": contentType }, body });
+
+  test("malformed JSON is 400", async () => {
+    const res = await post("{not json");
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: "Malformed JSON body" });
+    expectCors(res.headers);
+  });
+
+  test("wrong content type is 400", async () => {
+    const res = await post("a=b", "application/x-www-form-urlencoded");
+    expect(res.status).toBe(400);
+    expect((await res.json()).error).toContain("application/json");
+  });
+
+  test("a body of exactly the limit passes the size check; one byte more is 413", async () => {
+    const json = (size: number) => `"${"a".repeat(size - 2)}"`;
+    const atLimit = await post(json(maxBodyBytes));
+    expect(atLimit.status).toBe(200);
+    expect((await atLimit.json()).length).toBe(maxBodyBytes);
+    const over = await post(json(maxBodyBytes + 1));
+    expect(over.status).toBe(413);
+    expect((await over.json()).error).toContain("exceeds");
+    expectCors(over.headers);
+  });
+
+  test("an oversized chunked upload is refused while streaming", async () => {
+    let sent = 0;
+    const chunk = new Uint8Array(1024 * 1024).fill(97);
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        // Far more than the limit: the server must answer before we run out.
+        if (sent > maxBodyBytes * 3) return controller.close();
+        sent += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    const res = await fetch(echoUrl, { method: "POST", headers: { "content-type": "application/json" }, body: stream });
+    expect(res.status).toBe(413);
+    expect(sent).toBeLessThan(maxBodyBytes * 3);
+  });
+});
