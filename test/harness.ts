@@ -43,7 +43,7 @@ export interface ApiResponse<T = any> {
 
 export interface ApiClient {
   baseUrl: string;
-  request<T = any>(method: string, path: string, options?: { body?: unknown; token?: string; headers?: Record<string, string>; rawBody?: BodyInit }): Promise<ApiResponse<T>>;
+  request<T = any>(method: string, path: string, options?: { body?: unknown; token?: string; headers?: Record<string, string>; rawBody?: RequestInit["body"] }): Promise<ApiResponse<T>>;
   get<T = any>(path: string, token?: string): Promise<ApiResponse<T>>;
   post<T = any>(path: string, body?: unknown, token?: string): Promise<ApiResponse<T>>;
   patch<T = any>(path: string, body?: unknown, token?: string): Promise<ApiResponse<T>>;

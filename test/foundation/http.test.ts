@@ -5,14 +5,15 @@ import { startTestServer, type TestServer } from "../harness";
 
 let server: TestServer;
 // The real envelope with one fixture route that echoes the size of the body it parsed.
-let echo: ReturnType<typeof createHttpApp>;
+let echo: { stop(closeActiveConnections?: boolean): Promise<unknown> };
 let echoUrl: string;
 beforeAll(async () => {
   server = await startTestServer();
-  echo = createHttpApp(server.app)
+  const echoApp = createHttpApp(server.app)
     .post("/echo", ({ body }) => ({ length: JSON.stringify(body ?? null).length }))
     .listen({ port: 0, hostname: "127.0.0.1", maxRequestBodySize: 64 * 1024 * 1024 });
-  echoUrl = `http://127.0.0.1:${echo.server!.port}/echo`;
+  echo = echoApp;
+  echoUrl = `http://127.0.0.1:${echoApp.server!.port}/echo`;
 });
 afterAll(async () => {
   await echo.stop(true);
@@ -58,7 +59,7 @@ describe("HTTP envelope", () => {
 });
 
 describe("request bodies", () => {
-  const post = (body: BodyInit, contentType = "application/json") =>
+  const post = (body: string, contentType = "application/json") =>
     fetch(echoUrl, { method: "POST", headers: { "content-type": contentType }, body });
 
   test("malformed JSON is 400", async () => {
@@ -71,17 +72,17 @@ describe("request bodies", () => {
   test("wrong content type is 400", async () => {
     const res = await post("a=b", "application/x-www-form-urlencoded");
     expect(res.status).toBe(400);
-    expect((await res.json()).error).toContain("application/json");
+    expect(((await res.json()) as any).error).toContain("application/json");
   });
 
   test("a body of exactly the limit passes the size check; one byte more is 413", async () => {
     const json = (size: number) => `"${"a".repeat(size - 2)}"`;
     const atLimit = await post(json(maxBodyBytes));
     expect(atLimit.status).toBe(200);
-    expect((await atLimit.json()).length).toBe(maxBodyBytes);
+    expect(((await atLimit.json()) as any).length).toBe(maxBodyBytes);
     const over = await post(json(maxBodyBytes + 1));
     expect(over.status).toBe(413);
-    expect((await over.json()).error).toContain("exceeds");
+    expect(((await over.json()) as any).error).toContain("exceeds");
     expectCors(over.headers);
   });
 

@@ -1,0 +1,146 @@
+// One DNS question to one server over the wire (RFC 1035 §4): UDP first, TCP when the answer is
+// truncated. inboxd asks its servers itself because Bun's c-ares binding (1.4.5) reports NODATA
+// as ENOTFOUND and splits a TXT record's character-strings into separate records.
+import { randomInt } from "node:crypto";
+import * as dgram from "node:dgram";
+import * as net from "node:net";
+import * as dnsPacket from "dns-packet";
+
+export type ServerAddress = { host: string; port: number };
+export type WireQuestion = { name: string; type: dnsPacket.RecordType };
+/** A resource record with data (every kind but the EDNS pseudo-record). */
+export type RecordAnswer = Exclude<dnsPacket.Answer, dnsPacket.OptAnswer>;
+export type WireReply = { rcode: string; answers: RecordAnswer[] };
+
+/** A failure to get any answer from a server; `code` uses the names Node's dns module uses. */
+export class WireError extends Error {
+  constructor(readonly code: "ETIMEOUT" | "ECONNREFUSED" | "EBADRESP", message: string) {
+    super(message);
+  }
+}
+
+// RFC 6891 §6.2.5 leaves the size to the requester; 1232 bytes avoids IP fragmentation on
+// every common path (the figure of DNS Flag Day 2020).
+const EDNS_UDP_PAYLOAD_SIZE = 1232;
+const DNS_PORT = 53;
+
+/** Reads "host", "host:port", "[v6]:port" or a bare IPv6 address, the forms INBOXD_DNS_SERVERS and dns.getServers() use. */
+export function parseServerAddress(text: string): ServerAddress {
+  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(text);
+  if (bracketed) return { host: bracketed[1], port: Number(bracketed[2] ?? DNS_PORT) };
+  if (net.isIPv6(text)) return { host: text, port: DNS_PORT };
+  const [host, port] = text.split(":");
+  return { host, port: Number(port ?? DNS_PORT) };
+}
+
+// RFC 1035 §4.1.1: the RCODE values a stub resolver meets.
+const RCODE_NAMES = ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"];
+
+/** Asks one server one question; resolves with its answer whatever the rcode, rejects with WireError when none came. */
+export async function askServer(server: ServerAddress, question: WireQuestion, timeoutMs: number): Promise<WireReply> {
+  let reply = await askOverUdp(server, question, timeoutMs, true);
+  // RFC 6891 §7: a server that does not know EDNS answers FORMERR; ask again without it.
+  if (rcodeOf(reply) === "FORMERR") reply = await askOverUdp(server, question, timeoutMs, false);
+  // RFC 7766 §5: a truncated UDP answer is retried over TCP.
+  if (reply.flag_tc) reply = await askOverTcp(server, question, timeoutMs);
+  const answers = (reply.answers ?? []).filter((answer): answer is RecordAnswer => answer.type !== "OPT");
+  return { rcode: rcodeOf(reply), answers };
+}
+
+function rcodeOf(packet: dnsPacket.DecodedPacket): string {
+  const rcode = (packet.flags ?? 0) & 0x0f; // the low four bits of the second header word
+  return RCODE_NAMES[rcode] ?? `RCODE${rcode}`;
+}
+
+function encodeQuery(question: WireQuestion, withEdns: boolean): { id: number; bytes: Buffer } {
+  // RFC 5452 §9.2: an unpredictable id (and the random source port the OS picks) resists spoofing.
+  const id = randomInt(0x10000);
+  const bytes = dnsPacket.encode({
+    type: "query",
+    id,
+    flags: dnsPacket.RECURSION_DESIRED,
+    questions: [{ name: question.name, type: question.type, class: "IN" }],
+    additionals: withEdns ? [{ name: ".", type: "OPT", udpPayloadSize: EDNS_UDP_PAYLOAD_SIZE, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }] : [],
+  });
+  return { id, bytes };
+}
+
+/** RFC 5452 §9.1: an answer is accepted only when its id and question match the query's. */
+function answersQuery(reply: dnsPacket.DecodedPacket, id: number, question: WireQuestion): boolean {
+  const echoed = reply.questions?.[0];
+  return (
+    reply.type === "response" &&
+    reply.id === id &&
+    echoed !== undefined &&
+    echoed.type === question.type &&
+    echoed.name.toLowerCase() === question.name.toLowerCase()
+  );
+}
+
+function decodeOrUndefined(bytes: Buffer): dnsPacket.DecodedPacket | undefined {
+  try {
+    return dnsPacket.decode(bytes);
+  } catch {
+    return undefined; // garbage is ignored like a forged answer: the query waits on
+  }
+}
+
+/** Settles a promise once, then releases what the exchange held (timer, socket). */
+function settleOnce<T>(resolve: (value: T) => void, reject: (error: Error) => void, release: () => void) {
+  let settled = false;
+  const settle = (outcome: () => void) => {
+    if (settled) return;
+    settled = true;
+    release();
+    outcome();
+  };
+  return { succeed: (value: T) => settle(() => resolve(value)), fail: (error: Error) => settle(() => reject(error)) };
+}
+
+function askOverUdp(server: ServerAddress, question: WireQuestion, timeoutMs: number, withEdns: boolean): Promise<dnsPacket.DecodedPacket> {
+  const { id, bytes } = encodeQuery(question, withEdns);
+  const where = `${server.host}:${server.port}`;
+  return new Promise((resolve, reject) => {
+    // A connected socket takes datagrams from the server's address and port only (RFC 5452 §9.1),
+    // and reports an ICMP port-unreachable as ECONNREFUSED instead of waiting for the timeout.
+    const socket = dgram.createSocket(net.isIPv6(server.host) ? "udp6" : "udp4");
+    const timer = setTimeout(() => fail(new WireError("ETIMEOUT", `no answer from ${where} within ${timeoutMs} ms`)), timeoutMs);
+    const { succeed, fail } = settleOnce(resolve, reject, () => {
+      clearTimeout(timer);
+      socket.close();
+    });
+    socket.on("error", (error) => fail(new WireError("ECONNREFUSED", `${where}: ${error.message}`)));
+    socket.on("message", (message) => {
+      const reply = decodeOrUndefined(message);
+      if (reply && answersQuery(reply, id, question)) succeed(reply);
+    });
+    socket.connect(server.port, server.host, () => socket.send(bytes));
+  });
+}
+
+function askOverTcp(server: ServerAddress, question: WireQuestion, timeoutMs: number): Promise<dnsPacket.DecodedPacket> {
+  const { id, bytes } = encodeQuery(question, true);
+  const where = `${server.host}:${server.port}`;
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: server.host, port: server.port });
+    const timer = setTimeout(() => fail(new WireError("ETIMEOUT", `no TCP answer from ${where} within ${timeoutMs} ms`)), timeoutMs);
+    const { succeed, fail } = settleOnce(resolve, reject, () => {
+      clearTimeout(timer);
+      socket.destroy();
+    });
+    socket.on("error", (error) => fail(new WireError("ECONNREFUSED", `${where}: ${error.message}`)));
+    socket.on("end", () => fail(new WireError("EBADRESP", `${where} closed the TCP connection without an answer`)));
+    // RFC 1035 §4.2.2: each TCP message is preceded by its length in two bytes.
+    const length = Buffer.alloc(2);
+    length.writeUInt16BE(bytes.length);
+    socket.write(Buffer.concat([length, bytes]));
+    let received = Buffer.alloc(0);
+    socket.on("data", (chunk) => {
+      received = Buffer.concat([received, Buffer.from(chunk)]);
+      if (received.length < 2 || received.length < 2 + received.readUInt16BE(0)) return;
+      const reply = decodeOrUndefined(received.subarray(2, 2 + received.readUInt16BE(0)));
+      if (reply && answersQuery(reply, id, question)) succeed(reply);
+      else fail(new WireError("EBADRESP", `unreadable TCP answer from ${where}`));
+    });
+  });
+}

@@ -1,0 +1,89 @@
+// One webhook POST to an address that resolveAndCheck approved. The connection
+// goes to that address, never to what a second DNS look-up might answer (DNS
+// rebinding), while the request still names the URL's host: in the Host
+// header, in TLS SNI, and as the name the certificate must carry.
+//
+// Bun's fetch does all of it: a URL with the address as host, a Host header
+// (Bun sends the one given), and `tls.serverName`, which Bun uses for SNI and
+// for the certificate check. node:https with a `lookup` option works under
+// Bun too, but needs more code for the same result.
+import { parseHostLiteral } from "./ssrf";
+
+export const RESPONSE_BODY_LIMIT = 4096;
+
+export type PinnedPost = {
+  url: URL;
+  address: string;
+  headers: Record<string, string>;
+  body: string;
+  timeoutMs: number;
+  // Tests only: a PEM certificate to trust instead of the system's CAs. The
+  // server's certificate must still carry the URL's host name.
+  trustedCa?: string;
+};
+
+// status 0 with an error when no response came (refused, TLS failure, timeout).
+export type PinnedResponse = { status: number; body: string; error?: string };
+
+export async function pinnedPost(request: PinnedPost): Promise<PinnedResponse> {
+  const target = new URL(request.url);
+  target.hostname = request.address.includes(":") ? `[${request.address}]` : request.address;
+  const hostIsName = parseHostLiteral(request.url.hostname) === null;
+  // One deadline for the whole exchange, body included.
+  const signal = AbortSignal.timeout(request.timeoutMs);
+  const headers = new Headers(request.headers);
+  headers.set("host", request.url.host);
+  let response: Response;
+  try {
+    response = await fetch(target, {
+      method: "POST",
+      headers,
+      body: request.body,
+      // A redirect is the receiver's answer, recorded as such; following it
+      // would reach a host nobody checked.
+      redirect: "manual",
+      signal,
+      // A pooled connection verified for another host name on the same
+      // address must not carry this request.
+      keepalive: false,
+      tls: {
+        ...(hostIsName ? { serverName: request.url.hostname } : {}),
+        ...(request.trustedCa === undefined ? {} : { ca: request.trustedCa }),
+      },
+    });
+  } catch (error) {
+    return { status: 0, body: "", error: describeFailure(error, request.timeoutMs) };
+  }
+  return { status: response.status, body: await readCapped(response) };
+}
+
+// Keeps the first RESPONSE_BODY_LIMIT bytes and cancels the rest, so that a
+// receiver cannot make inboxd download an endless body. A body cut off by the
+// deadline keeps what arrived: the status already answered the delivery.
+async function readCapped(response: Response): Promise<string> {
+  if (response.body === null) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < RESPONSE_BODY_LIMIT) {
+      const next = await reader.read();
+      if (next.done) break;
+      chunks.push(next.value);
+      size += next.value.length;
+    }
+  } catch {
+    // Deadline or connection lost mid-body: keep the part that arrived.
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  const bytes = Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT);
+  return new TextDecoder().decode(bytes);
+}
+
+function describeFailure(error: unknown, timeoutMs: number): string {
+  if (error instanceof Error && error.name === "TimeoutError") return `no answer within ${timeoutMs} ms`;
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as Error & { code?: unknown }).code;
+  return typeof code === "string" && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+}

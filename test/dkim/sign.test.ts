@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createPublicKey } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { authenticate, dkimVerify } from "mailauth";
+import { dkimSelector, dkimTxtValue, generateDkimKeys, type DkimKey } from "../../src/dkim/keys";
+import { signMessage } from "../../src/dkim/sign";
+import { createResolver, type Resolver } from "../../src/dns/resolver";
+import { startDnsServer, type DnsServer } from "../peers/dns-server";
+
+const DOMAIN = "sender.example.test";
+const KEY_DATE = new Date("2026-03-14T23:30:00Z");
+const MESSAGE = Buffer.from(
+  [
+    `From: Alice <alice@${DOMAIN}>`,
+    "To: Bob <bob@receiver.example.test>",
+    "Subject: Quarterly numbers",
+    "Date: Sat, 14 Mar 2026 23:30:00 +0000",
+    `Message-ID: <quarterly-1@${DOMAIN}>`,
+    "MIME-Version: 1.0",
+    "Content-Type: text/plain; charset=utf-8",
+    "",
+    "The numbers are in.",
+    "",
+  ].join("\r\n"),
+);
+
+let server: DnsServer;
+let resolver: Resolver;
+let keys: DkimKey[];
+let signed: Buffer;
+
+beforeAll(async () => {
+  server = await startDnsServer();
+  resolver = createResolver([server.address], { timeoutMs: 500, tries: 1 });
+  keys = await generateDkimKeys(KEY_DATE);
+  for (const key of keys) server.set(`${key.selector}._domainkey.${DOMAIN}`, "TXT", [dkimTxtValue(key)]);
+  signed = await signMessage(MESSAGE, { domain: DOMAIN, keys });
+});
+afterAll(() => server.close());
+
+function tamperBody(message: Buffer): Buffer {
+  return Buffer.from(message.toString().replace("The numbers are in.", "The numbers are out."));
+}
+
+describe("keys", () => {
+  test("selectors carry the UTC date and the algorithm, plus an optional rotation suffix", () => {
+    expect(keys.map((key) => [key.selector, key.algorithm])).toEqual([
+      ["inboxd20260314r", "rsa-sha256"],
+      ["inboxd20260314e", "ed25519-sha256"],
+    ]);
+    expect(dkimSelector(KEY_DATE, "ed25519-sha256", "2")).toBe("inboxd20260314e2");
+    expect(() => dkimSelector(KEY_DATE, "rsa-sha256", "Bad-")).toThrow();
+  });
+
+  test("the RSA p= is a 2048-bit SubjectPublicKeyInfo, the Ed25519 p= the raw 32-byte key", () => {
+    const [rsa, ed25519] = keys;
+    expect(dkimTxtValue(rsa)).toBe(`v=DKIM1; k=rsa; p=${rsa.publicKeyBase64}`);
+    const rsaPublic = createPublicKey({ key: Buffer.from(rsa.publicKeyBase64, "base64"), format: "der", type: "spki" });
+    expect(rsaPublic.asymmetricKeyDetails?.modulusLength).toBe(2048);
+    expect(dkimTxtValue(ed25519)).toBe(`v=DKIM1; k=ed25519; p=${ed25519.publicKeyBase64}`);
+    expect(Buffer.from(ed25519.publicKeyBase64, "base64").length).toBe(32);
+  });
+});
+
+describe("signMessage", () => {
+  test("prepends an RSA then an Ed25519 signature, relaxed/relaxed, over the listed fields", () => {
+    const headers = signed.toString().split("\r\n\r\n")[0];
+    const signatures = headers.split(/\r\n(?=\S)/).filter((line) => line.startsWith("DKIM-Signature:"));
+    expect(signed.toString().startsWith("DKIM-Signature:")).toBe(true);
+    expect(signed.subarray(signed.length - MESSAGE.length).equals(MESSAGE)).toBe(true);
+    expect(signatures.length).toBe(2);
+    const unfolded = signatures.map((signature) => signature.replace(/\r\n\s+/g, " "));
+    expect(unfolded[0]).toContain("a=rsa-sha256");
+    expect(unfolded[1]).toContain("a=ed25519-sha256");
+    for (const signature of unfolded) {
+      expect(signature).toContain("c=relaxed/relaxed");
+      expect(signature).toContain(`d=${DOMAIN}`);
+      const signedFields = /h=([^;]+)/.exec(signature)?.[1].replace(/\s/g, "").toLowerCase().split(":");
+      expect(signedFields?.toSorted()).toEqual(["content-type", "date", "from", "message-id", "mime-version", "subject", "to"]);
+    }
+  });
+
+  test("refuses to sign without a key or without a From field", async () => {
+    await expect(signMessage(MESSAGE, { domain: DOMAIN, keys: [] })).rejects.toThrow(/no DKIM key/);
+    const withoutFrom = Buffer.from(MESSAGE.toString().replace(/^From: .*\r\n/, ""));
+    await expect(signMessage(withoutFrom, { domain: DOMAIN, keys })).rejects.toThrow(/DKIM signing/);
+  });
+});
+
+describe("verification by mailauth through the loopback DNS", () => {
+  test("both signatures pass", async () => {
+    const result = await dkimVerify(signed, { resolver: resolver.forMailauth });
+    expect(result.results.map((entry) => [entry.selector, entry.status?.result])).toEqual([
+      ["inboxd20260314r", "pass"],
+      ["inboxd20260314e", "pass"],
+    ]);
+  });
+
+  test("a changed body fails both", async () => {
+    // mailauth's lenient mode reports a body hash mismatch as neutral; strict gives RFC 8601's fail.
+    const result = await dkimVerify(tamperBody(signed), { resolver: resolver.forMailauth, strict: true });
+    expect(result.results.map((entry) => entry.status?.result)).toEqual(["fail", "fail"]);
+  });
+
+  test("a changed signed header fails both", async () => {
+    const tampered = Buffer.from(signed.toString().replace("Subject: Quarterly numbers", "Subject: Quarterly numbers!"));
+    const result = await dkimVerify(tampered, { resolver: resolver.forMailauth });
+    expect(result.results.map((entry) => entry.status?.result)).toEqual(["fail", "fail"]);
+  });
+
+  test("an unpublished key is neutral (no key), a failing DNS server a temperror", async () => {
+    const otherKeys = await generateDkimKeys(KEY_DATE, "unpublished");
+    const unpublished = await dkimVerify(await signMessage(MESSAGE, { domain: DOMAIN, keys: otherKeys }), { resolver: resolver.forMailauth });
+    expect(unpublished.results.map((entry) => [entry.status?.result, entry.status?.comment])).toEqual([
+      ["neutral", "no key"],
+      ["neutral", "no key"],
+    ]);
+    server.failNext(`${keys[0].selector}._domainkey.${DOMAIN}`, "SERVFAIL");
+    const failing = await dkimVerify(signed, { resolver: resolver.forMailauth });
+    expect(failing.results.map((entry) => entry.status?.result)).toEqual(["temperror", "pass"]);
+  });
+
+  test("authenticate() gives DKIM, SPF and DMARC pass from the same resolver", async () => {
+    server.set(DOMAIN, "TXT", ["v=spf1 ip4:192.0.2.25 -all"]);
+    server.set(`_dmarc.${DOMAIN}`, "TXT", ["v=DMARC1; p=reject"]);
+    const result = await authenticate(signed, {
+      ip: "192.0.2.25",
+      helo: `mail.${DOMAIN}`,
+      sender: `alice@${DOMAIN}`,
+      mta: "mx.receiver.example.test",
+      resolver: resolver.forMailauth,
+    });
+    expect(result.dkim.results.map((entry) => entry.status?.result)).toEqual(["pass", "pass"]);
+    expect(result.spf && result.spf.status.result).toBe("pass");
+    expect(result.dmarc && result.dmarc.status.result).toBe("pass");
+  });
+});
+
+// dkimverify (Debian python3-dkim) is an independent implementation; it reads DNS through
+// dnspython, which the wrapper points at the loopback server before running the real script.
+const DKIMVERIFY = Bun.which("dkimverify");
+const dkimverifyPython = DKIMVERIFY ? /^#!\s*(\S+)/.exec(readFileSync(DKIMVERIFY, "utf8"))?.[1] : undefined;
+const WRAPPER = `
+import runpy, sys
+import dns.resolver
+resolver = dns.resolver.Resolver(configure=False)
+resolver.nameservers = ["127.0.0.1"]
+resolver.port = int(sys.argv.pop(1))
+dns.resolver.default_resolver = resolver
+sys.argv[0] = "dkimverify"
+runpy.run_path(sys.argv.pop(1), run_name="__main__")
+`;
+
+async function dkimverify(message: Buffer, index: number): Promise<{ exitCode: number; output: string }> {
+  const child = Bun.spawn([dkimverifyPython ?? "python3", "-c", WRAPPER, String(server.port), DKIMVERIFY ?? "", "--index", String(index)], {
+    stdin: new Blob([message]),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  return { exitCode, output: (stdout + stderr).trim() };
+}
+
+describe.skipIf(!DKIMVERIFY || !dkimverifyPython)(
+  `verification by dkimverify from python3-dkim${DKIMVERIFY ? "" : " — skipped: dkimverify is not on PATH (apt-get install python3-dkim)"}`,
+  () => {
+    test("both signatures pass", async () => {
+      expect(await dkimverify(signed, 0)).toEqual({ exitCode: 0, output: "signature ok" });
+      expect(await dkimverify(signed, 1)).toEqual({ exitCode: 0, output: "signature ok" });
+    });
+
+    test("a changed body fails both", async () => {
+      expect((await dkimverify(tamperBody(signed), 0)).exitCode).toBe(1);
+      expect((await dkimverify(tamperBody(signed), 1)).exitCode).toBe(1);
+    });
+  },
+);
