@@ -8,6 +8,7 @@ import type { Database } from "bun:sqlite";
 import { accountsStore } from "./accounts";
 import { drizzleOf } from "./db";
 import { eventsStore } from "./events";
+import { inboxesStore } from "./inboxes";
 
 export function createStore(sqlite: Database) {
   const db = drizzleOf(sqlite);
@@ -18,6 +19,7 @@ export function createStore(sqlite: Database) {
     },
     accounts: accountsStore(db),
     events: eventsStore(db),
+    inboxes: inboxesStore(db),
   };
 }
 

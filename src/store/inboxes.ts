@@ -1,0 +1,22 @@
+/** Inboxes: every query takes the organization, so one tenant never sees another's inbox. */
+import { and, desc, eq } from "drizzle-orm";
+import { inboxes } from "../db/schema";
+import type { Db } from "./db";
+
+export type InboxRow = typeof inboxes.$inferSelect;
+
+export const inboxesStore = (db: Db) => ({
+  insert(row: InboxRow) {
+    db.insert(inboxes).values(row).run();
+  },
+  find(organizationId: string, id: string): InboxRow | undefined {
+    return db.select().from(inboxes).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).get();
+  },
+  /** Across organizations: inbound mail and local delivery route by address (case-insensitive column). */
+  findByEmail(email: string): InboxRow | undefined {
+    return db.select().from(inboxes).where(eq(inboxes.email, email)).get();
+  },
+  list(organizationId: string, page: number, per: number): InboxRow[] {
+    return db.select().from(inboxes).where(eq(inboxes.organizationId, organizationId)).orderBy(desc(inboxes.createdAt), desc(inboxes.id)).limit(per).offset((page - 1) * per).all();
+  },
+});
