@@ -7,6 +7,7 @@
 import type { Database } from "bun:sqlite";
 import { accountsStore } from "./accounts";
 import { drizzleOf } from "./db";
+import { dkimKeysStore } from "./dkim-keys";
 import { eventsStore } from "./events";
 import { inboxesStore } from "./inboxes";
 
@@ -18,6 +19,7 @@ export function createStore(sqlite: Database) {
       return sqlite.transaction(fn).immediate();
     },
     accounts: accountsStore(db),
+    dkimKeys: dkimKeysStore(db),
     events: eventsStore(db),
     inboxes: inboxesStore(db),
   };

@@ -43,3 +43,11 @@ export const apiKeys = sqliteTable("api_keys", {
   createdAt: integer("created_at").notNull(),
   lastUsedAt: integer("last_used_at"),
 });
+
+export const loginThrottles = sqliteTable("login_throttles", {
+  subject: text("subject").primaryKey(),
+  windowStart: integer("window_start").notNull(),
+  attempts: integer("attempts").notNull(),
+  lockedUntil: integer("locked_until"),
+  expiresAt: integer("expires_at").notNull(),
+});
