@@ -1,0 +1,124 @@
+// Outgoing messages: turns plain values into the RFC 5322 bytes inboxd stores,
+// signs and delivers, via nodemailer's MailComposer.
+
+import { randomBytes } from "node:crypto";
+import MailComposer from "nodemailer/lib/mail-composer";
+import { parseAddress } from "./address";
+
+export interface ComposeAttachment {
+  filename?: string;
+  /** Media type, e.g. `application/pdf`; derived from the filename when absent. */
+  contentType?: string;
+  content: Buffer;
+}
+
+export interface ComposeInput {
+  from: string;
+  /** Display name shown beside the From address. */
+  fromName?: string;
+  to: string[];
+  cc?: string[];
+  /** Envelope-only recipients: never written into any header. */
+  bcc?: string[];
+  subject: string;
+  text?: string;
+  html?: string;
+  attachments?: ComposeAttachment[];
+  /** `<id@host>`, see newMessageId. */
+  messageId: string;
+  date: Date;
+  inReplyTo?: string;
+  references?: string[];
+}
+
+// RFC 5322 §3.6.4 id-right = dot-atom-text; a host name always fits.
+const MESSAGE_ID_HOST = /^[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+(?:\.[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+)*$/;
+// RFC 6838 §4.2 type/subtype names, optionally followed by parameters.
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*(?:\s*;.*)?$/i;
+// Every C0 control and DEL: a CR or LF in a header value would end the field and
+// start one chosen by whoever wrote the value (header injection); NUL is not
+// allowed in a message at all (RFC 5322 §3.5, RFC 5321 §4.1.1.4).
+const CONTROL_CHARACTERS = /[\x00-\x1f\x7f]+/g;
+
+/** A fresh Message-ID (RFC 5322 §3.6.4): `<128 random bits@hostname>`. */
+export function newMessageId(hostname: string): string {
+  if (!MESSAGE_ID_HOST.test(hostname)) throw new Error(`not a host name for a Message-ID: ${JSON.stringify(hostname)}`);
+  return `<${randomBytes(16).toString("hex")}@${hostname}>`;
+}
+
+/**
+ * Every address a message built from this input goes to, To, Cc and Bcc,
+ * each once (compared case-insensitively, the first spelling kept): the
+ * RCPT TO list for delivery, since Bcc is in no header.
+ */
+export function envelopeRecipients(input: Pick<ComposeInput, "to" | "cc" | "bcc">): string[] {
+  const all = [...input.to, ...(input.cc ?? []), ...(input.bcc ?? [])];
+  const byMailbox = new Map<string, string>();
+  all.forEach((address, i) => {
+    const wire = wireAddress(address, `recipient ${i + 1}`);
+    if (!byMailbox.has(wire.toLowerCase())) byMailbox.set(wire.toLowerCase(), wire);
+  });
+  return [...byMailbox.values()];
+}
+
+/**
+ * Builds the message: text/plain, text/html, or multipart/alternative when both
+ * are given, wrapped in multipart/mixed when there are attachments. Addresses
+ * must be valid (it throws otherwise); text that ends up in headers is cleaned
+ * of control characters so no input can add a header field.
+ */
+export async function composeMessage(input: ComposeInput): Promise<Buffer> {
+  const messageId = cleanMessageId(input.messageId);
+  if (!messageId) throw new Error("composeMessage: messageId is empty");
+  const inReplyTo = input.inReplyTo === undefined ? "" : cleanMessageId(input.inReplyTo);
+  const references = (input.references ?? []).map(cleanMessageId).filter((id) => id !== "");
+  // Bcc goes in no header, but an invalid one is still refused.
+  (input.bcc ?? []).forEach((address, i) => wireAddress(address, `bcc ${i + 1}`));
+
+  const composer = new MailComposer({
+    from: { name: cleanHeaderText(input.fromName ?? ""), address: wireAddress(input.from, "from") },
+    to: input.to.map((address, i) => ({ address: wireAddress(address, `to ${i + 1}`) })),
+    cc: (input.cc ?? []).map((address, i) => ({ address: wireAddress(address, `cc ${i + 1}`) })),
+    subject: cleanHeaderText(input.subject),
+    messageId,
+    date: input.date,
+    inReplyTo: inReplyTo || undefined,
+    references: references.length > 0 ? references : undefined,
+    text: input.text,
+    html: input.html,
+    attachments: (input.attachments ?? []).map((attachment) => ({
+      filename: attachment.filename === undefined ? undefined : cleanHeaderText(attachment.filename),
+      contentType: cleanContentType(attachment.contentType),
+      content: attachment.content,
+    })),
+    // RFC 5322 §2.1: lines end in CRLF, whatever the text fields contain.
+    newline: "win",
+  });
+  return composer.compile().build();
+}
+
+function wireAddress(address: string, field: string): string {
+  const parsed = parseAddress(address);
+  if (!parsed) throw new Error(`composeMessage: invalid ${field} address ${JSON.stringify(address)}`);
+  return parsed.address;
+}
+
+/** Subject, display name or filename: controls become one space. */
+function cleanHeaderText(value: string): string {
+  return value.replace(CONTROL_CHARACTERS, " ").trim();
+}
+
+/**
+ * `<id>` with no whitespace or control characters inside. Ids read from
+ * received mail may lack the brackets or the `@`; they are kept, only made safe.
+ */
+function cleanMessageId(value: string): string {
+  const id = value.replace(/[\s\x00-\x1f\x7f<>]+/g, "");
+  return id === "" ? "" : `<${id}>`;
+}
+
+function cleanContentType(contentType: string | undefined): string | undefined {
+  if (contentType === undefined) return undefined;
+  const cleaned = cleanHeaderText(contentType);
+  return MEDIA_TYPE.test(cleaned) ? cleaned : "application/octet-stream";
+}

@@ -1,0 +1,137 @@
+// Received messages: turns RFC 5322 bytes into the plain fields inboxd stores,
+// threads and shows, via mailparser's simpleParser. Limits: see ./limits.
+
+import { simpleParser, type AddressObject, type EmailAddress, type HeaderLines } from "mailparser";
+import { parseAddress } from "./address";
+import { BOUNDED_PARSER_OPTIONS, MAX_HTML_TO_TEXT_CHARS, asLimitError } from "./limits";
+
+export interface ParsedAttachment {
+  filename?: string;
+  contentType: string;
+  /** Decoded bytes. */
+  content: Buffer;
+  /** Content-ID without angle brackets, as `cid:` URLs in the HTML name it. */
+  contentId?: string;
+  /** Content-Disposition: inline (RFC 2183 §2.1), e.g. an image the HTML shows. */
+  inline: boolean;
+}
+
+export interface ParsedMessage {
+  messageId?: string;
+  inReplyTo?: string;
+  references: string[];
+  /** First valid From address, ASCII domain; absent when there is none. */
+  from?: string;
+  /** Display name of that same mailbox. */
+  fromName?: string;
+  /** Valid addresses only, groups flattened, in header order. */
+  to: string[];
+  cc: string[];
+  replyTo?: string[];
+  /** RFC 2047 encoded words decoded; "" when there is no Subject. */
+  subject: string;
+  /** The text parts, or text made from the HTML when there are none. */
+  text?: string;
+  /** Only when the message has an HTML part. */
+  html?: string;
+  /** Absent when the Date field is missing or unreadable. */
+  date?: Date;
+  attachments: ParsedAttachment[];
+  /** Top-level header fields by lower-case name, values unfolded and not decoded, in order. */
+  headers: Map<string, string[]>;
+}
+
+/**
+ * Parses one message. Bodies in any charset iconv-lite or encoding-japanese
+ * know (ISO-8859-*, windows-125x, ISO-2022-JP, ...) come out as strings.
+ * Rejects with MessageLimitError past the limits in ./limits; otherwise it is
+ * lenient, as received mail has to be.
+ */
+export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
+  const mail = await simpleParser(raw, BOUNDED_PARSER_OPTIONS).catch((error: unknown) => {
+    throw asLimitError(error);
+  });
+  const headers = rawHeaders(mail.headerLines);
+  const sender = mailboxes(mail.from)[0];
+  const replyTo = addresses(mail.replyTo);
+  const html = mail.html === false ? undefined : mail.html;
+  const text = mail.text?.trim() ? mail.text : html === undefined ? undefined : await htmlToText(html);
+
+  return {
+    messageId: mail.messageId,
+    inReplyTo: mail.inReplyTo,
+    references: mail.references === undefined ? [] : [mail.references].flat(),
+    from: sender?.address,
+    fromName: sender?.name || undefined,
+    to: addresses(mail.to),
+    cc: addresses(mail.cc),
+    replyTo: replyTo.length > 0 ? replyTo : undefined,
+    subject: mail.subject ?? "",
+    text,
+    html,
+    date: readableDate(headers) ? mail.date : undefined,
+    attachments: mail.attachments.map((attachment) => ({
+      filename: attachment.filename,
+      contentType: attachment.contentType,
+      content: attachment.content,
+      contentId: attachment.cid,
+      inline: attachment.contentDisposition === "inline",
+    })),
+    headers,
+  };
+}
+
+/**
+ * Header lines as mailsplit kept them, unfolded (RFC 5322 §2.2.3: a CRLF
+ * followed by white space is removed, the white space kept).
+ */
+function rawHeaders(lines: HeaderLines): Map<string, string[]> {
+  const headers = new Map<string, string[]>();
+  for (const { key, line } of lines) {
+    const value = line.slice(line.indexOf(":") + 1).replace(/\r?\n(?=[ \t])/g, "").trim();
+    const values = headers.get(key);
+    if (values) values.push(value);
+    else headers.set(key, [value]);
+  }
+  return headers;
+}
+
+/** Mailboxes of one or more address fields whose address parseAddress accepts, groups flattened. */
+function mailboxes(field: AddressObject | AddressObject[] | undefined): { address: string; name: string }[] {
+  const flatten = (entry: EmailAddress): EmailAddress[] => (entry.group ? entry.group.flatMap(flatten) : [entry]);
+  return [field ?? []]
+    .flat()
+    .flatMap((object) => object.value.flatMap(flatten))
+    .flatMap((entry) => {
+      const parsed = entry.address ? parseAddress(entry.address) : null;
+      return parsed ? [{ address: parsed.address, name: entry.name }] : [];
+    });
+}
+
+function addresses(field: AddressObject | AddressObject[] | undefined): string[] {
+  return mailboxes(field).map((mailbox) => mailbox.address);
+}
+
+/** mailparser turns an unreadable Date field into the current time; that is not the message's date. */
+function readableDate(headers: Map<string, string[]>): boolean {
+  const value = headers.get("date")?.[0];
+  return value !== undefined && !Number.isNaN(new Date(value).getTime());
+}
+
+/**
+ * mailparser converts HTML to text only for a message that is nothing but one
+ * HTML part, and without a bound on the HTML's length. A text version is wanted
+ * whenever there is no text part, so the (capped) HTML is handed back to it as
+ * such a message: the same conversion mailparser applies, without depending on
+ * its html-to-text dependency directly.
+ */
+async function htmlToText(html: string): Promise<string | undefined> {
+  const htmlOnly = Buffer.concat([
+    Buffer.from("Content-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"),
+    Buffer.from(html.slice(0, MAX_HTML_TO_TEXT_CHARS)),
+  ]);
+  // html-to-text gives up on pathological markup (e.g. nesting deeper than its
+  // recursion allows); the message is still readable as HTML then.
+  const converted = await simpleParser(htmlOnly, { ...BOUNDED_PARSER_OPTIONS, skipHtmlToText: false }).catch(() => null);
+  return converted?.text || undefined;
+}

@@ -1,0 +1,168 @@
+import { describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { composeMessage, envelopeRecipients, newMessageId, type ComposeInput } from "../../src/mail/compose";
+import { parseMessage } from "../../src/mail/parse";
+
+const base: ComposeInput = {
+  from: "alice@inboxd.example",
+  to: ["bob@example.com"],
+  subject: "Hello",
+  text: "Hi Bob",
+  messageId: "<m1@inboxd.example>",
+  date: new Date("2024-05-01T10:00:00Z"),
+};
+
+/** The header section, unfolded, one field per entry. */
+function headerFields(raw: Buffer): string[] {
+  const text = raw.toString("latin1");
+  return text.slice(0, text.indexOf("\r\n\r\n")).split(/\r\n(?![ \t])/);
+}
+
+/** RFC 5322 §2.1: CR and LF only ever appear together as CRLF. */
+function expectOnlyCrlf(raw: Buffer) {
+  expect(raw.toString("latin1")).not.toMatch(/\r(?!\n)|(?<!\r)\n/);
+}
+
+describe("composeMessage round trip", () => {
+  test("text, html, two binary attachments, cc, threading headers; bcc nowhere", async () => {
+    const pdf = randomBytes(70_000);
+    const png = Buffer.concat([Buffer.from("89504e470d0a1a0a", "hex"), randomBytes(3000), Buffer.from([0, 13, 10, 13, 10, 0])]);
+    const raw = await composeMessage({
+      ...base,
+      fromName: "Alice Liddell",
+      to: ["bob@example.com", "Carol@Example.org"],
+      cc: ["dave@example.net"],
+      bcc: ["hidden.person@secret.example"],
+      subject: "Quarterly numbers — Grüße",
+      text: "Numbers attached.\nLine two, ünïcödé.",
+      html: "<p>Numbers <b>attached</b>.</p>",
+      attachments: [
+        { filename: "report.pdf", contentType: "application/pdf", content: pdf },
+        { filename: "chart.png", content: png },
+      ],
+      inReplyTo: "<parent@example.com>",
+      references: ["<root@example.com>", "<parent@example.com>"],
+    });
+
+    expectOnlyCrlf(raw);
+    expect(raw.toString("latin1")).not.toContain("hidden.person");
+    expect(raw.toString("latin1")).not.toContain("secret.example");
+
+    const parsed = await parseMessage(raw);
+    expect(parsed.from).toBe("alice@inboxd.example");
+    expect(parsed.fromName).toBe("Alice Liddell");
+    expect(parsed.to).toEqual(["bob@example.com", "Carol@example.org"]);
+    expect(parsed.cc).toEqual(["dave@example.net"]);
+    expect(parsed.headers.has("bcc")).toBe(false);
+    expect(parsed.subject).toBe("Quarterly numbers — Grüße");
+    expect(parsed.text?.trim()).toBe("Numbers attached.\nLine two, ünïcödé.");
+    expect(parsed.html?.trim()).toBe("<p>Numbers <b>attached</b>.</p>");
+    expect(parsed.messageId).toBe("<m1@inboxd.example>");
+    expect(parsed.date?.toISOString()).toBe("2024-05-01T10:00:00.000Z");
+    expect(parsed.inReplyTo).toBe("<parent@example.com>");
+    expect(parsed.references).toEqual(["<root@example.com>", "<parent@example.com>"]);
+
+    expect(parsed.attachments).toHaveLength(2);
+    const [first, second] = parsed.attachments;
+    expect(first.filename).toBe("report.pdf");
+    expect(first.contentType).toBe("application/pdf");
+    expect(first.inline).toBe(false);
+    expect(Buffer.compare(first.content, pdf)).toBe(0);
+    expect(second.filename).toBe("chart.png");
+    expect(second.contentType).toBe("image/png");
+    expect(Buffer.compare(second.content, png)).toBe(0);
+  });
+
+  const structures: [name: string, input: Partial<ComposeInput>, contentType: RegExp][] = [
+    ["text only", { text: "t" }, /^text\/plain/],
+    ["html only", { text: undefined, html: "<p>h</p>" }, /^text\/html/],
+    ["text and html", { text: "t", html: "<p>h</p>" }, /^multipart\/alternative/],
+    ["text and html with an attachment", { text: "t", html: "<p>h</p>", attachments: [{ filename: "a.txt", content: Buffer.from("a") }] }, /^multipart\/mixed/],
+  ];
+  test.each(structures)("%s gives the right top-level type", async (_name, input, contentType) => {
+    const parsed = await parseMessage(await composeMessage({ ...base, ...input }));
+    expect(parsed.headers.get("content-type")?.[0]).toMatch(contentType);
+  });
+
+  test("IDN and quoted addresses go out in ASCII and come back the same", async () => {
+    const raw = await composeMessage({ ...base, to: ['"john doe"@Bücher.de', "zoe@例え.テスト"] });
+    expect(raw.toString("latin1")).toContain("xn--bcher-kva.de");
+    const parsed = await parseMessage(raw);
+    expect(parsed.to).toEqual(['"john doe"@xn--bcher-kva.de', "zoe@xn--r8jz45g.xn--zckzah"]);
+  });
+});
+
+describe("header injection", () => {
+  const injected = "\r\nBcc: victim@evil.example\r\nX-Injected: yes\r\n\r\nbody";
+
+  test("CR, LF and NUL in subject, display name, filename and ids add no header", async () => {
+    const raw = await composeMessage({
+      ...base,
+      fromName: `Alice${injected}`,
+      subject: `Hello${injected}\0`,
+      attachments: [{ filename: `a${injected}.txt`, contentType: `text/plain${injected}`, content: Buffer.from("x") }],
+      inReplyTo: `<p@example.com>${injected}`,
+      references: [`<r@example.com>${injected}`],
+    });
+    expectOnlyCrlf(raw);
+    expect(raw.includes(0)).toBe(false);
+    const text = raw.toString("latin1");
+    expect(text).not.toMatch(/^(Bcc|X-Injected):/im);
+
+    const fields = headerFields(raw).map((field) => field.slice(0, field.indexOf(":")).toLowerCase());
+    expect(fields.sort()).toEqual(
+      ["content-type", "date", "from", "in-reply-to", "message-id", "mime-version", "references", "subject", "to"].sort(),
+    );
+
+    const parsed = await parseMessage(raw);
+    expect(parsed.headers.has("x-injected")).toBe(false);
+    expect(parsed.headers.has("bcc")).toBe(false);
+    expect(parsed.subject).toBe("Hello Bcc: victim@evil.example X-Injected: yes body");
+    expect(parsed.fromName).toBe("Alice Bcc: victim@evil.example X-Injected: yes body");
+    expect(parsed.attachments).toHaveLength(1);
+    expect(parsed.attachments[0].filename).toBe("a Bcc: victim@evil.example X-Injected: yes body.txt");
+    // The unreadable type was replaced; mailparser then guesses from the name.
+    expect(text).toContain("Content-Type: application/octet-stream; name=");
+    expect(parsed.attachments[0].contentType).toBe("text/plain");
+    expect(parsed.attachments[0].content.toString()).toBe("x");
+    expect(parsed.inReplyTo).toMatch(/^<[^\s<>]+>$/);
+    expect(parsed.references).toHaveLength(1);
+  });
+
+  const badAddresses: [field: "from" | "to" | "cc" | "bcc", value: string][] = [
+    ["from", `alice@inboxd.example${injected}`],
+    ["to", `bob@example.com${injected}`],
+    ["cc", "dave@example.net\nX-Injected: yes"],
+    ["bcc", "eve@example.net\r\nX-Injected: yes"],
+    ["to", "Bob <bob@example.com>, eve@evil.example"],
+  ];
+  test.each(badAddresses)("an invalid %s address is refused, never written", async (field, value) => {
+    const input = field === "from" ? { ...base, from: value } : { ...base, [field]: [value] };
+    await expect(composeMessage(input)).rejects.toThrow(/invalid/);
+  });
+});
+
+describe("envelopeRecipients", () => {
+  test("to, cc and bcc, each mailbox once, in canonical form", () => {
+    expect(
+      envelopeRecipients({ to: ["a@x.example", "b@Bücher.de"], cc: ["c@x.example", "A@X.example"], bcc: ["d@x.example", "C@x.example"] }),
+    ).toEqual(["a@x.example", "b@xn--bcher-kva.de", "c@x.example", "d@x.example"]);
+  });
+
+  test("refuses an invalid address", () => {
+    expect(() => envelopeRecipients({ to: ["a@x.example\r\nRCPT TO:<e@evil.example>"] })).toThrow(/invalid/);
+  });
+});
+
+describe("newMessageId", () => {
+  test("is <random@host>, different every time", () => {
+    const first = newMessageId("mail.inboxd.example");
+    expect(first).toMatch(/^<[0-9a-f]{32}@mail\.inboxd\.example>$/);
+    expect(newMessageId("mail.inboxd.example")).not.toBe(first);
+  });
+
+  test("refuses a host name that would break the header", () => {
+    expect(() => newMessageId("host\r\nX-Injected: yes")).toThrow();
+    expect(() => newMessageId("")).toThrow();
+  });
+});
