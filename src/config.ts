@@ -4,6 +4,7 @@
  */
 import { hostname as osHostname } from "node:os";
 import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
 
 export class ConfigError extends Error {}
 
@@ -43,6 +44,10 @@ const hostPortList: Parser<string[]> = (raw, name) => {
   }
   return list;
 };
+const ipList: Parser<string[]> = (raw, name) => {
+  const list = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  return list.every((entry) => isIP(entry)) ? list : fail(name, raw, "a comma-separated list of IP addresses");
+};
 const optionalUrl: Parser<string | undefined> = (raw, name) => {
   if (!raw) return undefined;
   try {
@@ -75,6 +80,7 @@ export const settings = {
   hostname: setting("INBOXD_HOSTNAME", machineName, nonEmptyText, "name in the SMTP greeting and EHLO, MX target"),
   env: setting("INBOXD_ENV", "production", nonEmptyText, "reported by /health as environment"),
   dnsServers: setting("INBOXD_DNS_SERVERS", "", hostPortList, "host:port list for every DNS look-up (empty: system resolver)"),
+  publicIps: setting("INBOXD_PUBLIC_IPS", "", ipList, "this server's public addresses, for custom domains' SPF (empty: the A/AAAA records of INBOXD_HOSTNAME)"),
   outboundPort: setting("INBOXD_OUTBOUND_PORT", "25", port, "port used when delivering to an MX host"),
   smtpRelay: setting("INBOXD_SMTP_RELAY", "", optionalUrl, "smtp(s)://user:pass@host:port: send everything through this relay"),
   deliveryRetryDelays: setting("INBOXD_DELIVERY_RETRY_DELAYS", "300,900,1800,3600,7200,14400,28800,57600,86400,86400,86400", secondsList, "seconds between outbound delivery tries; after the last the recipient bounces"),

@@ -4,6 +4,8 @@
  */
 import type { App } from "./app";
 import { createHttpApp } from "./http/app";
+import { startWebhookQueue } from "./webhooks/queue";
+import { startDomainChecks } from "./domains/background";
 
 export interface RunningPart {
   name: string;
@@ -43,6 +45,8 @@ export async function startServices(app: App): Promise<Running> {
   const parts: RunningPart[] = [];
   try {
     parts.push(startHttp(app));
+    parts.push(startWebhookQueue(app));
+    parts.push(startDomainChecks(app));
   } catch (e) {
     for (const part of parts.reverse()) await part.stop();
     throw e;

@@ -8,9 +8,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openApp, type App } from "../src/app";
 import { createApiKey } from "../src/auth/api-keys";
+import type { CreatedApiKeyRecord, Organization, User } from "../src/auth/present";
 import { Clock } from "../src/clock";
 import { loadConfig } from "../src/config";
-import { newId } from "../src/ids";
+import { newId, randomToken } from "../src/ids";
+import type { Inbox } from "../src/inboxes/present";
 import { createLogger } from "../src/log";
 import { startServices, type Running } from "../src/serve";
 
@@ -125,6 +127,25 @@ export function seedOrganization(app: App, name = "Test org"): { organizationId:
   const now = app.clock.now();
   app.store.accounts.createOrganization({ id: organizationId, name }, now);
   return { organizationId, apiKey: createApiKey(app.store, organizationId, "test", now).key };
+}
+
+/** The password `register` uses unless overridden, for tests that log in afterwards. */
+export const testPassword = "correct horse battery staple";
+
+export interface Registered {
+  user: User;
+  token: string;
+  organization: Organization;
+  apiKey: CreatedApiKeyRecord;
+  inbox: Inbox;
+}
+
+/** A new account over `POST /auth/register` (a fresh email unless overridden); throws unless 201. */
+export async function register(api: ApiClient, overrides: Record<string, unknown> = {}): Promise<Registered> {
+  const body = { firstName: "Test", lastName: "User", username: `user-${randomToken(6)}@example.com`, password: testPassword, ...overrides };
+  const res = await api.post<Registered>("/auth/register", body);
+  if (res.status !== 201) throw new Error(`register: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
 }
 
 export interface ChildServer {

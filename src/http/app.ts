@@ -5,7 +5,14 @@ import { Elysia } from "elysia";
 import type { App } from "../app";
 import { parseJsonBody } from "./body";
 import { toErrorReply } from "./errors";
+import { apiKeyRoutes } from "./routes/api-keys";
+import { authRoutes } from "./routes/auth";
 import { healthRoutes } from "./routes/health";
+import { inboxRoutes } from "./routes/inboxes";
+import { messageRoutes } from "./routes/messages";
+import { threadRoutes } from "./routes/threads";
+import { webhookRoutes } from "./routes/webhooks";
+import { domainRoutes } from "./routes/domains";
 
 export const rateLimitHeaders = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy", "Retry-After"];
 
@@ -35,5 +42,12 @@ export function createHttpApp(app: App) {
         documentation: { info: { title: "inboxd API", version: "1" } },
       }),
     )
-    .use(healthRoutes(app));
+    .use(healthRoutes(app))
+    .use(authRoutes(app))
+    .use(apiKeyRoutes(app))
+    .use(inboxRoutes(app))
+    .use(messageRoutes(app))
+    .use(threadRoutes(app))
+    .use(webhookRoutes(app))
+    .use(domainRoutes(app));
 }

@@ -1,8 +1,10 @@
 /** Inbox rules in one place: addresses, uniqueness, and the events inbox changes emit. */
 import type { App } from "../app";
-import { conflict } from "../errors";
+import { conflict, invalid, notFound } from "../errors";
 import { newId, randomToken } from "../ids";
-import { presentInbox } from "./present";
+import { parseAddress } from "../mail/address";
+import type { InboxRow } from "../store/inboxes";
+import { presentInbox, type Inbox } from "./present";
 
 /** A random, unguessable local part (80 bits) on the service's own mail domain. */
 export const randomInboxAddress = (mailDomain: string) => `${randomToken(10)}@${mailDomain.toLowerCase()}`;
@@ -16,4 +18,63 @@ export function insertInbox(app: App, organizationId: string, input: { name?: st
   const inbox = presentInbox(row);
   app.store.events.emit({ organizationId, type: "inbox.created", inboxId: row.id, payload: inbox }, now);
   return inbox;
+}
+
+/**
+ * Domains an organization may create inboxes on. Today the service's own mail domain only;
+ * a custom domain joins once the domains part has verified it for this organization.
+ */
+function acceptsInboxDomain(app: App, domain: string): boolean {
+  return domain === app.config.mailDomain.toLowerCase();
+}
+
+/** The requested address in stored form, or a random one on the service domain. */
+function inboxAddress(app: App, email: string | undefined): string {
+  if (email === undefined) return randomInboxAddress(app.config.mailDomain);
+  const parsed = parseAddress(email.trim());
+  // A quoted local part ("a b"@d) is valid mail syntax but no address anyone should have to type.
+  if (!parsed || parsed.local.startsWith('"')) throw invalid("email: must be an email address such as support@example.com");
+  if (!acceptsInboxDomain(app, parsed.domain)) throw invalid(`email: must be an address on ${app.config.mailDomain.toLowerCase()} (or on a verified custom domain of the organization)`);
+  return parsed.address.toLowerCase();
+}
+
+export function createInbox(app: App, organizationId: string, input: { name?: string; email?: string }): Inbox {
+  const email = inboxAddress(app, input.email);
+  return app.store.transaction(() => insertInbox(app, organizationId, { name: input.name, email }));
+}
+
+export function listInboxes(app: App, organizationId: string, page: { page: number; per: number }): Inbox[] {
+  return app.store.inboxes.list(organizationId, page.page, page.per).map(presentInbox);
+}
+
+/** The inbox if it belongs to the organization; 404 `Inbox not found` otherwise. */
+export function requireInbox(app: App, organizationId: string, inboxId: string): InboxRow {
+  const row = app.store.inboxes.find(organizationId, inboxId);
+  if (!row) throw notFound("Inbox not found");
+  return row;
+}
+
+export const getInbox = (app: App, organizationId: string, inboxId: string): Inbox => presentInbox(requireInbox(app, organizationId, inboxId));
+
+/** `name: null` (or "") removes the name. */
+export function updateInbox(app: App, organizationId: string, inboxId: string, input: { name?: string | null }): Inbox {
+  return app.store.transaction(() => {
+    const current = requireInbox(app, organizationId, inboxId);
+    if (input.name === undefined) return presentInbox(current);
+    const now = app.clock.now();
+    const inbox = presentInbox(app.store.inboxes.rename(organizationId, inboxId, input.name || null, now)!);
+    app.store.events.emit({ organizationId, type: "inbox.updated", inboxId, payload: inbox }, now);
+    return inbox;
+  });
+}
+
+/** Deletes the inbox with its threads and messages; returns it as it was, which `inbox.deleted` carries. */
+export function deleteInbox(app: App, organizationId: string, inboxId: string): Inbox {
+  return app.store.transaction(() => {
+    const row = app.store.inboxes.delete(organizationId, inboxId);
+    if (!row) throw notFound("Inbox not found");
+    const inbox = presentInbox(row);
+    app.store.events.emit({ organizationId, type: "inbox.deleted", inboxId, payload: inbox }, app.clock.now());
+    return inbox;
+  });
 }

@@ -1,14 +1,56 @@
 /** Users, organizations, memberships, access tokens and API keys. */
-import { and, eq } from "drizzle-orm";
-import { apiKeys, organizations } from "../db/schema";
+import { and, desc, eq, lte, sql } from "drizzle-orm";
+import { accessTokens, apiKeys, memberships, organizations, users } from "../db/schema";
 import type { Db } from "./db";
 
+export type UserRow = typeof users.$inferSelect;
+export type OrganizationRow = typeof organizations.$inferSelect;
+export type MembershipRow = typeof memberships.$inferSelect;
+export type AccessTokenRow = typeof accessTokens.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
 export const accountsStore = (db: Db) => ({
-  createOrganization(org: { id: string; name: string }, now: number) {
-    db.insert(organizations).values({ ...org, createdAt: now, updatedAt: now }).run();
+  insertUser(row: UserRow) {
+    db.insert(users).values(row).run();
   },
+  /** The column is `COLLATE NOCASE`: emails match case-insensitively. */
+  findUserByEmail(email: string): UserRow | undefined {
+    return db.select().from(users).where(eq(users.email, email)).get();
+  },
+  findUser(id: string): UserRow | undefined {
+    return db.select().from(users).where(eq(users.id, id)).get();
+  },
+
+  createOrganization(org: { id: string; name: string }, now: number): OrganizationRow {
+    const row = { ...org, createdAt: now, updatedAt: now };
+    db.insert(organizations).values(row).run();
+    return row;
+  },
+  findOrganization(id: string): OrganizationRow | undefined {
+    return db.select().from(organizations).where(eq(organizations.id, id)).get();
+  },
+
+  insertMembership(row: MembershipRow) {
+    db.insert(memberships).values(row).run();
+  },
+  findMembership(userId: string, organizationId: string): MembershipRow | undefined {
+    return db.select().from(memberships).where(and(eq(memberships.userId, userId), eq(memberships.organizationId, organizationId))).get();
+  },
+  /** Oldest membership first, so the default organization leads. */
+  organizationIdsOfUser(userId: string): string[] {
+    return db.select({ id: memberships.organizationId }).from(memberships).where(eq(memberships.userId, userId)).orderBy(memberships.createdAt, sql`rowid`).all().map((r) => r.id);
+  },
+
+  insertAccessToken(row: AccessTokenRow) {
+    db.insert(accessTokens).values(row).run();
+  },
+  findAccessTokenByHash(tokenHash: string): AccessTokenRow | undefined {
+    return db.select().from(accessTokens).where(eq(accessTokens.tokenHash, tokenHash)).get();
+  },
+  deleteExpiredAccessTokens(userId: string, now: number) {
+    db.delete(accessTokens).where(and(eq(accessTokens.userId, userId), lte(accessTokens.expiresAt, now))).run();
+  },
+
   insertApiKey(key: Omit<ApiKeyRow, "lastUsedAt">) {
     db.insert(apiKeys).values(key).run();
   },
@@ -16,6 +58,16 @@ export const accountsStore = (db: Db) => ({
     return db.select().from(apiKeys).where(eq(apiKeys.keyHash, keyHash)).get();
   },
   touchApiKey(id: string, now: number) {
-    db.update(apiKeys).set({ lastUsedAt: now }).where(and(eq(apiKeys.id, id))).run();
+    db.update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, id)).run();
+  },
+  findApiKey(organizationId: string, id: string): ApiKeyRow | undefined {
+    return db.select().from(apiKeys).where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.id, id))).get();
+  },
+  /** Newest first; rowid breaks ties between keys created in the same millisecond. */
+  listApiKeys(organizationId: string, page: number, per: number): ApiKeyRow[] {
+    return db.select().from(apiKeys).where(eq(apiKeys.organizationId, organizationId)).orderBy(desc(apiKeys.createdAt), desc(sql`rowid`)).limit(per).offset((page - 1) * per).all();
+  },
+  deleteApiKey(organizationId: string, id: string) {
+    db.delete(apiKeys).where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.id, id))).run();
   },
 });

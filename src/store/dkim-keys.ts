@@ -21,6 +21,9 @@ export const dkimKeysStore = (db: Db) => ({
   setStatus(id: string, status: DkimKeyStatus, now: number) {
     db.update(dkimKeys).set({ status, updatedAt: now }).where(eq(dkimKeys.id, id)).run();
   },
+  remove(id: string) {
+    db.delete(dkimKeys).where(eq(dkimKeys.id, id)).run();
+  },
   removeForDomain(domain: string) {
     db.delete(dkimKeys).where(eq(dkimKeys.domain, domain)).run();
   },

@@ -19,4 +19,11 @@ export const inboxesStore = (db: Db) => ({
   list(organizationId: string, page: number, per: number): InboxRow[] {
     return db.select().from(inboxes).where(eq(inboxes.organizationId, organizationId)).orderBy(desc(inboxes.createdAt), desc(inboxes.id)).limit(per).offset((page - 1) * per).all();
   },
+  rename(organizationId: string, id: string, name: string | null, now: number): InboxRow | undefined {
+    return db.update(inboxes).set({ name, updatedAt: now }).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).returning().get();
+  },
+  /** Its threads, messages, sources, attachments and deliveries go with it (ON DELETE CASCADE). */
+  delete(organizationId: string, id: string): InboxRow | undefined {
+    return db.delete(inboxes).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).returning().get();
+  },
 });

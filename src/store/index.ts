@@ -6,10 +6,20 @@
  */
 import type { Database } from "bun:sqlite";
 import { accountsStore } from "./accounts";
+import { deliveriesStore } from "./deliveries";
 import { drizzleOf } from "./db";
 import { dkimKeysStore } from "./dkim-keys";
+import { domainsStore } from "./domains";
 import { eventsStore } from "./events";
 import { inboxesStore } from "./inboxes";
+import { loginThrottlesStore } from "./login-throttles";
+import { webhookQueueStore } from "./webhook-queue";
+import { webhooksStore } from "./webhooks";
+import { messageSearchStore } from "./message-search";
+import { messagesStore } from "./messages";
+import { sendWindowsStore } from "./send-windows";
+import { suppressionsStore } from "./suppressions";
+import { threadsStore } from "./threads";
 
 export function createStore(sqlite: Database) {
   const db = drizzleOf(sqlite);
@@ -19,9 +29,19 @@ export function createStore(sqlite: Database) {
       return sqlite.transaction(fn).immediate();
     },
     accounts: accountsStore(db),
+    deliveries: deliveriesStore(db),
     dkimKeys: dkimKeysStore(db),
+    domains: domainsStore(db),
     events: eventsStore(db),
     inboxes: inboxesStore(db),
+    loginThrottles: loginThrottlesStore(db),
+    webhooks: webhooksStore(db),
+    webhookQueue: webhookQueueStore(db),
+    messages: messagesStore(db),
+    messageSearch: messageSearchStore(db),
+    sendWindows: sendWindowsStore(db),
+    suppressions: suppressionsStore(db),
+    threads: threadsStore(db),
   };
 }
 

@@ -3,3 +3,7 @@ export * from "./accounts";
 export * from "./mail";
 export * from "./queues";
 export * from "./keys";
+export * from "./search";
+export * from "./domains";
+export * from "./webhooks";
+export * from "./outbound";

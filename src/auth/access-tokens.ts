@@ -1,0 +1,27 @@
+/**
+ * Access tokens: user-scoped credentials for `/organizations`, from login and registration.
+ * Opaque `at_` + 256 random bits; only the SHA-256 hash is stored, so a database leak yields no
+ * usable token (a fast hash suffices: the token has full entropy, unlike a password).
+ */
+import { randomToken, sha256Hex } from "../ids";
+import { unauthorized } from "../errors";
+import type { Store } from "../store";
+
+export const accessTokenPrefix = "at_";
+export const accessTokenLifetimeMs = 7 * 24 * 60 * 60 * 1000;
+
+/** Stores the hash of a new token for the user and returns the token itself (shown this once). */
+export function issueAccessToken(store: Store, userId: string, now: number): string {
+  const token = accessTokenPrefix + randomToken(32);
+  store.accounts.deleteExpiredAccessTokens(userId, now);
+  store.accounts.insertAccessToken({ tokenHash: sha256Hex(token), userId, expiresAt: now + accessTokenLifetimeMs, createdAt: now });
+  return token;
+}
+
+/** The user an access token belongs to; 401 when it is unknown or expired. */
+export function userOfAccessToken(store: Store, token: string, now: number): string {
+  const row = store.accounts.findAccessTokenByHash(sha256Hex(token));
+  if (!row) throw unauthorized("Invalid access token");
+  if (row.expiresAt <= now) throw unauthorized("Access token expired: log in again");
+  return row.userId;
+}

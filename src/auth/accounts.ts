@@ -1,0 +1,77 @@
+/**
+ * Registration and login. Registration creates, in one transaction, the user, a default
+ * organization with its owner membership, a default API key, an access token and the initial
+ * inbox; login checks the password under the brute-force throttle and issues an access token.
+ */
+import type { App } from "../app";
+import { conflict, invalid, unauthorized } from "../errors";
+import { newId } from "../ids";
+import { insertInbox, randomInboxAddress } from "../inboxes/service";
+import { issueAccessToken } from "./access-tokens";
+import { createApiKey } from "./api-keys";
+import { accountEmail, requiredText } from "./fields";
+import { beginLoginAttempt, loginSucceeded } from "./login-throttle";
+import { checkNewPassword, hashPassword, refuseOverlongPassword, verifyAgainstDummy, verifyPassword } from "./passwords";
+import { presentCreatedApiKey, presentOrganization, presentUser } from "./present";
+
+const nameMaxLength = 200;
+
+export interface Registration {
+  firstName?: string;
+  lastName?: string;
+  email?: string;
+  password?: string;
+}
+
+export interface Credentials {
+  email?: string;
+  password?: string;
+  /** The client's address, for the per-address brute-force limit. */
+  clientIp?: string;
+}
+
+/** Not trimmed: spaces are legitimate password characters. */
+function requiredPassword(password: string | undefined): string {
+  if (password === undefined) throw invalid("password: is required");
+  if (password === "") throw invalid("password: must not be empty");
+  return password;
+}
+
+export async function register(app: App, input: Registration) {
+  const firstName = requiredText("firstName", input.firstName, nameMaxLength);
+  const lastName = requiredText("lastName", input.lastName, nameMaxLength);
+  const email = accountEmail("username", input.email);
+  const password = requiredPassword(input.password);
+  checkNewPassword(password);
+  // Hashing is slow and asynchronous: done before the transaction, which must not await.
+  const passwordHash = await hashPassword(password);
+  return app.store.transaction(() => {
+    if (app.store.accounts.findUserByEmail(email)) throw conflict("Email already registered");
+    const now = app.clock.now();
+    const user = { id: newId("usr"), email, firstName, lastName, passwordHash, createdAt: now, updatedAt: now };
+    app.store.accounts.insertUser(user);
+    const organization = app.store.accounts.createOrganization({ id: newId("org"), name: `${firstName}'s organization` }, now);
+    app.store.accounts.insertMembership({ userId: user.id, organizationId: organization.id, role: "owner", createdAt: now });
+    const apiKey = createApiKey(app.store, organization.id, "Default", now);
+    const token = issueAccessToken(app.store, user.id, now);
+    const inbox = insertInbox(app, organization.id, { email: randomInboxAddress(app.config.mailDomain) });
+    return { user: presentUser(user, [organization.id]), token, organization: presentOrganization(organization), apiKey: presentCreatedApiKey(apiKey), inbox };
+  });
+}
+
+/** `{user, token}`; 401 `Invalid credentials` alike for an unknown email and a wrong password, in the same time. */
+export async function login(app: App, input: Credentials) {
+  const email = accountEmail("username", input.email);
+  const password = requiredPassword(input.password);
+  refuseOverlongPassword(password);
+  const attempt = { email, clientIp: input.clientIp };
+  beginLoginAttempt(app, attempt);
+  const user = app.store.accounts.findUserByEmail(email);
+  const valid = user ? await verifyPassword(password, user.passwordHash) : await verifyAgainstDummy(password);
+  if (!user || !valid) throw unauthorized("Invalid credentials");
+  return app.store.transaction(() => {
+    loginSucceeded(app, attempt);
+    const token = issueAccessToken(app.store, user.id, app.clock.now());
+    return { user: presentUser(user, app.store.accounts.organizationIdsOfUser(user.id)), token };
+  });
+}

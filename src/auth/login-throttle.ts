@@ -1,0 +1,80 @@
+/**
+ * Login brute-force throttle. Each login attempt counts against its email and its client address
+ * BEFORE the password is checked, so a burst of concurrent guesses cannot slip past the limit.
+ * When either subject reaches INBOXD_LOGIN_MAX_FAILURES attempts within one minute, further
+ * attempts for it get 429 for INBOXD_LOGIN_LOCKOUT_SECONDS. A successful login clears its email's
+ * count and gives its address back the one attempt it used; so only failures add up, and one
+ * user's failures never lock out another user on another address.
+ */
+import ipaddr from "ipaddr.js";
+import type { App } from "../app";
+import { ServiceError } from "../errors";
+import type { LoginThrottleRow } from "../store/login-throttles";
+
+const windowMs = 60_000;
+
+/** One login attempt: the (normalized) email it names and, when known, the client's address. */
+export interface LoginAttempt {
+  email: string;
+  clientIp?: string;
+}
+
+/**
+ * IPv4-mapped IPv6 counts as the IPv4 address; other IPv6 addresses count by their /64, which
+ * one host or customer usually holds whole (RFC 6177), so rotating through it gains nothing.
+ */
+export function addressSubject(clientIp: string): string | undefined {
+  if (!ipaddr.isValid(clientIp)) return undefined;
+  const ip = ipaddr.process(clientIp);
+  if (ip.kind() === "ipv4") return `ip:${ip.toString()}`;
+  const parts = (ip as ipaddr.IPv6).parts;
+  return `ip:${new ipaddr.IPv6([...parts.slice(0, 4), 0, 0, 0, 0]).toString()}/64`;
+}
+
+/** The subjects an attempt counts against: its email and, when known, its client address. */
+function subjectsOf(attempt: LoginAttempt): { email: string; address?: string } {
+  return { email: `email:${attempt.email}`, address: attempt.clientIp ? addressSubject(attempt.clientIp) : undefined };
+}
+
+function withAttempts(subject: string, windowStart: number, attempts: number, lockedUntil: number | null): LoginThrottleRow {
+  return { subject, windowStart, attempts, lockedUntil, expiresAt: Math.max(windowStart + windowMs, lockedUntil ?? 0) };
+}
+
+/** Counts one more attempt; a window that ran out or a lock that ended starts a new count. */
+function counted(app: App, subject: string, row: LoginThrottleRow | undefined, now: number): LoginThrottleRow {
+  const fresh = !row || now - row.windowStart >= windowMs || (row.lockedUntil !== null && row.lockedUntil <= now);
+  const attempts = fresh ? 1 : row.attempts + 1;
+  const locks = attempts >= app.config.loginMaxFailures;
+  if (attempts === app.config.loginMaxFailures) app.log.warn("login throttled", { subject, seconds: app.config.loginLockoutSeconds });
+  return withAttempts(subject, fresh ? now : row.windowStart, attempts, locks ? now + app.config.loginLockoutSeconds * 1000 : null);
+}
+
+/** 429 while the email or the address is locked; otherwise counts the attempt against both. */
+export function beginLoginAttempt(app: App, attempt: LoginAttempt) {
+  const { email, address } = subjectsOf(attempt);
+  const subjects = address ? [email, address] : [email];
+  const now = app.clock.now();
+  app.store.transaction(() => {
+    const rows = app.store.loginThrottles.find(subjects);
+    const lockedUntil = Math.max(0, ...rows.map((r) => r.lockedUntil ?? 0));
+    if (lockedUntil > now) {
+      const seconds = Math.ceil((lockedUntil - now) / 1000);
+      throw new ServiceError("rate_limited", "Too many failed logins, please try again later.", { "Retry-After": String(seconds) });
+    }
+    app.store.loginThrottles.prune(now);
+    for (const subject of subjects) app.store.loginThrottles.save(counted(app, subject, rows.find((r) => r.subject === subject), now));
+  });
+}
+
+/** After a correct password: the email starts afresh, and the address gets its attempt back. */
+export function loginSucceeded(app: App, attempt: LoginAttempt) {
+  const { email, address } = subjectsOf(attempt);
+  app.store.transaction(() => {
+    app.store.loginThrottles.delete(email);
+    if (!address) return;
+    const row = app.store.loginThrottles.find([address])[0];
+    if (!row) return;
+    const attempts = Math.max(0, row.attempts - 1);
+    app.store.loginThrottles.save(withAttempts(row.subject, row.windowStart, attempts, attempts >= app.config.loginMaxFailures ? row.lockedUntil : null));
+  });
+}

@@ -1,0 +1,54 @@
+/**
+ * The background re-verification of custom domains: pending ones every few minutes for a day,
+ * then every domain hourly, so a domain whose records vanish turns failed without anyone asking.
+ * Due times live in the database and come from the App's clock; a short poll finds what is due.
+ */
+import type { App } from "../app";
+import type { RunningPart } from "../serve";
+import { nextCheckAt } from "./status";
+import { verifyDomainRecords } from "./verification";
+
+const POLL_INTERVAL_MS = 1000;
+const BATCH_SIZE = 20;
+const CONCURRENT_CHECKS = 4;
+
+export function startDomainChecks(app: App): RunningPart {
+  let stopped = false;
+  let run: Promise<void> | undefined;
+
+  /** Claims due domains (moving their next check on first, so a crash mid-check never loops) and checks them. */
+  async function checkDue() {
+    while (!stopped) {
+      const now = app.clock.now();
+      const due = app.store.transaction(() => {
+        const rows = app.store.domains.due(now, BATCH_SIZE);
+        for (const row of rows) app.store.domains.update(row.id, { nextCheckAt: nextCheckAt(row.status, row.recordsChangedAt, now) });
+        return rows;
+      });
+      if (due.length === 0) return;
+      for (let i = 0; i < due.length; i += CONCURRENT_CHECKS) {
+        await Promise.all(
+          due.slice(i, i + CONCURRENT_CHECKS).map((row) =>
+            verifyDomainRecords(app, row).catch((error) => app.log.error("domain check failed", { domain: row.name, error })),
+          ),
+        );
+      }
+    }
+  }
+
+  const timer = setInterval(() => {
+    run ??= checkDue()
+      .catch((error) => app.log.error("domain checks failed", { error }))
+      .finally(() => (run = undefined));
+  }, POLL_INTERVAL_MS);
+
+  return {
+    name: "domain-checks",
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      // Look-ups end within the resolver's timeouts; a check cut short is simply due again after a restart.
+      await Promise.race([run, new Promise((resolve) => setTimeout(resolve, app.config.shutdownTimeoutMs).unref())]);
+    },
+  };
+}

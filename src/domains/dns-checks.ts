@@ -1,0 +1,146 @@
+/**
+ * Look-ups of a custom domain's records, each answering one question: is this record published
+ * so that the rest of the world sees what inboxd needs? Protocol code: a resolver and plain
+ * values in, an outcome out.
+ */
+import { createPublicKey } from "node:crypto";
+import { spf } from "mailauth/lib/spf";
+import { getPublicKey } from "mailauth/lib/tools";
+import { DnsLookupError, isNullMx, type Resolver } from "../dns/resolver";
+import type { RecordKey, RecordSpec, ServerIdentity } from "./records";
+
+/**
+ * `missing`: nothing published yet (or any more); `failed`: published but wrong; `unknown`:
+ * no usable answer now (a DNS failure worth retrying), which must not change what is known.
+ */
+export type CheckOutcome = { result: "verified" } | { result: "failed" | "missing" | "unknown"; reason: string };
+
+const verified: CheckOutcome = { result: "verified" };
+const failed = (reason: string): CheckOutcome => ({ result: "failed", reason });
+const missing = (reason: string): CheckOutcome => ({ result: "missing", reason });
+const unknown = (reason: string): CheckOutcome => ({ result: "unknown", reason });
+
+/** A failed look-up: the name does not exist (missing), or no answer now (unknown). */
+function lookupFailure(error: unknown, notFound: string): CheckOutcome {
+  if (error instanceof DnsLookupError) {
+    return error.kind === "nxdomain" ? missing(notFound) : unknown(`DNS look-up of ${error.hostname} failed (${error.code}); will retry`);
+  }
+  const code = (error as { code?: string }).code;
+  if (code === "ENOTFOUND" || code === "ENODATA") return missing(notFound);
+  throw error;
+}
+
+const sameHost = (a: string, b: string) => a.toLowerCase().replace(/\.$/, "") === b.toLowerCase().replace(/\.$/, "");
+
+/** Verified when one of the domain's MX records names our host (RFC 5321 §5.1). */
+export async function checkMx(resolver: Resolver, domain: string, hostname: string): Promise<CheckOutcome> {
+  const notFound = `no MX record at ${domain}`;
+  let records;
+  try {
+    records = await resolver.mx(domain);
+  } catch (error) {
+    return lookupFailure(error, notFound);
+  }
+  if (records.length === 0) return missing(notFound);
+  // RFC 7505 §3: a null MX says the domain takes no mail at all.
+  if (isNullMx(records)) return failed(`${domain} publishes a null MX (it accepts no mail); point its MX to ${hostname}`);
+  if (records.some((record) => sameHost(record.exchange, hostname))) return verified;
+  const targets = records.map((record) => record.exchange).join(", ");
+  return failed(`the MX records of ${domain} point to ${targets}, not to ${hostname}`);
+}
+
+/** The addresses this server sends from: configured, else those of its host name. */
+async function serverAddresses(resolver: Resolver, server: ServerIdentity): Promise<string[] | CheckOutcome> {
+  if (server.publicIps.length) return server.publicIps;
+  const unknownAddress = unknown(`this server's own address is unknown: publish A/AAAA records for ${server.hostname} or set INBOXD_PUBLIC_IPS`);
+  try {
+    const addresses = await resolver.lookupHostAddresses(server.hostname);
+    return addresses.length ? addresses : unknownAddress;
+  } catch (error) {
+    if (error instanceof DnsLookupError && error.kind === "temporary") return unknown(`DNS look-up of ${server.hostname} failed (${error.code}); will retry`);
+    return unknownAddress;
+  }
+}
+
+/**
+ * Verified when the domain's SPF policy, evaluated as a receiver would (RFC 7208 §4, includes and
+ * redirects followed), passes every address this server sends from.
+ */
+export async function checkSpf(resolver: Resolver, domain: string, server: ServerIdentity): Promise<CheckOutcome> {
+  const addresses = await serverAddresses(resolver, server);
+  if (!Array.isArray(addresses)) return addresses;
+  const hostname = server.hostname;
+  for (const ip of addresses) {
+    const result = await spf({ sender: `postmaster@${domain}`, ip, helo: hostname, mta: hostname, resolver: resolver.forMailauth, maxElapsedTime: 10_000 });
+    const detail = (result.status.comment || "").replace(`${hostname}: `, "");
+    switch (result.status.result) {
+      case "pass":
+        continue;
+      case "none":
+        return missing(`no SPF record at ${domain}`);
+      case "temperror":
+        return unknown(`SPF evaluation of ${domain} failed for now (${detail}); will retry`);
+      case "permerror":
+        return failed(`the SPF record of ${domain} is invalid: ${detail}`);
+      default:
+        return failed(`the SPF record of ${domain} does not authorise this server's address ${ip} (result: ${result.status.result})`);
+    }
+  }
+  return verified;
+}
+
+/** The key as SubjectPublicKeyInfo DER, the form in which two keys compare by value. */
+function spkiOf(key: Pick<RecordKey, "algorithm" | "publicKeyBase64">) {
+  const raw = Buffer.from(key.publicKeyBase64, "base64");
+  const publicKey =
+    key.algorithm === "rsa-sha256"
+      ? createPublicKey({ key: raw, format: "der", type: "spki" })
+      : createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: raw.toString("base64url") }, format: "jwk" });
+  return publicKey.export({ type: "spki", format: "der" });
+}
+
+/** Verified when the key record at `name`, read as a DKIM verifier reads it, holds exactly this key. */
+export async function checkDkim(resolver: Resolver, name: string, key: RecordKey): Promise<CheckOutcome> {
+  let published;
+  try {
+    published = await getPublicKey("DKIM", name, 1024, resolver.forMailauth);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (error instanceof DnsLookupError || code === "ENOTFOUND" || code === "ENODATA") return lookupFailure(error, `no DKIM record at ${name}`);
+    return failed(`the DKIM record at ${name} is not usable: ${(error as Error).message}`);
+  }
+  const publishedSpki = createPublicKey(published.publicKey).export({ type: "spki", format: "der" });
+  return publishedSpki.equals(spkiOf(key)) ? verified : failed(`the DKIM record at ${name} publishes another key than this domain's`);
+}
+
+// RFC 7489 §6.4: the record starts with the v tag (a case-insensitive name), whose value is exactly DMARC1.
+const DMARC_RECORD = /^[vV][ \t]*=[ \t]*DMARC1[ \t]*(;|$)/;
+
+/** Verified when `_dmarc.<domain>` publishes one DMARC record (RFC 7489 §6.6.3: several mean none). */
+export async function checkDmarc(resolver: Resolver, domain: string): Promise<CheckOutcome> {
+  const name = `_dmarc.${domain}`;
+  const notFound = `no DMARC record at ${name}`;
+  let records;
+  try {
+    records = (await resolver.txt(name)).filter((record) => DMARC_RECORD.test(record));
+  } catch (error) {
+    return lookupFailure(error, notFound);
+  }
+  if (records.length === 0) return missing(notFound);
+  if (records.length > 1) return failed(`${name} publishes ${records.length} DMARC records; receivers ignore all of them unless there is exactly one`);
+  return verified;
+}
+
+/** Runs the look-up a record spec asks for. */
+export function checkRecord(resolver: Resolver, server: ServerIdentity, domain: string, record: RecordSpec): Promise<CheckOutcome> {
+  switch (record.check.kind) {
+    case "mx":
+      return checkMx(resolver, domain, server.hostname);
+    case "spf":
+      return checkSpf(resolver, domain, server);
+    case "dkim":
+      return checkDkim(resolver, record.name, record.check.key);
+    case "dmarc":
+      return checkDmarc(resolver, domain);
+  }
+}

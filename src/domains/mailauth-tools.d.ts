@@ -1,0 +1,12 @@
+// mailauth ships no types for its tools module; this declares the one function inboxd uses.
+declare module "mailauth/lib/tools" {
+  import type { DNSResolver } from "mailauth";
+
+  /** Fetches and validates a DKIM key record as a verifier reads it (RFC 6376 §3.6.1, RFC 8463 §4). */
+  export function getPublicKey(
+    type: "DKIM",
+    name: string,
+    minBitLength: number,
+    resolver: DNSResolver,
+  ): Promise<{ publicKey: string; rr: string; keyType: string; modulusLength?: number }>;
+}

@@ -1,0 +1,56 @@
+/**
+ * The DNS records a custom domain publishes for inboxd: MX for receiving; SPF, one DKIM key
+ * record per key, and DMARC for sending. Pure: the server's identity and the keys come in as values.
+ */
+import { isIPv6 } from "node:net";
+import type { DkimKey } from "../dkim/keys";
+import { dkimTxtValue } from "../dkim/keys";
+
+export type RecordPurpose = "receiving" | "sending";
+
+/** This server as other hosts see it: the MX target, and the addresses it sends from when configured. */
+export type ServerIdentity = { hostname: string; publicIps: string[] };
+
+export type RecordKey = Pick<DkimKey, "selector" | "algorithm" | "publicKeyBase64"> & { id: string; status: "active" | "pending" | "retired" };
+
+/** What a look-up of the record checks. */
+export type RecordCheckSpec = { kind: "mx" } | { kind: "spf" } | { kind: "dkim"; key: RecordKey } | { kind: "dmarc" };
+
+export type RecordSpec = {
+  /** `<type> <name>`: where the record's last check is kept. */
+  key: string;
+  type: "MX" | "TXT";
+  name: string;
+  value: string;
+  priority?: number;
+  purpose: RecordPurpose;
+  check: RecordCheckSpec;
+};
+
+// RFC 5321 §5.1 only orders MX by preference; 10 leaves room for a backup MX on either side.
+export const MX_PRIORITY = 10;
+// RFC 7489 §6.3: quarantine asks receivers to treat unauthenticated mail as suspicious; relaxed
+// alignment (the default, spelled out) lets mail sent from subdomains align too.
+const DMARC_VALUE = "v=DMARC1; p=quarantine; adkim=r; aspf=r";
+
+/** RFC 7208 §5: the server's own addresses when configured, else the `a` mechanism on its host name. */
+export function spfValue(server: ServerIdentity): string {
+  const mechanisms = server.publicIps.length
+    ? server.publicIps.map((ip) => (isIPv6(ip) ? `ip6:${ip}` : `ip4:${ip}`))
+    : [`a:${server.hostname}`];
+  return `v=spf1 ${mechanisms.join(" ")} -all`;
+}
+
+export const dkimRecordName = (selector: string, domain: string) => `${selector}._domainkey.${domain}`;
+
+export function domainRecords(server: ServerIdentity, domain: string, keys: RecordKey[]): RecordSpec[] {
+  const record = (spec: Omit<RecordSpec, "key">): RecordSpec => ({ key: `${spec.type} ${spec.name}`, ...spec });
+  return [
+    record({ type: "MX", name: domain, value: server.hostname, priority: MX_PRIORITY, purpose: "receiving", check: { kind: "mx" } }),
+    record({ type: "TXT", name: domain, value: spfValue(server), purpose: "sending", check: { kind: "spf" } }),
+    ...keys.map((key) =>
+      record({ type: "TXT", name: dkimRecordName(key.selector, domain), value: dkimTxtValue(key), purpose: "sending", check: { kind: "dkim", key } }),
+    ),
+    record({ type: "TXT", name: `_dmarc.${domain}`, value: DMARC_VALUE, purpose: "sending", check: { kind: "dmarc" } }),
+  ];
+}

@@ -1,0 +1,135 @@
+/** Custom domains of an organization: add, list, look up, verify, rotate DKIM keys, delete. */
+import type { App } from "../app";
+import { dkimSelector, generateDkimKeys, type DkimKey } from "../dkim/keys";
+import { conflict, invalid, notFound } from "../errors";
+import type { Page } from "../http/pagination";
+import { newId } from "../ids";
+import { presentInbox } from "../inboxes/present";
+import type { DkimKeyRow } from "../store/dkim-keys";
+import type { DomainRow } from "../store/domains";
+import { isSameOrSubdomain, normalizeDomainName } from "./name";
+import { checkedRecords, presentDomain, presentRecord } from "./present";
+import { SETUP_CHECK_INTERVAL_MS } from "./status";
+import { saveDomainState, verifyDomainRecords } from "./verification";
+
+/** `{domainId}` in paths: the identifier, or the name in any case or IDN form. */
+function findDomain(app: App, organizationId: string, idOrName: string): DomainRow {
+  const row = app.store.domains.find(organizationId, normalizeDomainName(idOrName) ?? idOrName);
+  if (!row) throw notFound("Domain not found");
+  return row;
+}
+
+function assertUnclaimed(app: App, organizationId: string, name: string) {
+  const existing = app.store.domains.findByName(name);
+  if (!existing) return;
+  throw conflict(existing.organizationId === organizationId ? `Domain ${name} already exists` : `Domain ${name} is already claimed by another organization`);
+}
+
+/**
+ * New keys are pending: a key signs only once its record is seen in DNS (verification turns it
+ * active), so mail from a domain is never signed with a key receivers cannot find.
+ */
+const keyRows = (keys: DkimKey[], domain: string, organizationId: string, now: number): DkimKeyRow[] =>
+  keys.map((key) => ({ id: newId("dkim"), domain, organizationId, ...key, status: "pending", createdAt: now, updatedAt: now }));
+
+export async function createDomain(app: App, organizationId: string, input: { name: string }) {
+  const name = normalizeDomainName(input.name);
+  if (!name) throw invalid("name: must be a domain name such as example.com");
+  const serviceDomain = app.config.mailDomain.toLowerCase();
+  if (isSameOrSubdomain(name, serviceDomain)) throw invalid(`name: ${name} is the service's own mail domain or a subdomain of it, which needs no verification`);
+  assertUnclaimed(app, organizationId, name);
+  const keys = await generateDkimKeys(app.clock.date());
+  return app.store.transaction(() => {
+    // Again: another request may have claimed the name while the keys were being generated.
+    assertUnclaimed(app, organizationId, name);
+    const now = app.clock.now();
+    const row: DomainRow = {
+      id: newId("dom"),
+      organizationId,
+      name,
+      status: "pending",
+      receiving: false,
+      sending: false,
+      recordChecks: {},
+      verifiedAt: null,
+      recordsChangedAt: now,
+      checkedAt: null,
+      // The owner publishes the records after seeing them: the first background look is a few minutes away.
+      nextCheckAt: now + SETUP_CHECK_INTERVAL_MS,
+      createdAt: now,
+      updatedAt: now,
+    };
+    app.store.domains.insert(row);
+    app.store.dkimKeys.insert(keyRows(keys, name, organizationId, now));
+    return presentDomain(app, row);
+  });
+}
+
+export const listDomains = (app: App, organizationId: string, page: Page) =>
+  app.store.domains.list(organizationId, page.page, page.per).map((row) => presentDomain(app, row));
+
+export const getDomain = (app: App, organizationId: string, idOrName: string) => presentDomain(app, findDomain(app, organizationId, idOrName));
+
+export function domainDnsRecords(app: App, organizationId: string, idOrName: string) {
+  return checkedRecords(app, findDomain(app, organizationId, idOrName)).map(presentRecord);
+}
+
+export async function verifyDomain(app: App, organizationId: string, idOrName: string) {
+  const verified = await verifyDomainRecords(app, findDomain(app, organizationId, idOrName));
+  if (!verified) throw notFound("Domain not found");
+  return presentDomain(app, verified);
+}
+
+/** A selector suffix no key of the domain has used today ("", then "2", "3", ...), so no record name is reused. */
+function unusedRotationSuffix(keys: DkimKeyRow[], date: Date): string {
+  const used = new Set(keys.map((key) => key.selector));
+  for (let n = 1; ; n++) {
+    const suffix = n === 1 ? "" : String(n);
+    if (!used.has(dkimSelector(date, "rsa-sha256", suffix)) && !used.has(dkimSelector(date, "ed25519-sha256", suffix))) return suffix;
+  }
+}
+
+/**
+ * Adds a new key pair under new selectors. The current keys keep signing until the new records
+ * verify; then they retire but stay listed (mail they signed is still being verified) until
+ * their records are removed from DNS. Keys of an earlier rotation that never verified are
+ * replaced, since nothing was ever signed with them.
+ */
+export async function rotateDkimKeys(app: App, organizationId: string, idOrName: string) {
+  findDomain(app, organizationId, idOrName);
+  const date = app.clock.date();
+  const generated = await generateDkimKeys(date);
+  return app.store.transaction(() => {
+    const row = findDomain(app, organizationId, idOrName);
+    const now = app.clock.now();
+    const keys = app.store.dkimKeys.forDomain(row.name);
+    const suffix = unusedRotationSuffix(keys, date);
+    for (const key of keys) if (key.status === "pending") app.store.dkimKeys.remove(key.id);
+    const renamed = generated.map((key) => ({ ...key, selector: dkimSelector(date, key.algorithm, suffix) }));
+    app.store.dkimKeys.insert(keyRows(renamed, row.name, organizationId, now));
+    const saved = saveDomainState(app, { ...row, recordsChangedAt: now }, row.recordChecks, now, true);
+    return presentDomain(app, saved);
+  });
+}
+
+/**
+ * Deletes the domain and its keys. Inboxes on it would lose their mail: refused while any exist,
+ * unless `force`, which deletes them too (each with its messages, and an inbox.deleted event).
+ */
+export function deleteDomain(app: App, organizationId: string, idOrName: string, options: { force?: boolean } = {}) {
+  return app.store.transaction(() => {
+    const row = findDomain(app, organizationId, idOrName);
+    const inboxes = app.store.domains.inboxesOnDomain(organizationId, row.name);
+    if (inboxes.length && !options.force) {
+      throw conflict(`Domain ${row.name} is used by ${inboxes.length} inbox${inboxes.length === 1 ? "" : "es"}; delete ${inboxes.length === 1 ? "it" : "them"} first, or pass force=true to delete them with the domain`);
+    }
+    const domain = presentDomain(app, row);
+    const now = app.clock.now();
+    for (const inbox of inboxes) {
+      app.store.inboxes.delete(organizationId, inbox.id);
+      app.store.events.emit({ organizationId, type: "inbox.deleted", inboxId: inbox.id, payload: presentInbox(inbox) }, now);
+    }
+    app.store.domains.delete(row.id);
+    return domain;
+  });
+}

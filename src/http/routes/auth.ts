@@ -1,0 +1,42 @@
+/** `/auth`: registration and login, the two routes that need no credential. */
+import { Elysia, t } from "elysia";
+import type { App } from "../../app";
+import { login, register } from "../../auth/accounts";
+
+const text = (description: string) => t.Optional(t.String({ description }));
+
+export const authRoutes = (app: App) =>
+  new Elysia({ prefix: "/auth", detail: { tags: ["accounts"] } })
+    .post(
+      "/register",
+      async ({ body, set }) => {
+        set.status = 201;
+        return register(app, {
+          firstName: body.firstName ?? body.first_name,
+          lastName: body.lastName ?? body.last_name,
+          email: body.username ?? body.email,
+          password: body.password,
+        });
+      },
+      {
+        body: t.Object({
+          firstName: text("required; or first_name"),
+          lastName: text("required; or last_name"),
+          username: text("the email; required, or email"),
+          password: text("at least 8 characters"),
+          first_name: text("alias of firstName"),
+          last_name: text("alias of lastName"),
+          email: text("alias of username"),
+        }),
+        detail: { summary: "Create an account: user, organization, API key, access token and inbox" },
+      },
+    )
+    .post(
+      "/login",
+      ({ body, server, request }) =>
+        login(app, { email: body.username ?? body.email, password: body.password, clientIp: server?.requestIP(request)?.address }),
+      {
+        body: t.Object({ username: text("the email; required, or email"), email: text("alias of username"), password: text("required") }),
+        detail: { summary: "Exchange email and password for an access token (valid 7 days)" },
+      },
+    );

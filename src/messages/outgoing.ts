@@ -1,0 +1,86 @@
+/**
+ * Checks on what a client asks to send, beyond the types the route schema enforces: addresses,
+ * the recipient cap, header-safe text, and attachments whose base64 really decodes.
+ */
+import { invalid } from "../errors";
+import { normalizeAddress, parseAddress } from "../mail/address";
+import { detectMimeType } from "nodemailer/lib/mime-funcs";
+
+/** To, Cc and Bcc together: a message to more people than this is a mailing, not a message. */
+export const maxRecipients = 50;
+
+export interface AttachmentInput {
+  content: string;
+  name?: string;
+  contentType?: string;
+}
+
+export interface OutgoingAttachment {
+  name?: string;
+  contentType: string;
+  content: Buffer;
+}
+
+// A CR or LF in a header value would end the field and start one the client chose (header
+// injection); other C0 controls and DEL are not allowed in header text either (RFC 5322 §2.2).
+const HEADER_UNSAFE = /[\x00-\x08\x0a-\x1f\x7f]/;
+// RFC 6838 §4.2 type "/" subtype, then RFC 2045 §5.1 parameters.
+const TOKEN = "[A-Za-z0-9!#$&^_.+-]+";
+const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:\\s*;\\s*${TOKEN}=(?:${TOKEN}|"[^"\\\\\\x00-\\x1f\\x7f]*"))*$`);
+
+/** Text that goes into a header field: refused (422) when it could add or break a field. */
+export function assertHeaderSafe(field: string, value: string): void {
+  if (HEADER_UNSAFE.test(value)) throw invalid(`${field}: must not contain line breaks or control characters`);
+}
+
+/** Each address checked (422 naming the entry) and returned in its canonical form. */
+export function validAddresses(field: string, list: string[]): string[] {
+  return list.map((address, i) => {
+    const parsed = parseAddress(address.trim());
+    if (!parsed) throw invalid(`${field}[${i}]: must be an email address such as name@example.com`);
+    return parsed.address;
+  });
+}
+
+export function assertRecipientCount(...lists: string[][]): void {
+  const total = lists.reduce((sum, list) => sum + list.length, 0);
+  if (total > maxRecipients) throw invalid(`to, cc, bcc: at most ${maxRecipients} recipients in all (got ${total})`);
+}
+
+/** Every recipient once, To, Cc and Bcc alike (addresses compare case-insensitively). */
+export function uniqueRecipients(...lists: string[][]): string[] {
+  const seen = new Map<string, string>();
+  for (const address of lists.flat()) {
+    const key = normalizeAddress(address)!;
+    if (!seen.has(key)) seen.set(key, address);
+  }
+  return [...seen.values()];
+}
+
+/**
+ * Base64 (RFC 4648 §4; line breaks allowed, padding optional) that decodes to exactly what was
+ * sent: Buffer.from alone skips invalid characters silently, so the bytes are encoded back and
+ * compared.
+ */
+function decodeBase64(field: string, content: string): Buffer {
+  const compact = content.replace(/\s+/g, "");
+  const padded = compact.length % 4 === 0 ? compact : compact + "=".repeat(4 - (compact.length % 4));
+  const bytes = Buffer.from(padded, "base64");
+  if (compact.length % 4 === 1 || bytes.toString("base64") !== padded) throw invalid(`${field}: must be base64`);
+  return bytes;
+}
+
+export function decodeAttachments(list: AttachmentInput[]): OutgoingAttachment[] {
+  return list.map((attachment, i) => {
+    const field = `attachments[${i}]`;
+    if (attachment.name !== undefined) assertHeaderSafe(`${field}.name`, attachment.name);
+    if (attachment.contentType !== undefined && !MEDIA_TYPE.test(attachment.contentType)) {
+      throw invalid(`${field}.contentType: must be a media type such as application/pdf`);
+    }
+    return {
+      name: attachment.name,
+      contentType: attachment.contentType ?? detectMimeType(attachment.name ?? "bin"),
+      content: decodeBase64(`${field}.content`, attachment.content),
+    };
+  });
+}

@@ -1,0 +1,101 @@
+/** Messages and threads as the API and the webhooks show them. */
+import { iso } from "../clock";
+import { resource } from "../present";
+import type { Store } from "../store";
+import type { AttachmentRow, DeliveryRow, MessageRow, MessageSummaryRow } from "../store/messages";
+import type { ThreadRow } from "../store/threads";
+
+export const presentAttachment = (row: AttachmentRow) => ({
+  name: row.name ?? undefined,
+  contentType: row.contentType ?? undefined,
+  size: row.content.byteLength,
+  contentId: row.contentId ?? undefined,
+  inline: row.inline,
+  content: row.content.toString("base64"),
+});
+
+export const presentDelivery = (row: DeliveryRow) => ({
+  recipient: row.recipient,
+  status: row.status,
+  attempts: row.attempts,
+  lastResponse: row.lastResponse ?? undefined,
+  updatedAt: iso(row.updatedAt),
+});
+
+/** Every field: what get, send, reply, thread get and the message events show. */
+export const presentMessage = (row: MessageRow, attachments: AttachmentRow[], deliveries: DeliveryRow[]) =>
+  resource({
+    id: row.id,
+    organizationId: row.organizationId,
+    inboxId: row.inboxId,
+    threadId: row.threadId,
+    fromInboxId: row.fromInboxId,
+    toInboxId: row.toInboxId,
+    from: row.from,
+    to: row.to,
+    cc: row.cc,
+    bcc: row.bcc,
+    subject: row.subject,
+    text: row.text,
+    html: row.html,
+    labels: row.labels,
+    attachments: attachments.map(presentAttachment),
+    externalMessageId: row.externalMessageId,
+    status: row.status,
+    authentication: row.authentication,
+    deliveries: deliveries.map(presentDelivery),
+    createdAt: iso(row.createdAt),
+    updatedAt: iso(row.updatedAt),
+  });
+
+export type Message = ReturnType<typeof presentMessage>;
+
+/** The subset the message list shows (the description's list fields). */
+export const presentMessageSummary = (row: MessageSummaryRow) =>
+  resource({
+    id: row.id,
+    organizationId: row.organizationId,
+    inboxId: row.inboxId,
+    threadId: row.threadId,
+    from: row.from,
+    to: row.to,
+    subject: row.subject,
+    text: row.text,
+    html: row.html,
+    status: row.status,
+    createdAt: iso(row.createdAt),
+  });
+
+export type MessageSummary = ReturnType<typeof presentMessageSummary>;
+
+/** Stored messages with their attachments and deliveries, read in two queries whatever their number. */
+export function presentStoredMessages(store: Store, rows: MessageRow[]): Message[] {
+  const ids = rows.map((row) => row.id);
+  const attachments = groupBy(store.messages.attachmentsOf(ids), (row) => row.messageId);
+  const deliveries = groupBy(store.messages.deliveriesOf(ids), (row) => row.messageId);
+  return rows.map((row) => presentMessage(row, attachments.get(row.id) ?? [], deliveries.get(row.id) ?? []));
+}
+
+export const presentThread = (row: ThreadRow) =>
+  resource({
+    id: row.id,
+    organizationId: row.organizationId,
+    inboxId: row.inboxId,
+    subject: row.subject,
+    messageCount: row.messageCount,
+    lastMessageAt: iso(row.lastMessageAt),
+    createdAt: iso(row.createdAt),
+    updatedAt: iso(row.updatedAt),
+  });
+
+export type Thread = ReturnType<typeof presentThread>;
+
+function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const row of rows) {
+    const group = groups.get(key(row));
+    if (group) group.push(row);
+    else groups.set(key(row), [row]);
+  }
+  return groups;
+}

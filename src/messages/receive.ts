@@ -1,0 +1,89 @@
+/**
+ * Storing a received message: the one path for mail accepted over SMTP and for local copies of
+ * messages sent on this server. Thread, message, raw source, attachments, thread counters and the
+ * `message.received` event commit together, before the caller answers 250 (or 201).
+ */
+import type { App } from "../app";
+import type { Authentication } from "../db/schema";
+import { newId } from "../ids";
+import type { ParsedMessage } from "../mail/parse";
+import type { InboxRow } from "../store/inboxes";
+import type { AttachmentRow, MessageRow } from "../store/messages";
+import { presentMessage, type Message } from "./present";
+import { existingThread, messageIdsIn, normalizeMessageId } from "./threading";
+
+/** What is stored of a received message: the fields of `parseMessage`'s result that matter here. */
+export type ReceivedContent = Pick<ParsedMessage, "messageId" | "inReplyTo" | "references" | "from" | "to" | "cc" | "subject" | "text" | "html" | "attachments">;
+
+export interface ReceivedMessageInput {
+  /** The recipient inbox (e.g. `app.store.inboxes.findByEmail(rcpt)`); the message joins its organization. */
+  inbox: InboxRow;
+  parsed: ReceivedContent;
+  /** The RFC 5322 bytes as accepted. */
+  raw: Uint8Array;
+  /** SPF, DKIM, DMARC (and ARC) results, shown on get. */
+  authentication?: Authentication;
+  /** The sending inbox, when the message comes from an inbox of this server. */
+  fromInboxId?: string;
+  externalMessageId?: string;
+}
+
+/**
+ * Stores one received message in one transaction (nested in the caller's, if any) and returns it
+ * as the API shows it. Synchronous: no await may split the transaction.
+ */
+export function storeReceivedMessage(app: App, input: ReceivedMessageInput): Message {
+  const { inbox, parsed } = input;
+  const now = app.clock.now();
+  return app.store.transaction(() => {
+    const threadId = attachToThread(app, inbox, parsed, now);
+    const row: MessageRow = {
+      id: newId("msg"),
+      organizationId: inbox.organizationId,
+      inboxId: inbox.id,
+      threadId,
+      fromInboxId: input.fromInboxId ?? null,
+      toInboxId: inbox.id,
+      from: parsed.from ?? "",
+      to: parsed.to,
+      cc: parsed.cc,
+      bcc: [],
+      subject: parsed.subject,
+      text: parsed.text ?? null,
+      html: parsed.html ?? null,
+      labels: [],
+      status: "received",
+      messageIdHeader: normalizeMessageId(parsed.messageId) ?? null,
+      inReplyTo: messageIdsIn(parsed.inReplyTo)[0] ?? null,
+      references: parsed.references.flatMap(messageIdsIn),
+      authentication: input.authentication ?? null,
+      externalMessageId: input.externalMessageId ?? null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const attachments: AttachmentRow[] = parsed.attachments.map((attachment, position) => ({
+      id: newId("att"),
+      messageId: row.id,
+      position,
+      name: attachment.filename ?? null,
+      contentType: attachment.contentType,
+      contentId: attachment.contentId ?? null,
+      inline: attachment.inline,
+      content: attachment.content,
+    }));
+    app.store.messages.insert(row, input.raw, attachments);
+    const message = presentMessage(row, attachments, []);
+    app.store.events.emit({ organizationId: inbox.organizationId, type: "message.received", inboxId: inbox.id, messageId: row.id, payload: message }, now);
+    return message;
+  });
+}
+
+/** The thread the message continues in this inbox, counted one message more; else a new thread. */
+function attachToThread(app: App, inbox: InboxRow, parsed: ReceivedContent, now: number): string {
+  const threadId = existingThread(app.store, inbox.id, parsed);
+  if (threadId) {
+    app.store.threads.addMessage(threadId, now);
+    return threadId;
+  }
+  return app.store.threads.insert({ id: newId("thr"), organizationId: inbox.organizationId, inboxId: inbox.id, subject: parsed.subject, createdAt: now }).id;
+}

@@ -1,0 +1,203 @@
+/**
+ * Send and reply: compose the RFC 5322 message, store it as `sent` with its raw source, hand a
+ * `received` copy to every recipient inbox of this server at once, and queue one delivery per
+ * remote recipient for the outbound worker, all in one transaction with the rate-limit count.
+ */
+import type { App } from "../app";
+import { invalid, notFound } from "../errors";
+import { newId } from "../ids";
+import { requireInbox } from "../inboxes/service";
+import { parseAddress } from "../mail/address";
+import { composeMessage, newMessageId } from "../mail/compose";
+import type { InboxRow } from "../store/inboxes";
+import type { AttachmentRow, DeliveryRow, MessageRow } from "../store/messages";
+import { assertHeaderSafe, assertRecipientCount, decodeAttachments, uniqueRecipients, validAddresses, type AttachmentInput, type OutgoingAttachment } from "./outgoing";
+import { presentMessage, type Message } from "./present";
+import { assertSendAllowed, takeSend, type RateLimitState } from "./rate-limit";
+import { storeReceivedMessage, type ReceivedContent } from "./receive";
+import { referencesOfReply, replySubject } from "./threading";
+
+export interface SendInput {
+  to: string[];
+  cc?: string[];
+  bcc?: string[];
+  subject: string;
+  text: string;
+  html: string;
+  labels?: string[];
+  attachments?: AttachmentInput[];
+}
+
+export interface ReplyInput {
+  text: string;
+  html: string;
+}
+
+/** The stored message, and the rate-limit state the response headers report. */
+export interface Sent {
+  message: Message;
+  rateLimit: RateLimitState;
+}
+
+/** A message ready to compose: checked, canonical, from one inbox. */
+interface Draft {
+  inbox: InboxRow;
+  /** The thread a reply continues; a new message starts one. */
+  threadId?: string;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  subject: string;
+  text: string;
+  html: string;
+  labels: string[];
+  attachments: OutgoingAttachment[];
+  inReplyTo?: string;
+  references: string[];
+}
+
+export async function sendMessage(app: App, organizationId: string, inboxId: string, input: SendInput): Promise<Sent> {
+  const inbox = requireInbox(app, organizationId, inboxId);
+  const to = validAddresses("to", input.to);
+  const cc = validAddresses("cc", input.cc ?? []);
+  const bcc = validAddresses("bcc", input.bcc ?? []);
+  if (to.length === 0) throw invalid("to: at least one recipient is required");
+  assertRecipientCount(to, cc, bcc);
+  assertHeaderSafe("subject", input.subject);
+  const attachments = decodeAttachments(input.attachments ?? []);
+  const { text, html, subject } = input;
+  return dispatch(app, organizationId, { inbox, to, cc, bcc, subject, text, html, labels: input.labels ?? [], attachments, references: [] });
+}
+
+/**
+ * Answers a message of the inbox in its thread: to its sender, or, for a message the inbox sent,
+ * to its original recipients; In-Reply-To and References let the other side's client thread it.
+ */
+export async function replyToMessage(app: App, organizationId: string, inboxId: string, messageId: string, input: ReplyInput): Promise<Sent> {
+  const inbox = requireInbox(app, organizationId, inboxId);
+  const original = app.store.messages.find(organizationId, inboxId, messageId);
+  if (!original) throw notFound("Message not found");
+  const answersOwn = original.status !== "received";
+  const to = answersOwn ? original.to : [original.from].filter(Boolean);
+  if (to.length === 0) throw invalid("messageId: the message has no sender address to reply to");
+  return dispatch(app, organizationId, {
+    inbox,
+    threadId: original.threadId,
+    to,
+    cc: answersOwn ? original.cc : [],
+    bcc: [],
+    subject: replySubject(original.subject),
+    text: input.text,
+    html: input.html,
+    labels: [],
+    attachments: [],
+    inReplyTo: original.messageIdHeader ?? undefined,
+    references: referencesOfReply(original),
+  });
+}
+
+async function dispatch(app: App, organizationId: string, draft: Draft): Promise<Sent> {
+  const now = app.clock.now();
+  assertSendAllowed(app, organizationId, now);
+  const messageId = newMessageId(app.config.hostname);
+  const raw = await composeMessage({
+    from: draft.inbox.email,
+    fromName: draft.inbox.name ?? undefined,
+    to: draft.to,
+    cc: draft.cc,
+    bcc: draft.bcc,
+    subject: draft.subject,
+    text: draft.text || undefined,
+    html: draft.html || undefined,
+    attachments: draft.attachments.map((a) => ({ filename: a.name, contentType: a.contentType, content: a.content })),
+    messageId,
+    date: new Date(now),
+    inReplyTo: draft.inReplyTo,
+    references: draft.references,
+  });
+  return app.store.transaction(() => {
+    // The inbox may have been deleted while the message was composed.
+    const inbox = requireInbox(app, organizationId, draft.inbox.id);
+    const rateLimit = takeSend(app, organizationId, now);
+    const row = sentRow(app, inbox, draft, messageId, now);
+    const attachments = attachmentRows(row.id, draft.attachments);
+    app.store.messages.insert(row, raw, attachments);
+
+    const localInboxes: InboxRow[] = [];
+    const deliveries: DeliveryRow[] = [];
+    for (const recipient of uniqueRecipients(draft.to, draft.cc, draft.bcc)) {
+      const local = app.store.inboxes.findByEmail(recipient);
+      if (local) localInboxes.push(local);
+      else deliveries.push(queuedDelivery(row, recipient, now));
+    }
+    app.store.messages.insertDeliveries(deliveries);
+    const message = presentMessage(row, attachments, deliveries);
+    app.store.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: message }, now);
+
+    const copy = receivedCopy(draft, row);
+    for (const recipientInbox of localInboxes) storeReceivedMessage(app, { inbox: recipientInbox, parsed: copy, raw, fromInboxId: inbox.id });
+    return { message, rateLimit };
+  });
+}
+
+function sentRow(app: App, inbox: InboxRow, draft: Draft, messageId: string, now: number): MessageRow {
+  let threadId = draft.threadId;
+  if (threadId) app.store.threads.addMessage(threadId, now);
+  else threadId = app.store.threads.insert({ id: newId("thr"), organizationId: inbox.organizationId, inboxId: inbox.id, subject: draft.subject, createdAt: now }).id;
+  return {
+    id: newId("msg"),
+    organizationId: inbox.organizationId,
+    inboxId: inbox.id,
+    threadId,
+    fromInboxId: inbox.id,
+    toInboxId: null,
+    from: inbox.email,
+    to: draft.to,
+    cc: draft.cc,
+    bcc: draft.bcc,
+    subject: draft.subject,
+    text: draft.text,
+    html: draft.html,
+    labels: draft.labels,
+    status: "sent",
+    messageIdHeader: messageId,
+    inReplyTo: draft.inReplyTo ?? null,
+    references: draft.references,
+    authentication: null,
+    externalMessageId: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+const attachmentRows = (messageId: string, attachments: OutgoingAttachment[]): AttachmentRow[] =>
+  attachments.map((a, position) => ({ id: newId("att"), messageId, position, name: a.name ?? null, contentType: a.contentType, contentId: null, inline: false, content: a.content }));
+
+/** The outbound worker's row: queued, due now (see src/outbound). */
+const queuedDelivery = (message: MessageRow, recipient: string, now: number): DeliveryRow => ({
+  id: newId("dlv"),
+  organizationId: message.organizationId,
+  messageId: message.id,
+  recipient,
+  domain: parseAddress(recipient)!.domain,
+  status: "queued",
+  attempts: 0,
+  lastResponse: null,
+  nextAttemptAt: now,
+  createdAt: now,
+  updatedAt: now,
+});
+
+/** What a recipient inbox on this server receives: the message as composed, Bcc left out. */
+const receivedCopy = (draft: Draft, sent: MessageRow): ReceivedContent => ({
+  messageId: sent.messageIdHeader!,
+  inReplyTo: draft.inReplyTo,
+  references: draft.references,
+  from: sent.from,
+  to: draft.to,
+  cc: draft.cc,
+  subject: draft.subject,
+  text: draft.text,
+  html: draft.html,
+  attachments: draft.attachments.map((a) => ({ filename: a.name, contentType: a.contentType, content: a.content, inline: false })),
+});

@@ -1,0 +1,38 @@
+/** Reading messages and threads of an inbox: lists newest first, a thread's messages oldest first. */
+import type { App } from "../app";
+import { notFound } from "../errors";
+import { requireInbox } from "../inboxes/service";
+import { presentMessageSummary, presentStoredMessages, presentThread, type Message, type MessageSummary, type Thread } from "./present";
+import { searchMessages } from "./search";
+
+export interface Page {
+  page: number;
+  per: number;
+}
+
+export function listMessages(app: App, organizationId: string, inboxId: string, options: Page & { query?: string }): MessageSummary[] {
+  requireInbox(app, organizationId, inboxId);
+  const rows = options.query?.trim()
+    ? searchMessages(app.store, inboxId, options.query, options.page, options.per)
+    : app.store.messages.list(inboxId, options.page, options.per);
+  return rows.map(presentMessageSummary);
+}
+
+/** Every field. The description gives this read a single 404, `Message not found`, whatever is unknown. */
+export function getMessage(app: App, organizationId: string, inboxId: string, messageId: string): Message {
+  const row = app.store.messages.find(organizationId, inboxId, messageId);
+  if (!row) throw notFound("Message not found");
+  return presentStoredMessages(app.store, [row])[0]!;
+}
+
+export function listThreads(app: App, organizationId: string, inboxId: string, page: Page): Thread[] {
+  requireInbox(app, organizationId, inboxId);
+  return app.store.threads.list(inboxId, page.page, page.per).map(presentThread);
+}
+
+/** The thread with its messages, oldest first; like a message read, `Thread not found` for any unknown id. */
+export function getThread(app: App, organizationId: string, inboxId: string, threadId: string): Thread & { messages: Message[] } {
+  const row = app.store.threads.find(organizationId, inboxId, threadId);
+  if (!row) throw notFound("Thread not found");
+  return { ...presentThread(row), messages: presentStoredMessages(app.store, app.store.messages.listByThread(row.id)) };
+}

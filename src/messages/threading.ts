@@ -1,0 +1,43 @@
+/**
+ * Threads by Message-ID (RFC 5322 §3.6.4): a message joins the thread of the message it answers,
+ * found through In-Reply-To, then References from the most recent back, among the Message-IDs
+ * stored in the same inbox.
+ */
+import type { Store } from "../store";
+
+/** References past this many are not looked up: the most recent ones decide. */
+const maxReferencesLookedUp = 20;
+/** RFC 5322 §3.6.4 lets a writer trim References; inboxd keeps the first and the latest ones. */
+const maxReferencesWritten = 20;
+
+/** The msg-ids in a header value: `<a@b> <c@d>`; a bare id without brackets is taken whole. */
+export function messageIdsIn(value: string | undefined): string[] {
+  if (!value) return [];
+  const bracketed = value.match(/<[^<>\s]+>/g);
+  if (bracketed) return bracketed;
+  const bare = value.trim();
+  return bare && !/\s/.test(bare) ? [`<${bare}>`] : [];
+}
+
+/** The stored form of one Message-ID: `<id>`, or undefined when the value holds none. */
+export const normalizeMessageId = (value: string | undefined) => messageIdsIn(value)[0];
+
+/** The thread an incoming message continues in this inbox, if any. */
+export function existingThread(store: Store, inboxId: string, headers: { inReplyTo?: string; references: string[] }): string | undefined {
+  const references = headers.references.flatMap(messageIdsIn).reverse().slice(0, maxReferencesLookedUp);
+  for (const id of [...messageIdsIn(headers.inReplyTo), ...references]) {
+    const threadId = store.messages.threadOfMessageId(inboxId, id);
+    if (threadId) return threadId;
+  }
+  return undefined;
+}
+
+/** References of an answer to `parent`: the parent's References (or In-Reply-To), then its Message-ID. */
+export function referencesOfReply(parent: { references: string[]; inReplyTo: string | null; messageIdHeader: string | null }): string[] {
+  const chain = parent.references.length > 0 ? parent.references : messageIdsIn(parent.inReplyTo ?? undefined);
+  const all = parent.messageIdHeader ? [...chain, parent.messageIdHeader] : chain;
+  return all.length <= maxReferencesWritten ? all : [all[0]!, ...all.slice(all.length - maxReferencesWritten + 1)];
+}
+
+/** `Re: ` once: an answer to "Re: x" keeps "Re: x" (RFC 5322 §3.6.5). */
+export const replySubject = (subject: string) => (/^re:/i.test(subject.trim()) ? subject : `Re: ${subject}`);

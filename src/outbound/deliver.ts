@@ -1,0 +1,176 @@
+/**
+ * One try of one job: the due recipients of one message at one destination domain, sent in one
+ * SMTP transaction over the first MX host (or the relay) that answers. Returns each recipient's
+ * outcome; recording it is the queue's job (outcome.ts).
+ */
+import type { App } from "../app";
+import type { Resolver } from "../dns/resolver";
+import { parseAddress } from "../mail/address";
+import type { QueuedDelivery } from "../store/deliveries";
+import type { Relay } from "./relay";
+import { returnPathFor } from "./return-path";
+import { hopAddresses, mxHops, TemporaryRouteError, UndeliverableDomainError, type Hop } from "./route";
+import { NoSigningKeyError, signOutgoing } from "./signing";
+import { openSession, rfc5321Timeouts, SessionSetupError, type RecipientAnswer, type SessionOptions, type SmtpSession } from "./smtp-client";
+
+export interface Job {
+  messageId: string;
+  domain: string;
+  /** `attempts` counts this try. */
+  deliveries: QueuedDelivery[];
+}
+
+export type OutcomeKind = "delivered" | "bounced" | "rejected" | "deferred";
+
+export interface RecipientOutcome {
+  delivery: QueuedDelivery;
+  kind: OutcomeKind;
+  /** The server's reply, or why there was none. */
+  reply: string;
+}
+
+export interface DeliveryContext {
+  app: App;
+  resolver: Resolver;
+  relay?: Relay;
+  random: () => number;
+}
+
+/** The SMTP session a lane keeps open between jobs, so that several messages share one connection. */
+export class SessionHolder {
+  private session?: SmtpSession;
+
+  /** The open session when it goes to one of `hops`, first in the order to try. */
+  reusableFor(hops: Hop[]): SmtpSession | undefined {
+    const open = this.session;
+    if (!open?.usable) return undefined;
+    return hops.some((hop) => hop.name === open.serverName) ? open : undefined;
+  }
+
+  keep(session: SmtpSession) {
+    if (this.session !== session) this.close();
+    this.session = session;
+  }
+
+  close() {
+    this.session?.close();
+    this.session = undefined;
+  }
+}
+
+export async function deliverJob(context: DeliveryContext, job: Job, sessions: SessionHolder): Promise<RecipientOutcome[]> {
+  const { app } = context;
+  const message = app.store.deliveries.message(job.messageId);
+  if (!message) return []; // deleted while queued: its deliveries went with it
+  const outcomes: RecipientOutcome[] = [];
+  const pending: { delivery: QueuedDelivery; address: string }[] = [];
+  for (const delivery of job.deliveries) {
+    const refusal = refusalOf(app, delivery);
+    if (typeof refusal === "string") outcomes.push({ delivery, kind: "rejected", reply: refusal });
+    else pending.push({ delivery, address: refusal.address });
+  }
+  if (pending.length === 0) return outcomes;
+  const all = (kind: OutcomeKind, reply: string) => outcomes.concat(pending.map(({ delivery }) => ({ delivery, kind, reply })));
+
+  const raw = app.store.messages.rawSource(job.messageId);
+  if (!raw) return all("rejected", "rejected: the message's source is missing");
+  let signed: Buffer;
+  let hops: Hop[];
+  try {
+    signed = await signOutgoing(app, message.from, raw);
+    hops = context.relay ? [{ name: context.relay.host, port: context.relay.port }] : await mxHops(context.resolver, job.domain, app.config.outboundPort, context.random);
+  } catch (error) {
+    if (error instanceof NoSigningKeyError || error instanceof UndeliverableDomainError) return all("rejected", `rejected: ${error.message}`);
+    if (error instanceof TemporaryRouteError) return all("deferred", error.message);
+    throw error;
+  }
+
+  // RFC 5321 §3.3: one transaction, one reverse-path; each RCPT is exactly a recipient of a delivery.
+  const envelopeRecipients = [...new Set(pending.map((entry) => entry.address))];
+  const transaction = await sendOverHops(context, sessions, hops, returnPathFor(app, pending[0]!.delivery.id), envelopeRecipients, signed);
+  if (transaction.kind === "failed") return all("deferred", transaction.reason);
+  const answers = new Map(transaction.answers.map((answer) => [answer.recipient, answer]));
+  return outcomes.concat(
+    pending.map(({ delivery, address }) => {
+      const answer = answers.get(address)!;
+      return { delivery, kind: answer.accepted ? "delivered" : answer.permanent ? "bounced" : "deferred", reply: answer.reply };
+    }),
+  );
+}
+
+/** A reason to reject without trying (suppressed or unusable address), else the address to use in RCPT TO. */
+function refusalOf(app: App, delivery: QueuedDelivery): string | { address: string } {
+  const suppressed = app.store.suppressions.find(delivery.organizationId, delivery.recipient);
+  if (suppressed) {
+    const why = suppressed.reason === "complained" ? "its owner reported mail from this organization as spam" : "it bounced before";
+    return `rejected: ${delivery.recipient} is suppressed (${why}${suppressed.detail ? `: ${suppressed.detail}` : ""}); DELETE /v1/suppressions/${suppressed.id} to send to it again`;
+  }
+  // The same parser that admitted the address: no CR, LF or other control character reaches a command line.
+  const parsed = parseAddress(delivery.recipient);
+  if (!parsed) return `rejected: ${JSON.stringify(delivery.recipient)} is not a deliverable address`;
+  return { address: parsed.address };
+}
+
+type HopsResult = { kind: "answered"; answers: RecipientAnswer[] } | { kind: "failed"; reason: string };
+
+/**
+ * Tries the hosts in order, each of their addresses in turn, until one takes the transaction
+ * (RFC 5321 §5.1). A host that cannot be reached or will not talk moves on to the next; once a
+ * server answered the transaction, its answer stands.
+ */
+async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, hops: Hop[], from: string, recipients: string[], signed: Buffer): Promise<HopsResult> {
+  const failures: string[] = [];
+  const open = sessions.reusableFor(hops);
+  if (open) {
+    const result = await open.send(from, recipients, signed);
+    if (result.kind === "answered") return { kind: "answered", answers: result.recipients };
+    // A cached connection the server dropped meanwhile says nothing about the message: reconnect.
+    failures.push(`${open.serverName} [${open.address}]: ${result.reason}`);
+  }
+  for (const hop of hops) {
+    let addresses: string[];
+    try {
+      addresses = await hopAddresses(context.resolver, hop);
+    } catch (error) {
+      failures.push(`${hop.name}: ${(error as Error).message}`);
+      continue;
+    }
+    if (addresses.length === 0) failures.push(`${hop.name}: no address`);
+    for (const address of addresses) {
+      let session: SmtpSession;
+      try {
+        session = await connect(context, hop, address);
+      } catch (error) {
+        failures.push(`${hop.name} [${address}]: ${(error as Error).message}`);
+        continue;
+      }
+      sessions.keep(session);
+      const result = await session.send(from, recipients, signed);
+      if (result.kind === "answered") return { kind: "answered", answers: result.recipients };
+      return { kind: "failed", reason: `${hop.name} [${address}]: ${result.reason}` };
+    }
+  }
+  return { kind: "failed", reason: `no mail server could be reached: ${failures.join("; ")}` };
+}
+
+/** A session to one address; an MX host whose STARTTLS handshake fails is tried once more in plaintext, as opportunistic TLS allows (RFC 7435 §3). */
+async function connect(context: DeliveryContext, hop: Hop, address: string): Promise<SmtpSession> {
+  const { config } = context.app;
+  const relay = context.relay;
+  const options: SessionOptions = {
+    address,
+    port: hop.port,
+    serverName: hop.name,
+    clientName: config.hostname,
+    timeouts: rfc5321Timeouts(config.smtpClientTimeoutScale),
+    tls: relay ? relay.tls : "opportunistic",
+    verifyCertificate: relay ? relay.verifyCertificate : false,
+    auth: relay?.auth,
+  };
+  try {
+    return await openSession(options);
+  } catch (error) {
+    if (relay || !(error instanceof SessionSetupError) || error.code !== "ETLS") throw error;
+    return openSession({ ...options, tls: "none" });
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * Recording what happened to deliveries, and what follows for their message (contract.md,
+ * Messages): `delivered` once every remote recipient accepted it, `bounced` once one failed for
+ * good, `rejected` once one could not be tried at all, `complained` on a spam report. Each move
+ * emits its event once, in the same transaction. Callers run these inside `store.transaction`.
+ */
+import type { App } from "../app";
+import type { EventName } from "../events/names";
+import { newId } from "../ids";
+import { presentStoredMessages } from "../messages/present";
+import type { SuppressionReason } from "../db/schema";
+import type { DeliveryStatus, OutboundMessage } from "../store/deliveries";
+import type { RecipientOutcome } from "./deliver";
+import { isHardBounce, maxTries, retryDelayMs } from "./policy";
+
+export type MessageOutcome = "delivered" | "bounced" | "rejected" | "complained";
+
+// The moves a message may make. A first failure stands (a message that was rejected for one
+// recipient does not also bounce), a bounce may follow delivery (a DSN that comes later), and a
+// spam complaint is the last word. No status is reached twice, so no event is emitted twice.
+const NEXT: Record<string, MessageOutcome[]> = {
+  sent: ["delivered", "bounced", "rejected", "complained"],
+  delivered: ["bounced", "complained"],
+  bounced: ["complained"],
+  rejected: ["complained"],
+};
+
+const EVENT: Record<MessageOutcome, EventName> = {
+  delivered: "message.delivered",
+  bounced: "message.bounced",
+  rejected: "message.rejected",
+  complained: "message.complained",
+};
+
+/** Records each recipient's outcome of one try, then moves the messages concerned. */
+export function recordOutcomes(app: App, outcomes: RecipientOutcome[], finishedAt: number, random: () => number = Math.random) {
+  const delays = app.config.deliveryRetryDelays;
+  const messages = new Set<string>();
+  for (const { delivery, kind, reply } of outcomes) {
+    messages.add(delivery.messageId);
+    if (kind === "deferred") {
+      // RFC 5321 §4.5.4.1: give up after the schedule's last try, as a failure for good.
+      if (delivery.attempts >= maxTries(delays)) {
+        setDelivery(app, delivery.id, "bounced", `retries exhausted after ${delivery.attempts} tries; last: ${reply}`, null, finishedAt);
+      } else {
+        setDelivery(app, delivery.id, "queued", reply, finishedAt + retryDelayMs(delays, delivery.attempts, random), finishedAt);
+      }
+      continue;
+    }
+    setDelivery(app, delivery.id, kind, reply, null, finishedAt);
+    if (kind === "bounced" && isHardBounce(reply)) suppress(app, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, finishedAt);
+  }
+  for (const messageId of messages) settleMessage(app, messageId, finishedAt);
+}
+
+function setDelivery(app: App, id: string, status: DeliveryStatus, lastResponse: string, nextAttemptAt: number | null, now: number) {
+  app.store.deliveries.update({ id, status, lastResponse, nextAttemptAt, now });
+}
+
+/** The message status its deliveries call for now, if it may move there. */
+export function settleMessage(app: App, messageId: string, now: number) {
+  const statuses = app.store.deliveries.statusesOf(messageId);
+  const target: MessageOutcome | undefined = statuses.includes("bounced")
+    ? "bounced"
+    : statuses.includes("rejected")
+      ? "rejected"
+      : statuses.length > 0 && statuses.every((status) => status === "delivered")
+        ? "delivered"
+        : undefined;
+  if (target) moveMessage(app, messageId, target, now);
+}
+
+/** Moves the message and emits the event, when the move is allowed; false otherwise. */
+export function moveMessage(app: App, messageId: string, target: MessageOutcome, now: number): boolean {
+  const message = app.store.deliveries.message(messageId);
+  if (!message || !NEXT[message.status]?.includes(target)) return false;
+  app.store.deliveries.setMessageStatus(messageId, target, now);
+  app.store.events.emit(
+    { organizationId: message.organizationId, type: EVENT[target], inboxId: message.inboxId, messageId, payload: presented(app, message) },
+    now,
+  );
+  return true;
+}
+
+export function suppress(app: App, organizationId: string, address: string, reason: SuppressionReason, detail: string, messageId: string, now: number) {
+  app.store.suppressions.upsert({ id: newId("sup"), organizationId, address, reason, detail, messageId, createdAt: now, updatedAt: now });
+}
+
+function presented(app: App, message: OutboundMessage) {
+  const row = app.store.messages.find(message.organizationId, message.inboxId, message.id)!;
+  return presentStoredMessages(app.store, [row])[0]!;
+}

@@ -1,0 +1,37 @@
+/**
+ * What an SMTP answer means for a recipient, and when to try again: RFC 5321 §4.2.1 reply classes
+ * (2yz accepted, 4yz try later, 5yz never), RFC 3463 enhanced status codes to tell a dead address
+ * from a refused message, and the retry schedule of INBOXD_DELIVERY_RETRY_DELAYS.
+ */
+
+/** One try, then one more after each delay; after the last the recipient bounces. */
+export const maxTries = (retryDelaysSeconds: number[]) => retryDelaysSeconds.length + 1;
+
+// Retries spread over up to a tenth more than the delay, so that recipients deferred together by a
+// struggling server do not all come back in the same second. Never earlier than the delay.
+const JITTER = 0.1;
+
+/** How long after try `tryNumber` (1-based) failed the next one goes out, jitter included. */
+export function retryDelayMs(retryDelaysSeconds: number[], tryNumber: number, random: () => number = Math.random): number {
+  const seconds = retryDelaysSeconds[Math.min(tryNumber, retryDelaysSeconds.length) - 1] ?? 0;
+  return Math.round(seconds * 1000 * (1 + JITTER * random()));
+}
+
+/** RFC 3463 §2 status-code, as servers put it right after the reply code: "550 5.1.1 ...". */
+const ENHANCED_STATUS = /^\d{3}[ -]([245])\.(\d{1,3})\.(\d{1,3})\b/;
+
+/**
+ * A permanent failure that says the address itself is bad, so that later mail to it is suppressed:
+ * RFC 3463 X.1.x (addressing: no such mailbox, no such domain) and X.2.1 (mailbox disabled). A
+ * message refused for its content, size or a policy (X.2.3, X.3.x, X.6.x, X.7.x ...) is a bounce
+ * of that message only. A 5xx without an enhanced code counts as a dead address, as most are.
+ */
+export function isHardBounce(reply: string): boolean {
+  const match = ENHANCED_STATUS.exec(reply.trim());
+  if (!match) return /^5\d\d/.test(reply.trim());
+  const [, klass, subject, detail] = match;
+  return klass === "5" && (subject === "1" || (subject === "2" && detail === "1"));
+}
+
+/** The same test on a bare RFC 3463 status of a DSN ("5.1.1"). */
+export const isHardBounceStatus = (status: string) => isHardBounce(`550 ${status}`);

@@ -1,0 +1,58 @@
+/**
+ * The service's own mail domain (INBOXD_MAIL_DOMAIN): its DKIM keys, made on first start, and the
+ * DNS records it needs as zone-file lines (`inboxd dns`).
+ */
+import type { App } from "../app";
+import { generateDkimKeys } from "../dkim/keys";
+import { domainRecords, type RecordSpec } from "../domains/records";
+import { newId } from "../ids";
+import type { DkimKeyRow } from "../store/dkim-keys";
+
+/** Generates the service domain's RSA and Ed25519 keys unless it has keys already; true when it made them. */
+export async function ensureServiceDkimKeys(app: App): Promise<boolean> {
+  const domain = app.config.mailDomain.toLowerCase();
+  if (app.store.dkimKeys.forDomain(domain).length > 0) return false;
+  const keys = await generateDkimKeys(app.clock.date());
+  const now = app.clock.now();
+  const rows: DkimKeyRow[] = keys.map((key) => ({ id: newId("dkim"), domain, organizationId: null, ...key, status: "active", createdAt: now, updatedAt: now }));
+  // Another start may have raced this one between the check and here only if two processes share
+  // the data dir, which its lock prevents; the transaction keeps a half-written pair impossible.
+  app.store.transaction(() => app.store.dkimKeys.insert(rows));
+  app.log.info("DKIM keys generated for the service domain", { domain, selectors: rows.map((row) => row.selector).join(",") });
+  return true;
+}
+
+/** The records of the service domain, with every key it publishes (active, pending or retired). */
+export function serviceDomainRecords(app: App): RecordSpec[] {
+  const domain = app.config.mailDomain.toLowerCase();
+  const keys = app.store.dkimKeys.forDomain(domain);
+  return domainRecords({ hostname: app.config.hostname, publicIps: app.config.publicIps }, domain, keys);
+}
+
+const TTL_SECONDS = 3600;
+
+/** RFC 1035 §5.1 master-file lines: absolute names, one record per line, long TXT values split. */
+export function zoneFileLines(app: App, records: RecordSpec[]): string {
+  const { hostname, mailDomain, publicIps } = app.config;
+  const fqdn = (name: string) => `${name.replace(/\.$/, "")}.`;
+  const line = (name: string, type: string, data: string) => `${fqdn(name)}\t${TTL_SECONDS}\tIN\t${type}\t${data}`;
+  const lines = [`; DNS records for ${mailDomain}: MX for receiving; SPF, DKIM and DMARC for sending (inboxd dns)`];
+  for (const record of records) {
+    lines.push(record.type === "MX" ? line(record.name, "MX", `${record.priority ?? 10} ${fqdn(record.value)}`) : line(record.name, "TXT", txtData(record.value)));
+  }
+  // The MX target must resolve to this server; only the operator knows its public address.
+  if (publicIps.length > 0) {
+    for (const ip of publicIps) lines.push(line(hostname, ip.includes(":") ? "AAAA" : "A", ip));
+  } else {
+    lines.push(`; ${fqdn(hostname)} needs an A (and AAAA) record with this server's public address (or set INBOXD_PUBLIC_IPS)`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** RFC 1035 §3.3.14: character-strings of at most 255 bytes, quoted, with `"` and `\` escaped (§5.1). */
+function txtData(value: string): string {
+  const bytes = Buffer.from(value);
+  const chunks: string[] = [];
+  for (let offset = 0; offset < bytes.length; offset += 255) chunks.push(bytes.subarray(offset, offset + 255).toString());
+  return chunks.map((chunk) => `"${chunk.replace(/[\\"]/g, "\\$&")}"`).join(" ");
+}

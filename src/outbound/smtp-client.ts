@@ -1,0 +1,194 @@
+/**
+ * One SMTP client connection (nodemailer's SMTPConnection) as promises, with each recipient's
+ * answer read out of a transaction: accepted, refused for now (4xx), refused for good (5xx), or
+ * no answer because the connection broke. A session carries several transactions in turn.
+ */
+import SMTPConnection, { type SMTPConnectionEnvelope, type SMTPEnvelope } from "nodemailer/lib/smtp-connection";
+import type { NodemailerError } from "nodemailer/lib/errors";
+
+export interface SessionTimeouts {
+  /** TCP connection, greeting, STARTTLS and EHLO together. */
+  connectMs: number;
+  /** RFC 5321 §4.5.3.2.1: the 220 greeting. */
+  greetingMs: number;
+  /** The longest wait for any reply; §4.5.3.2.6 allows 10 minutes for the one after the data. */
+  replyMs: number;
+}
+
+/** RFC 5321 §4.5.3.2 client timeouts; connecting gets Postfix's 30 s (the RFC sets none). */
+export function rfc5321Timeouts(scale: number): SessionTimeouts {
+  const minutes = (n: number) => Math.max(1, Math.round(n * 60_000 * scale));
+  return { connectMs: minutes(0.5) + minutes(5), greetingMs: minutes(5), replyMs: minutes(10) };
+}
+
+export interface SessionOptions {
+  /** The IP address to connect to. */
+  address: string;
+  port: number;
+  /** The host's name: SNI, certificate checks and logs. */
+  serverName: string;
+  /** EHLO name (INBOXD_HOSTNAME). */
+  clientName: string;
+  timeouts: SessionTimeouts;
+  /** "implicit": TLS from the first byte (smtps); "required": STARTTLS or no session; "opportunistic": STARTTLS when offered; "none": plaintext. */
+  tls: "implicit" | "required" | "opportunistic" | "none";
+  /** Check the certificate against serverName (relays); MX hosts are only encrypted opportunistically. */
+  verifyCertificate: boolean;
+  auth?: { user: string; pass: string };
+}
+
+/** The session could not be set up: connection, greeting, TLS, EHLO or AUTH failed. */
+export class SessionSetupError extends Error {
+  override readonly name = "SessionSetupError";
+  constructor(
+    message: string,
+    /** nodemailer's code: ECONNECTION, ETIMEDOUT, ETLS, EAUTH, EPROTOCOL ... */
+    readonly code: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+export interface RecipientAnswer {
+  recipient: string;
+  accepted: boolean;
+  /** A refusal for good (5yz, RFC 5321 §4.2.1); false for 4yz and for no answer. */
+  permanent: boolean;
+  /** The server's reply, or what went wrong without one. */
+  reply: string;
+}
+
+export type TransactionResult =
+  | { kind: "answered"; recipients: RecipientAnswer[] }
+  /** No answer for the message: the connection broke or timed out during the transaction. */
+  | { kind: "broken"; reason: string };
+
+export interface SmtpSession {
+  readonly serverName: string;
+  readonly address: string;
+  readonly secure: boolean;
+  /** Still connected and between transactions. */
+  readonly usable: boolean;
+  send(from: string, recipients: string[], raw: Buffer): Promise<TransactionResult>;
+  /** Ends the session politely (QUIT), or at once when it is already broken. */
+  close(): void;
+}
+
+/** Errors that say nothing about the message: the connection itself failed. */
+const CONNECTION_FAILURES = new Set(["ECONNECTION", "ETIMEDOUT", "ESOCKET", "ETLS", "EPROTOCOL", "EDNS", "ESTREAM"]);
+
+export async function openSession(options: SessionOptions): Promise<SmtpSession> {
+  const connection = new SMTPConnection({
+    host: options.address,
+    port: options.port,
+    secure: options.tls === "implicit",
+    requireTLS: options.tls === "required",
+    ignoreTLS: options.tls === "none",
+    opportunisticTLS: options.tls === "opportunistic",
+    servername: options.serverName,
+    // Opportunistic TLS to an MX host: an encrypted session with an unverified certificate is still
+    // better than plaintext (RFC 7435), and most MX certificates would not verify.
+    tls: { rejectUnauthorized: options.verifyCertificate, servername: options.serverName },
+    name: options.clientName,
+    connectionTimeout: options.timeouts.connectMs,
+    greetingTimeout: options.timeouts.greetingMs,
+    socketTimeout: options.timeouts.replyMs,
+    socketCloseTimeout: 1000,
+    logger: false,
+  });
+  let broken = false;
+  let busy = false;
+  // An error outside a command (the peer resetting an idle connection) must not go unhandled.
+  connection.on("error", () => (broken = true));
+  connection.on("end", () => (broken = true));
+
+  try {
+    await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
+    if (options.auth) {
+      const auth = options.auth;
+      await new Promise<void>((resolve, reject) => connection.login({ user: auth.user, pass: auth.pass }, (error) => (error ? reject(error) : resolve())));
+    }
+  } catch (error) {
+    connection.close();
+    const failure = error as NodemailerError;
+    throw new SessionSetupError(describe(failure), failure.code);
+  }
+
+  const session: SmtpSession = {
+    serverName: options.serverName,
+    address: options.address,
+    get secure() {
+      return connection.secure;
+    },
+    get usable() {
+      return !broken && !busy && !connection.destroyed;
+    },
+    async send(from, recipients, raw) {
+      busy = true;
+      // nodemailer keeps this object as the transaction's state and records each RCPT answer on it.
+      const envelope: SMTPEnvelope & Partial<SMTPConnectionEnvelope> = { from, to: recipients, size: raw.length, use8BitMime: has8BitData(raw) };
+      try {
+        const info = await new Promise<{ accepted: string[]; rejectedErrors?: NodemailerError[]; response: string }>((resolve, reject) =>
+          connection.send(envelope, raw, (error, result) => (error ? reject(error) : resolve(result))),
+        );
+        busy = false;
+        return { kind: "answered", recipients: answersOf(recipients, info.rejectedErrors ?? [], { accepted: true, permanent: false, reply: info.response }) };
+      } catch (error) {
+        const failure = error as NodemailerError;
+        if (failure.responseCode === undefined) {
+          if (CONNECTION_FAILURES.has(failure.code ?? "")) {
+            broken = true;
+            return { kind: "broken", reason: describe(failure) };
+          }
+          // Refused before sending (RFC 1870 §6: larger than the server's SIZE), for good.
+          busy = !(await resetSession(connection));
+          return { kind: "answered", recipients: recipients.map((recipient) => ({ recipient, accepted: false, permanent: true, reply: localRefusal(failure) })) };
+        }
+        const whole = { accepted: false, permanent: failure.permanent === true, reply: oneLine(failure.response ?? failure.message) };
+        // A refused MAIL FROM refuses every recipient; otherwise those refused at RCPT keep their own answer.
+        const perRecipient = failure.command === "MAIL FROM" ? [] : (failure.rejectedErrors ?? envelope.rejectedErrors ?? []);
+        if (failure.responseCode === 421) broken = true;
+        else busy = !(await resetSession(connection));
+        return { kind: "answered", recipients: answersOf(recipients, perRecipient, whole) };
+      }
+    },
+    close() {
+      if (broken || connection.destroyed) connection.close();
+      else connection.quit();
+      broken = true;
+    },
+  };
+  return session;
+}
+
+/** RFC 5321 §4.1.1.5: RSET ends a transaction the server still holds open; false when the session is unusable. */
+function resetSession(connection: SMTPConnection): Promise<boolean> {
+  if (connection.destroyed) return Promise.resolve(false);
+  return new Promise((resolve) => connection.reset((error) => resolve(!error)));
+}
+
+function answersOf(recipients: string[], rejected: NodemailerError[], others: Omit<RecipientAnswer, "recipient">): RecipientAnswer[] {
+  const byRecipient = new Map(rejected.filter((error) => error.recipient).map((error) => [error.recipient!, error]));
+  return recipients.map((recipient) => {
+    const refusal = byRecipient.get(recipient);
+    if (!refusal) return { recipient, ...others };
+    return { recipient, accepted: false, permanent: refusal.permanent === true, reply: oneLine(refusal.response ?? refusal.message) };
+  });
+}
+
+function localRefusal(error: NodemailerError): string {
+  return /size/i.test(error.message) ? `552 5.3.4 ${error.message} (the server's SIZE limit)` : `554 5.5.0 ${error.message}`;
+}
+
+function describe(error: NodemailerError): string {
+  return oneLine(error.response ? `${error.message}: ${error.response}` : error.message);
+}
+
+/** Multi-line replies (RFC 5321 §4.2.1) kept on one line for last_response and logs. */
+const oneLine = (text: string) => text.replace(/\r?\n/g, " ").trim();
+
+/** RFC 6152: a body with 8-bit bytes goes as BODY=8BITMIME. */
+function has8BitData(raw: Buffer): boolean {
+  for (const byte of raw) if (byte > 0x7f) return true;
+  return false;
+}

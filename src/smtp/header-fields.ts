@@ -1,0 +1,27 @@
+// The top-level header fields of a raw message, for the few edits the receiver makes to them.
+// Bytes are handled as latin1 text, so every octet survives the round trip unchanged.
+
+export interface HeaderBlock {
+  /** Each field with its folded continuation lines and its final CRLF (RFC 5322 §2.2.3). */
+  fields: string[];
+  /** Offset of what follows the header fields: the empty line and the body. */
+  end: number;
+}
+
+export function readHeaderBlock(raw: Buffer): HeaderBlock {
+  const blank = raw.indexOf("\r\n\r\n");
+  const end = blank === -1 ? raw.length : blank + 2;
+  const fields = raw.subarray(0, end).toString("latin1").split(/(?<=\r\n)(?![ \t])/).filter(Boolean);
+  return { fields, end };
+}
+
+/** The lower-case name of a field. */
+export const fieldName = (field: string) => field.slice(0, Math.max(0, field.indexOf(":"))).trim().toLowerCase();
+
+/** The message with only the header fields `keep` accepts, the body untouched. */
+export function filterHeaderFields(raw: Buffer, keep: (field: string) => boolean): Buffer {
+  const { fields, end } = readHeaderBlock(raw);
+  const kept = fields.filter(keep);
+  if (kept.length === fields.length) return raw;
+  return Buffer.concat([Buffer.from(kept.join(""), "latin1"), raw.subarray(end)]);
+}

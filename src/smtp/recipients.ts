@@ -1,0 +1,27 @@
+// Recipient policy at RCPT: mail is accepted only for inboxes that exist on a domain this server
+// hosts, and for the return paths of our own deliveries (bounces and complaints). Everything else
+// is refused in the dialogue, so inboxd never relays and never bounces to a forged sender.
+import type { App } from "../app";
+import { isHostedDomain } from "../domains/hosted";
+import { baseAddress, normalizeAddress, parseAddress } from "../mail/address";
+import { parseReturnPath } from "../outbound/return-path";
+import type { InboxRow } from "../store/inboxes";
+import { SmtpReply } from "./replies";
+
+export type RecipientTarget = { kind: "inbox"; inbox: InboxRow } | { kind: "returnPath"; deliveryId: string };
+
+/** Where mail for `address` (as given in RCPT TO) goes; throws the SmtpReply that refuses it otherwise. */
+export function routeRecipient(app: App, address: string): RecipientTarget {
+  const deliveryId = parseReturnPath(app, address);
+  if (deliveryId) return { kind: "returnPath", deliveryId };
+
+  // RFC 5321 §4.1.1.3: the domainless "postmaster" names the postmaster of the server's domain.
+  const parsed = parseAddress(address.toLowerCase() === "postmaster" ? `postmaster@${app.config.mailDomain}` : address);
+  if (!parsed) throw new SmtpReply(553, "5.1.3", "Mailbox name not allowed");
+  if (!isHostedDomain(app, parsed.domain)) throw new SmtpReply(550, "5.7.1", "Relaying denied");
+
+  // RFC 5233 subaddressing: `name+tag@domain` reaches `name@domain` unless `name+tag` is an inbox itself.
+  const inbox = app.store.inboxes.findByEmail(normalizeAddress(parsed.address)!) ?? app.store.inboxes.findByEmail(baseAddress(parsed.address)!);
+  if (!inbox) throw new SmtpReply(550, "5.1.1", "No such user here");
+  return { kind: "inbox", inbox };
+}

@@ -1,0 +1,54 @@
+// The trace fields of the messages inboxd accepts: its own Received field (RFC 5321 §4.4), and
+// the removal of forged Authentication-Results before its own (RFC 8601) is added above it.
+import { isIPv6 } from "node:net";
+import { fieldName, filterHeaderFields } from "./header-fields";
+
+export interface TraceDetails {
+  /** The name the client gave in HELO/EHLO. */
+  helo: string;
+  clientIp: string;
+  /** INBOXD_HOSTNAME. */
+  hostname: string;
+  /** RFC 3848 protocol type: SMTP, ESMTP, ESMTPS. */
+  protocol: string;
+  /** Negotiated TLS, as Postfix writes it. */
+  tls?: { version: string; cipher: string };
+  /** Identifies the transaction in our logs. */
+  id: string;
+  /** The one recipient this copy is for; the field names no other (RFC 5321 §7.2: Bcc stays private). */
+  recipient: string;
+  time: Date;
+}
+
+export function receivedField(trace: TraceDetails): string {
+  const literal = isIPv6(trace.clientIp) ? `[IPv6:${trace.clientIp}]` : `[${trace.clientIp}]`;
+  const lines = [
+    `Received: from ${safeHelo(trace.helo)} (${literal})`,
+    ...(trace.tls ? [`\t(using ${trace.tls.version} with cipher ${trace.tls.cipher})`] : []),
+    `\tby ${trace.hostname} (inboxd) with ${trace.protocol} id ${trace.id}`,
+    `\tfor <${trace.recipient}>; ${rfc5322Date(trace.time)}`,
+  ];
+  return lines.join("\r\n") + "\r\n";
+}
+
+/**
+ * RFC 8601 §5: an Authentication-Results field that names our authserv-id but arrived with the
+ * message was forged by the sender or on the way, and is removed before ours is added on top.
+ */
+export function withoutForgedAuthenticationResults(raw: Buffer, authservId: string): Buffer {
+  return filterHeaderFields(raw, (field) => !claimsAuthservId(field, authservId));
+}
+
+function claimsAuthservId(field: string, authservId: string): boolean {
+  if (fieldName(field) !== "authentication-results") return false;
+  // RFC 8601 §2.2: the value starts with the authserv-id, after optional comments.
+  const value = field.slice(field.indexOf(":") + 1).replace(/\([^)]*\)/g, " ").trim();
+  return value.split(/[;\s]/, 1)[0].toLowerCase() === authservId.toLowerCase();
+}
+
+// smtp-server bounds the HELO argument and refuses control characters; what else could upset a
+// reader of the field (comments, the date separator) is replaced.
+const safeHelo = (helo: string) => helo.replace(/[^A-Za-z0-9.\-_:[\]]/g, "?") || "unknown";
+
+/** RFC 5322 §3.3 date-time in UTC, with the numeric zone (not the obsolete "GMT"). */
+const rfc5322Date = (time: Date) => time.toUTCString().replace(/GMT$/, "+0000");

@@ -1,0 +1,93 @@
+/**
+ * Messages with their raw source, attachments and outbound delivery records. Reads take the
+ * inbox (and the organization where an id comes from a client), so one tenant never sees another's.
+ */
+import { and, asc, desc, eq, getTableColumns, inArray, sql, type Placeholder, type Table } from "drizzle-orm";
+import { attachments, deliveries, messages, messageSources } from "../db/schema";
+import type { Db } from "./db";
+
+export type MessageRow = typeof messages.$inferSelect;
+export type AttachmentRow = typeof attachments.$inferSelect;
+export type DeliveryRow = typeof deliveries.$inferSelect;
+
+/** The columns the message list shows (the description's subset). */
+export const summaryColumns = {
+  id: messages.id,
+  organizationId: messages.organizationId,
+  inboxId: messages.inboxId,
+  threadId: messages.threadId,
+  from: messages.from,
+  to: messages.to,
+  subject: messages.subject,
+  text: messages.text,
+  html: messages.html,
+  status: messages.status,
+  createdAt: messages.createdAt,
+};
+export type MessageSummaryRow = Pick<MessageRow, keyof typeof summaryColumns>;
+
+export const messagesStore = (db: Db) => {
+  const byInbox = db
+    .select(summaryColumns)
+    .from(messages)
+    .where(eq(messages.inboxId, sql.placeholder("inboxId")))
+    .orderBy(desc(messages.createdAt), desc(sql`messages.rowid`))
+    .limit(sql.placeholder("limit"))
+    .offset(sql.placeholder("offset"))
+    .prepare();
+  const threadOfMessageId = db
+    .select({ threadId: messages.threadId })
+    .from(messages)
+    .where(and(eq(messages.inboxId, sql.placeholder("inboxId")), eq(messages.messageIdHeader, sql.placeholder("messageId"))))
+    .limit(1)
+    .prepare();
+  const insertMessage = db.insert(messages).values(placeholdersOf(messages)).prepare();
+  const insertSource = db.insert(messageSources).values(placeholdersOf(messageSources)).prepare();
+  const insertAttachment = db.insert(attachments).values(placeholdersOf(attachments)).prepare();
+  const insertDelivery = db.insert(deliveries).values(placeholdersOf(deliveries)).prepare();
+
+  return {
+    /** The message row, its raw RFC 5322 source and its attachments; call inside a transaction. */
+    insert(row: MessageRow, raw: Uint8Array, attachmentRows: AttachmentRow[]) {
+      insertMessage.run(row);
+      insertSource.run({ messageId: row.id, raw });
+      for (const attachment of attachmentRows) insertAttachment.run(attachment);
+    },
+    insertDeliveries(rows: DeliveryRow[]) {
+      for (const row of rows) insertDelivery.run(row);
+    },
+    find(organizationId: string, inboxId: string, id: string): MessageRow | undefined {
+      return db.select().from(messages).where(and(eq(messages.organizationId, organizationId), eq(messages.inboxId, inboxId), eq(messages.id, id))).get();
+    },
+    /** The thread of the message with this Message-ID in the inbox, if it holds one. */
+    threadOfMessageId(inboxId: string, messageId: string): string | undefined {
+      return threadOfMessageId.get({ inboxId, messageId })?.threadId;
+    },
+    /** Newest first. */
+    list(inboxId: string, page: number, per: number): MessageSummaryRow[] {
+      return byInbox.all({ inboxId, limit: per, offset: (page - 1) * per });
+    },
+    /** Oldest first. */
+    listByThread(threadId: string): MessageRow[] {
+      return db.select().from(messages).where(eq(messages.threadId, threadId)).orderBy(asc(messages.createdAt), asc(sql`messages.rowid`)).all();
+    },
+    attachmentsOf(messageIds: string[]): AttachmentRow[] {
+      if (messageIds.length === 0) return [];
+      return db.select().from(attachments).where(inArray(attachments.messageId, messageIds)).orderBy(asc(attachments.messageId), asc(attachments.position)).all();
+    },
+    deliveriesOf(messageIds: string[]): DeliveryRow[] {
+      if (messageIds.length === 0) return [];
+      return db.select().from(deliveries).where(inArray(deliveries.messageId, messageIds)).orderBy(asc(deliveries.createdAt), asc(sql`deliveries.rowid`)).all();
+    },
+    /** The RFC 5322 bytes as stored (sent: as composed; received: as accepted). */
+    rawSource(messageId: string): Buffer | undefined {
+      return db.select({ raw: messageSources.raw }).from(messageSources).where(eq(messageSources.messageId, messageId)).get()?.raw;
+    },
+  };
+};
+
+/** `{column: sql.placeholder(column)}` for every column: one prepared INSERT per table. */
+function placeholdersOf<T extends Table>(table: T) {
+  return Object.fromEntries(Object.keys(getTableColumns(table)).map((key) => [key, sql.placeholder(key)])) as { [K in keyof T["_"]["columns"]]: Placeholder };
+}
+

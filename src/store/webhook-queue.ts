@@ -1,0 +1,110 @@
+/**
+ * The webhook queue's hot path: claiming due deliveries and recording tries. Prepared statements
+ * rather than the query builder, because the worker runs them for every delivery, many per
+ * transaction (webhooks/queue.ts batches them).
+ */
+import type { Db } from "./db";
+
+/** A delivery that is due, with what sending it needs: endpoint, secret and the event. */
+export interface DueDelivery {
+  deliveryId: number;
+  attempts: number;
+  webhookId: string;
+  url: string;
+  secret: string;
+  eventId: string;
+  type: string;
+  eventCreatedAt: number;
+  inboxId: string | null;
+  messageId: string | null;
+  payload: string;
+}
+
+export interface ClaimedAttempt {
+  id: string;
+  webhookId: string;
+  deliveryId: number;
+  event: string;
+  url: string;
+  attemptNumber: number;
+  createdAt: number;
+  /** When the delivery is tried again should the outcome never be recorded (a crash). */
+  retryAt: number;
+}
+
+export interface AttemptOutcome {
+  attemptId: string;
+  deliveryId: number;
+  statusCode: number | null;
+  response: string | null;
+  success: boolean;
+  error: string | null;
+  finishedAt: number;
+  deliveryStatus: "pending" | "succeeded" | "failed";
+  nextAttemptAt: number | null;
+}
+
+export const webhookQueueStore = (db: Db) => {
+  const sqlite = db.$client;
+  // Ordered by due time, then creation order: events to one webhook that are due together go in
+  // the order they happened. Deliveries to URLs already at their concurrency limit are skipped
+  // so that they cannot hold the head of the queue, and so are those in flight.
+  const due = sqlite.query<DueDelivery, [number, string, string, number]>(`
+    SELECT d.id AS deliveryId, d.attempts AS attempts, d.webhook_id AS webhookId, w.url AS url, w.secret AS secret,
+           e.id AS eventId, e.type AS type, e.created_at AS eventCreatedAt, e.inbox_id AS inboxId, e.message_id AS messageId, e.payload AS payload
+    FROM webhook_deliveries d
+    JOIN webhooks w ON w.id = d.webhook_id
+    JOIN events e ON e.id = d.event_id
+    WHERE d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= ?1
+      AND w.url NOT IN (SELECT value FROM json_each(?2))
+      AND d.id NOT IN (SELECT value FROM json_each(?3))
+    ORDER BY d.next_attempt_at, d.id
+    LIMIT ?4`);
+  const insertAttempt = sqlite.query<never, [string, string, number, string, string, number, number]>(
+    "INSERT INTO webhook_attempts (id, webhook_id, delivery_id, event, url, attempt_number, success, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)",
+  );
+  const bumpDelivery = sqlite.query<never, [number, number, number, number]>("UPDATE webhook_deliveries SET attempts = ?2, next_attempt_at = ?3, updated_at = ?4 WHERE id = ?1");
+  const finishAttempt = sqlite.query<never, [string, number | null, string | null, number, string | null, number]>(
+    "UPDATE webhook_attempts SET status_code = ?2, response = ?3, success = ?4, error = ?5, finished_at = ?6 WHERE id = ?1",
+  );
+  const setDelivery = sqlite.query<never, [number, string, number | null, number]>("UPDATE webhook_deliveries SET status = ?2, next_attempt_at = ?3, updated_at = ?4 WHERE id = ?1");
+  const endFailureRun = sqlite.query<never, [string]>("UPDATE webhooks SET first_failure_at = NULL WHERE id = ?1 AND first_failure_at IS NOT NULL");
+  const extendFailureRun = sqlite.query<{ enabled: number; firstFailureAt: number }, [string, number]>(
+    "UPDATE webhooks SET first_failure_at = coalesce(first_failure_at, ?2) WHERE id = ?1 RETURNING enabled, first_failure_at AS firstFailureAt",
+  );
+  const isEnabled = sqlite.query<{ enabled: number }, [string]>("SELECT enabled FROM webhooks WHERE id = ?1");
+  const closeUnfinished = sqlite.query<never, [number, string]>("UPDATE webhook_attempts SET error = ?2, finished_at = ?1 WHERE finished_at IS NULL");
+
+  return {
+    due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): DueDelivery[] {
+      return due.all(now, JSON.stringify(skipUrls), JSON.stringify(skipDeliveryIds), limit);
+    },
+    /** Written before the request goes out, so a crash mid-try cannot cause a hot retry loop. */
+    recordAttempt(a: ClaimedAttempt) {
+      insertAttempt.run(a.id, a.webhookId, a.deliveryId, a.event, a.url, a.attemptNumber, a.createdAt);
+      bumpDelivery.run(a.deliveryId, a.attemptNumber, a.retryAt, a.createdAt);
+    },
+    recordOutcome(o: AttemptOutcome) {
+      finishAttempt.run(o.attemptId, o.statusCode, o.response, o.success ? 1 : 0, o.error, o.finishedAt);
+      setDelivery.run(o.deliveryId, o.deliveryStatus, o.nextAttemptAt, o.finishedAt);
+    },
+    /** A delivery whose tries are used up: it stays, marked failed. */
+    discard(deliveryId: number, now: number) {
+      setDelivery.run(deliveryId, "failed", null, now);
+    },
+    endFailureRun(webhookId: string) {
+      endFailureRun.run(webhookId);
+    },
+    /** Starts the run of failures at `at` unless one is on; its start, or undefined for a deleted webhook. */
+    extendFailureRun(webhookId: string, at: number): number | undefined {
+      return extendFailureRun.get(webhookId, at)?.firstFailureAt;
+    },
+    isEnabled(webhookId: string): boolean {
+      return isEnabled.get(webhookId)?.enabled === 1;
+    },
+    /** After a crash or a shutdown that could not wait: tries whose outcome never came back. */
+    closeUnfinishedAttempts(now: number, error: string) {
+      closeUnfinished.run(now, error);
+    },
+  };
+};

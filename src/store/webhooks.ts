@@ -1,0 +1,83 @@
+/**
+ * Webhook endpoints and their attempts log. Endpoints are found by organization, and everything
+ * else through an endpoint, so one tenant never reaches another's webhooks or attempts.
+ */
+import { and, desc, eq, sql } from "drizzle-orm";
+import { events, webhookAttempts, webhookDeliveries, webhooks } from "../db/schema";
+import type { Db } from "./db";
+
+export type WebhookRow = typeof webhooks.$inferSelect;
+export type WebhookChanges = Partial<Pick<WebhookRow, "url" | "events" | "enabled" | "disabledReason" | "firstFailureAt">>;
+export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
+export type AttemptRow = typeof webhookAttempts.$inferSelect;
+export type EventRow = typeof events.$inferSelect;
+/** An attempt with the event it carried, from which the body that was sent is rebuilt. */
+export type AttemptWithEvent = { attempt: AttemptRow; event: EventRow };
+
+/** The test endpoint's events carry this id prefix, which the fan-out trigger skips (0070_webhooks.sql). */
+export const testEventIdPrefix = "evt_test_";
+
+export const webhooksStore = (db: Db) => {
+  /** A new delivery of an event, due at `now`: attempts count from 1. */
+  const queueDelivery = (webhookId: string, eventId: string, now: number) => {
+    db.insert(webhookDeliveries).values({ webhookId, eventId, status: "pending", attempts: 0, nextAttemptAt: now, createdAt: now, updatedAt: now }).run();
+  };
+  return {
+    queueDelivery,
+    insert(row: WebhookRow) {
+      db.insert(webhooks).values(row).run();
+    },
+    find(organizationId: string, id: string): WebhookRow | undefined {
+      return db.select().from(webhooks).where(and(eq(webhooks.organizationId, organizationId), eq(webhooks.id, id))).get();
+    },
+    list(organizationId: string, page: number, per: number): WebhookRow[] {
+      return db.select().from(webhooks).where(eq(webhooks.organizationId, organizationId)).orderBy(desc(webhooks.createdAt), desc(webhooks.id)).limit(per).offset((page - 1) * per).all();
+    },
+    update(id: string, changes: WebhookChanges, now: number): WebhookRow {
+      return db.update(webhooks).set({ ...changes, updatedAt: now }).where(eq(webhooks.id, id)).returning().get()!;
+    },
+    /** Its deliveries and attempts go with it (ON DELETE CASCADE). */
+    delete(id: string) {
+      db.delete(webhooks).where(eq(webhooks.id, id)).run();
+    },
+    /** Disables a webhook and discards its pending deliveries (failed, kept for inspection); false when it was not enabled. */
+    disable(id: string, reason: string, now: number): boolean {
+      const changed = db.update(webhooks).set({ enabled: false, disabledReason: reason, updatedAt: now }).where(and(eq(webhooks.id, id), eq(webhooks.enabled, true))).returning({ id: webhooks.id }).all();
+      if (changed.length === 0) return false;
+      db.update(webhookDeliveries).set({ status: "failed", nextAttemptAt: null, updatedAt: now }).where(and(eq(webhookDeliveries.webhookId, id), eq(webhookDeliveries.status, "pending"))).run();
+      return true;
+    },
+    /** An event for one webhook only, due at once: written with its delivery, bypassing the fan-out. */
+    queueTestEvent(webhookId: string, event: EventRow) {
+      if (!event.id.startsWith(testEventIdPrefix)) throw new Error(`test event ids start with ${testEventIdPrefix}`);
+      db.insert(events).values(event).run();
+      queueDelivery(webhookId, event.id, event.createdAt);
+    },
+    /** Brings a pending delivery's next try forward to `now`. */
+    makeDue(deliveryId: number, now: number) {
+      db.update(webhookDeliveries).set({ nextAttemptAt: now, updatedAt: now }).where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, "pending"))).run();
+    },
+    findDelivery(id: number): DeliveryRow | undefined {
+      return db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, id)).get();
+    },
+    /** Newest first; ties (one batch of claims in one millisecond) by insertion order. */
+    listAttempts(webhookId: string, page: number, per: number): AttemptWithEvent[] {
+      return attemptsWithEvents(db)
+        .where(eq(webhookAttempts.webhookId, webhookId))
+        .orderBy(desc(webhookAttempts.createdAt), desc(sql`${webhookAttempts}.rowid`))
+        .limit(per)
+        .offset((page - 1) * per)
+        .all();
+    },
+    findAttempt(webhookId: string, attemptId: string): AttemptWithEvent | undefined {
+      return attemptsWithEvents(db).where(and(eq(webhookAttempts.webhookId, webhookId), eq(webhookAttempts.id, attemptId))).get();
+    },
+  };
+};
+
+const attemptsWithEvents = (db: Db) =>
+  db
+    .select({ attempt: webhookAttempts, event: events })
+    .from(webhookAttempts)
+    .innerJoin(webhookDeliveries, eq(webhookDeliveries.id, webhookAttempts.deliveryId))
+    .innerJoin(events, eq(events.id, webhookDeliveries.eventId));

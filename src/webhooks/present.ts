@@ -1,0 +1,39 @@
+/** The shapes of webhooks and webhook attempts as the API shows them. */
+import { iso } from "../clock";
+import { resource } from "../present";
+import type { AttemptWithEvent, WebhookRow } from "../store/webhooks";
+import { envelopeBody } from "./envelope";
+
+/** Never the secret: it is shown once, on creation. */
+export const presentWebhook = (row: WebhookRow) =>
+  resource({
+    id: row.id,
+    organizationId: row.organizationId,
+    url: row.url,
+    events: row.events,
+    enabled: row.enabled,
+    disabledReason: row.disabledReason,
+    createdAt: iso(row.createdAt),
+    updatedAt: iso(row.updatedAt),
+  });
+
+/** `payload` is the body that was sent (rebuilt from the event, byte for byte the same). */
+export const presentAttempt = ({ attempt, event }: AttemptWithEvent) =>
+  resource({
+    id: attempt.id,
+    webhookId: attempt.webhookId,
+    eventId: event.id,
+    event: attempt.event,
+    payload: JSON.parse(envelopeBody(event)) as Record<string, unknown>,
+    url: attempt.url,
+    statusCode: attempt.statusCode,
+    response: attempt.response,
+    success: attempt.success,
+    error: attempt.error,
+    attemptNumber: attempt.attemptNumber,
+    createdAt: iso(attempt.createdAt),
+    finishedAt: attempt.finishedAt === null ? undefined : iso(attempt.finishedAt),
+  });
+
+export type Webhook = ReturnType<typeof presentWebhook>;
+export type WebhookAttempt = ReturnType<typeof presentAttempt>;

@@ -1,0 +1,138 @@
+/**
+ * Webhook endpoints as the API manages them: creation (URL and SSRF checks, the secret shown
+ * once), updates, the test event, the attempts log and re-driving an event. The deliveries
+ * themselves are the queue's (queue.ts).
+ */
+import type { App } from "../app";
+import { createResolver } from "../dns/resolver";
+import { invalid, notFound } from "../errors";
+import { eventNames, type EventName } from "../events/names";
+import type { Page } from "../http/pagination";
+import { randomToken, newId } from "../ids";
+import { testEventIdPrefix, type WebhookChanges, type WebhookRow } from "../store/webhooks";
+import { disabledByUserReason } from "./policy";
+import { presentAttempt, presentWebhook } from "./present";
+import { newWebhookSecret } from "./signature";
+import { checkWebhookUrl, isForbiddenAddress, parseHostLiteral } from "./ssrf";
+
+const maxUrlLength = 2048;
+export const testEventPayload = { test: "This is a test event from inboxd" };
+
+export interface WebhookInput {
+  url: string;
+  events: string[];
+}
+
+export interface WebhookUpdate {
+  url?: string;
+  events?: string[];
+  enabled?: boolean;
+}
+
+export async function createWebhook(app: App, organizationId: string, input: WebhookInput) {
+  const url = await checkUrl(app, input.url);
+  const events = checkEvents(input.events);
+  const now = app.clock.now();
+  const row: WebhookRow = { id: newId("whk"), organizationId, url, events, secret: newWebhookSecret(), enabled: true, disabledReason: null, firstFailureAt: null, createdAt: now, updatedAt: now };
+  app.store.webhooks.insert(row);
+  return { ...presentWebhook(row), secret: row.secret };
+}
+
+export function listWebhooks(app: App, organizationId: string, page: Page) {
+  return app.store.webhooks.list(organizationId, page.page, page.per).map(presentWebhook);
+}
+
+export function getWebhook(app: App, organizationId: string, id: string) {
+  return presentWebhook(findWebhook(app, organizationId, id));
+}
+
+/** `enabled: true` re-enables a disabled webhook; `enabled: false` disables it and discards its pending deliveries. */
+export async function updateWebhook(app: App, organizationId: string, id: string, input: WebhookUpdate) {
+  findWebhook(app, organizationId, id);
+  const changes: WebhookChanges = {};
+  if (input.url !== undefined) changes.url = await checkUrl(app, input.url);
+  if (input.events !== undefined) changes.events = checkEvents(input.events);
+  if (input.enabled === true) Object.assign(changes, { enabled: true, disabledReason: null, firstFailureAt: null });
+  const now = app.clock.now();
+  return app.store.transaction(() => {
+    const current = findWebhook(app, organizationId, id);
+    if (input.enabled === false) app.store.webhooks.disable(current.id, disabledByUserReason, now);
+    return presentWebhook(app.store.webhooks.update(current.id, changes, now));
+  });
+}
+
+/** Returns the deleted webhook; its queued deliveries and attempts go with it. */
+export function deleteWebhook(app: App, organizationId: string, id: string) {
+  const row = findWebhook(app, organizationId, id);
+  app.store.webhooks.delete(row.id);
+  return presentWebhook(row);
+}
+
+/** Queues a `message.received` event with `{test: ...}` as its data for this webhook only, enabled or not. */
+export function sendTestEvent(app: App, organizationId: string, id: string) {
+  const row = findWebhook(app, organizationId, id);
+  const now = app.clock.now();
+  app.store.transaction(() =>
+    app.store.webhooks.queueTestEvent(row.id, {
+      id: testEventIdPrefix + randomToken(12),
+      organizationId,
+      type: "message.received",
+      inboxId: null,
+      messageId: null,
+      payload: JSON.stringify(testEventPayload),
+      createdAt: now,
+    }),
+  );
+  return { success: true };
+}
+
+export function listAttempts(app: App, organizationId: string, id: string, page: Page) {
+  const row = findWebhook(app, organizationId, id);
+  return app.store.webhooks.listAttempts(row.id, page.page, page.per).map(presentAttempt);
+}
+
+/**
+ * Sends the attempt's event again now, with the same event id: a delivery still being retried
+ * has its next try brought forward; a finished one (failed or not) is queued as a new delivery.
+ */
+export function retryAttempt(app: App, organizationId: string, id: string, attemptId: string) {
+  const row = findWebhook(app, organizationId, id);
+  const now = app.clock.now();
+  app.store.transaction(() => {
+    const found = app.store.webhooks.findAttempt(row.id, attemptId);
+    if (!found) throw notFound("Webhook attempt not found");
+    const delivery = app.store.webhooks.findDelivery(found.attempt.deliveryId)!;
+    if (delivery.status === "pending") app.store.webhooks.makeDue(delivery.id, now);
+    else app.store.webhooks.queueDelivery(row.id, found.event.id, now);
+  });
+  return { success: true };
+}
+
+function findWebhook(app: App, organizationId: string, id: string): WebhookRow {
+  const row = app.store.webhooks.find(organizationId, id);
+  if (!row) throw notFound("Webhook not found");
+  return row;
+}
+
+/** contract.md "Webhooks": https, and no host that is or resolves to a private address, unless INBOXD_WEBHOOK_ALLOW_PRIVATE. */
+async function checkUrl(app: App, url: string): Promise<string> {
+  if (url.length > maxUrlLength) throw invalid(`url must be at most ${maxUrlLength} characters`);
+  const check = checkWebhookUrl(url, app.config.webhookAllowPrivate);
+  if (!check.ok) throw invalid(check.reason);
+  const host = check.url.hostname;
+  if (app.config.webhookAllowPrivate || parseHostLiteral(host) !== null) return url;
+  // A name that does not resolve (yet) is accepted: every delivery resolves and checks it again.
+  const addresses = await createResolver(app.config.dnsServers).lookupHostAddresses(host).catch((): string[] => []);
+  const forbidden = addresses.filter(isForbiddenAddress);
+  if (forbidden.length > 0) throw invalid(`url host ${host} resolves to a private, loopback, link-local or reserved address (${forbidden.join(", ")})`);
+  return url;
+}
+
+/** At least one of the nine names; duplicates removed, order kept. */
+function checkEvents(events: string[]): EventName[] {
+  const unique = [...new Set(events)];
+  if (unique.length === 0) throw invalid("events must name at least one event");
+  const unknown = unique.filter((name) => !(eventNames as readonly string[]).includes(name));
+  if (unknown.length > 0) throw invalid(`events: unknown event ${unknown.map((name) => `'${name}'`).join(", ")} (expected ${eventNames.join(", ")})`);
+  return unique as EventName[];
+}

@@ -1,0 +1,373 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { generateDkimKeys, dkimTxtValue } from "../../src/dkim/keys";
+import { assertUsableInboxDomain, isHostedDomain } from "../../src/domains/hosted";
+import { ServiceError } from "../../src/errors";
+import { insertInbox } from "../../src/inboxes/service";
+import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { startDnsServer, type DnsServer } from "../peers/dns-server";
+import { publishRecords, recordOf, type ApiRecord } from "./zone";
+
+const HOSTNAME = "mx.inboxd.test";
+const SERVER_IP = "192.0.2.10";
+
+let dns: DnsServer;
+let server: TestServer;
+let org: { organizationId: string; apiKey: string };
+let other: { organizationId: string; apiKey: string };
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  // The server's own address, which SPF's a: mechanism and the SPF check both resolve.
+  dns.set(HOSTNAME, "A", [SERVER_IP]);
+  server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address } });
+  org = seedOrganization(server.app, "Acme");
+  other = seedOrganization(server.app, "Other");
+});
+afterAll(async () => {
+  await server.cleanup();
+  await dns.close();
+});
+
+const post = (path: string, body?: unknown, key = org.apiKey) => server.api.post(path, body, key);
+const get = (path: string, key = org.apiKey) => server.api.get(path, key);
+const del = (path: string, key = org.apiKey) => server.api.delete(path, key);
+
+async function createDomain(name: string, key = org.apiKey) {
+  const res = await post("/v1/domains", { name }, key);
+  expect(res.status).toBe(201);
+  return res.body;
+}
+
+/** A domain whose every record is published and verified. */
+async function verifiedDomain(name: string) {
+  const domain = await createDomain(name);
+  publishRecords(dns, domain.records);
+  const res = await post(`/v1/domains/${domain.id}/verify`);
+  expect(res.body.status).toBe("verified");
+  return res.body;
+}
+
+const statuses = (records: ApiRecord[]) => records.map((record) => record.status);
+
+describe("create", () => {
+  test("201 with the Domain and the records to publish, all pending", async () => {
+    const domain = await createDomain("shape.example");
+    expect(Object.keys(domain).sort()).toEqual(["_id", "createdAt", "id", "name", "organizationId", "receiving", "records", "sending", "status", "updatedAt", "verified"]);
+    expect(domain).toMatchObject({ _id: domain.id, organizationId: org.organizationId, name: "shape.example", status: "pending", verified: false, receiving: false, sending: false });
+    expect(domain.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const records: ApiRecord[] = domain.records;
+    expect(records.map((record) => [record.type, record.name.replace(/^inboxd\d{8}/, "SEL"), record.purpose])).toEqual([
+      ["MX", "shape.example", "receiving"],
+      ["TXT", "shape.example", "sending"],
+      ["TXT", "SELr._domainkey.shape.example", "sending"],
+      ["TXT", "SELe._domainkey.shape.example", "sending"],
+      ["TXT", "_dmarc.shape.example", "sending"],
+    ]);
+    expect(records[0]).toEqual({ type: "MX", name: "shape.example", value: HOSTNAME, priority: 10, purpose: "receiving", status: "pending" });
+    expect(records[1]).toEqual({ type: "TXT", name: "shape.example", value: `v=spf1 a:${HOSTNAME} -all`, purpose: "sending", status: "pending" });
+    expect(records[2].value).toMatch(/^v=DKIM1; k=rsa; p=[A-Za-z0-9+/]{300,}={0,2}$/);
+    expect(records[3].value).toMatch(/^v=DKIM1; k=ed25519; p=[A-Za-z0-9+/]{43}=$/);
+    expect(records[4].value).toStartWith("v=DMARC1; p=quarantine;");
+    for (const record of records.slice(1)) expect(record).not.toHaveProperty("priority");
+  });
+
+  test("an RSA-2048 and an Ed25519 key are stored for it, and neither signs before its record verifies", async () => {
+    await createDomain("keys.example");
+    const keys = server.app.store.dkimKeys.forDomain("keys.example");
+    expect(keys.map((key) => [key.algorithm, key.status, key.organizationId])).toEqual([
+      ["rsa-sha256", "pending", org.organizationId],
+      ["ed25519-sha256", "pending", org.organizationId],
+    ]);
+    expect(server.app.store.dkimKeys.activeForDomain("keys.example")).toEqual([]);
+  });
+
+  test("names are stored lower-case, without the root dot, and IDN names as A-labels", async () => {
+    expect((await createDomain("MiXeD.Example.")).name).toBe("mixed.example");
+    const idn = await createDomain("Bücher.example");
+    expect(idn.name).toBe("xn--bcher-kva.example");
+    expect(idn.records[0].name).toBe("xn--bcher-kva.example");
+  });
+
+  test("a name that is not a domain name is 422 naming the field", async () => {
+    for (const name of ["", "localhost", "exa mple.com", "-bad.example", "192.168.0.1", "a..example", "example.com/path", "tab\t.example", `${"a".repeat(64)}.example`, "user@example.com"]) {
+      const res = await post("/v1/domains", { name });
+      expect({ name, status: res.status }).toEqual({ name, status: 422 });
+      expect(res.body.error).toStartWith("name:");
+    }
+    for (const body of [{}, { name: 5 }]) {
+      const res = await post("/v1/domains", body);
+      expect(res.status).toBe(422);
+      expect(res.body.error).toContain("name");
+    }
+  });
+
+  test("the service's own mail domain and its subdomains are refused; a look-alike is not", async () => {
+    for (const name of ["inboxd.test", "INBOXD.test", "sub.inboxd.test"]) {
+      const res = await post("/v1/domains", { name });
+      expect(res.status).toBe(422);
+      expect(res.body.error).toContain("service's own mail domain");
+    }
+    expect((await createDomain("notinboxd.test")).name).toBe("notinboxd.test");
+  });
+
+  test("a name already added is 409; one claimed by another organization is 409 too", async () => {
+    await createDomain("claimed.example");
+    const again = await post("/v1/domains", { name: "Claimed.Example" });
+    expect(again.status).toBe(409);
+    expect(again.body.error).toContain("already exists");
+    const stolen = await post("/v1/domains", { name: "claimed.example" }, other.apiKey);
+    expect(stolen.status).toBe(409);
+    expect(stolen.body.error).toContain("another organization");
+  });
+
+  test("without an API key: 401", async () => {
+    expect((await server.api.post("/v1/domains", { name: "nokey.example" })).status).toBe(401);
+    expect((await server.api.get("/v1/domains")).status).toBe(401);
+  });
+});
+
+describe("read", () => {
+  test("list: the organization's domains, newest first, paginated", async () => {
+    const a = await createDomain("list-a.example", other.apiKey);
+    const b = await createDomain("list-b.example", other.apiKey);
+    const res = await get("/v1/domains", other.apiKey);
+    expect(res.status).toBe(200);
+    expect(res.body.map((domain: any) => domain.name)).toEqual(["list-b.example", "list-a.example"]);
+    expect(res.body[0]).toEqual(b);
+    expect((await get("/v1/domains?per=1&page=2", other.apiKey)).body).toEqual([a]);
+    expect((await get("/v1/domains?per=0")).status).toBe(422);
+    expect((await get("/v1/domains?per=101")).status).toBe(422);
+    expect((await get("/v1/domains")).body.map((domain: any) => domain.organizationId)).not.toContain(other.organizationId);
+  });
+
+  test("get by identifier and by name (any case, IDN form)", async () => {
+    const domain = await createDomain("getme.example");
+    for (const key of [domain.id, "getme.example", "GetMe.Example"]) {
+      const res = await get(`/v1/domains/${encodeURIComponent(key)}`);
+      expect({ key, status: res.status }).toEqual({ key, status: 200 });
+      expect(res.body).toEqual(domain);
+    }
+    const idn = await createDomain("straße-get.example");
+    expect((await get(`/v1/domains/${encodeURIComponent("straße-get.example")}`)).body.id).toBe(idn.id);
+  });
+
+  test("dns: the records with their statuses", async () => {
+    const domain = await createDomain("dns.example");
+    const res = await get(`/v1/domains/dns.example/dns`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(domain.records);
+  });
+
+  test("an unknown domain, or another organization's, is 404 Domain not found on every route", async () => {
+    const theirs = await createDomain("theirs.example", other.apiKey);
+    for (const key of ["dom_unknown", "unknown.example", theirs.id, "theirs.example"]) {
+      const replies = await Promise.all([
+        get(`/v1/domains/${key}`),
+        get(`/v1/domains/${key}/dns`),
+        post(`/v1/domains/${key}/verify`),
+        post(`/v1/domains/${key}/rotate-dkim`),
+        del(`/v1/domains/${key}`),
+      ]);
+      for (const res of replies) expect({ key, status: res.status, body: res.body }).toEqual({ key, status: 404, body: { error: "Domain not found" } });
+    }
+    expect((await get(`/v1/domains/${theirs.id}`, other.apiKey)).status).toBe(200);
+  });
+});
+
+describe("verify", () => {
+  test("before the zone holds the records every record is pending with its reason; after, all verified", async () => {
+    const domain = await createDomain("verify.example");
+    const before = await post(`/v1/domains/${domain.id}/verify`);
+    expect(before.status).toBe(200);
+    expect(before.body).toMatchObject({ status: "pending", verified: false, receiving: false, sending: false });
+    expect(statuses(before.body.records)).toEqual(["pending", "pending", "pending", "pending", "pending"]);
+    expect(recordOf(before.body.records, "MX").reason).toBe("no MX record at verify.example");
+    expect(recordOf(before.body.records, "SPF").reason).toBe("no SPF record at verify.example");
+    expect(recordOf(before.body.records, "DKIM-RSA").reason).toStartWith("no DKIM record at inboxd");
+    expect(recordOf(before.body.records, "DMARC").reason).toBe("no DMARC record at _dmarc.verify.example");
+
+    publishRecords(dns, domain.records);
+    const after = await post(`/v1/domains/verify.example/verify`);
+    expect(after.body).toMatchObject({ status: "verified", verified: true, receiving: true, sending: true });
+    expect(statuses(after.body.records)).toEqual(["verified", "verified", "verified", "verified", "verified"]);
+    for (const record of after.body.records) expect(record).not.toHaveProperty("reason");
+    expect(Date.parse(after.body.verifiedAt)).toBeGreaterThanOrEqual(Date.parse(domain.createdAt));
+    expect((await get(`/v1/domains/${domain.id}/dns`)).body).toEqual(after.body.records);
+    expect(server.app.store.dkimKeys.activeForDomain("verify.example").map((key) => key.algorithm).sort()).toEqual(["ed25519-sha256", "rsa-sha256"]);
+  });
+
+  test("the MX record alone makes the domain receiving, not sending", async () => {
+    const domain = await createDomain("mxonly.example");
+    const mx = recordOf(domain.records, "MX");
+    dns.set(mx.name, "MX", [{ exchange: `${HOSTNAME}.`, priority: 20 }, { exchange: "backup.elsewhere.example", priority: 30 }]);
+    const res = await post(`/v1/domains/${domain.id}/verify`);
+    expect(res.body).toMatchObject({ status: "pending", verified: false, receiving: true, sending: false });
+    expect(res.body).not.toHaveProperty("verifiedAt");
+    expect(statuses(res.body.records)).toEqual(["verified", "pending", "pending", "pending", "pending"]);
+  });
+
+  test("an SPF record that includes another domain's policy passes when that policy authorises this server", async () => {
+    const domain = await createDomain("spfinclude.example");
+    publishRecords(dns, domain.records.filter((record: ApiRecord) => !record.value.startsWith("v=spf1")));
+    dns.set("spfinclude.example", "TXT", ["google-site-verification=abc", "v=spf1 include:_spf.provider.example ~all"]);
+    dns.set("_spf.provider.example", "TXT", [`v=spf1 ip4:198.51.100.0/24 ip4:${SERVER_IP} -all`]);
+    const res = await post(`/v1/domains/${domain.id}/verify`);
+    expect(recordOf(res.body.records, "SPF").status).toBe("verified");
+    expect(res.body.status).toBe("verified");
+  });
+
+  test("an SPF record that does not authorise this server, and an MX pointing elsewhere, fail with their reasons", async () => {
+    const domain = await createDomain("wrong.example");
+    publishRecords(dns, domain.records);
+    dns.set("wrong.example", "TXT", ["v=spf1 ip4:198.51.100.7 -all"]);
+    dns.set("wrong.example", "MX", [{ exchange: "mail.elsewhere.example", priority: 10 }]);
+    const res = await post(`/v1/domains/${domain.id}/verify`);
+    expect(res.body).toMatchObject({ status: "failed", verified: false, receiving: false, sending: false });
+    expect(recordOf(res.body.records, "SPF")).toMatchObject({ status: "failed", reason: `the SPF record of wrong.example does not authorise this server's address ${SERVER_IP} (result: fail)` });
+    expect(recordOf(res.body.records, "MX")).toMatchObject({ status: "failed", reason: `the MX records of wrong.example point to mail.elsewhere.example, not to ${HOSTNAME}` });
+    expect(recordOf(res.body.records, "DKIM-RSA").status).toBe("verified");
+  });
+
+  test("a DKIM record that publishes another key fails, and that key does not sign", async () => {
+    const domain = await createDomain("dkimmismatch.example");
+    publishRecords(dns, domain.records);
+    const rsa = recordOf(domain.records, "DKIM-RSA");
+    const [foreign] = await generateDkimKeys(new Date());
+    dns.set(rsa.name, "TXT", [dkimTxtValue(foreign)]);
+    const res = await post(`/v1/domains/${domain.id}/verify`);
+    expect(res.body).toMatchObject({ status: "failed", verified: false, receiving: true, sending: true });
+    expect(recordOf(res.body.records, "DKIM-RSA")).toMatchObject({ status: "failed", reason: `the DKIM record at ${rsa.name} publishes another key than this domain's` });
+    expect(server.app.store.dkimKeys.activeForDomain("dkimmismatch.example").map((key) => key.algorithm)).toEqual(["ed25519-sha256"]);
+  });
+
+  test("a verified domain whose records vanish turns failed, with the reason; a DNS outage changes nothing", async () => {
+    const domain = await verifiedDomain("vanish.example");
+    dns.failNext("vanish.example", "SERVFAIL", 20);
+    const outage = await post(`/v1/domains/${domain.id}/verify`);
+    expect(outage.body).toMatchObject({ status: "verified", receiving: true, verifiedAt: domain.verifiedAt });
+    dns.failNext("vanish.example", "SERVFAIL", 0);
+    expect(isHostedDomain(server.app, "vanish.example")).toBe(true);
+
+    dns.remove("vanish.example", "MX");
+    const res = await post(`/v1/domains/${domain.id}/verify`);
+    expect(res.body).toMatchObject({ status: "failed", verified: false, receiving: false, sending: true });
+    expect(res.body).not.toHaveProperty("verifiedAt");
+    expect(recordOf(res.body.records, "MX")).toMatchObject({ status: "failed", reason: "no longer published: no MX record at vanish.example" });
+    expect(isHostedDomain(server.app, "vanish.example")).toBe(false);
+
+    publishRecords(dns, domain.records);
+    expect((await post(`/v1/domains/${domain.id}/verify`)).body).toMatchObject({ status: "verified", receiving: true });
+  });
+});
+
+describe("using a domain", () => {
+  const refusal = (fn: () => void) => {
+    try {
+      fn();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ServiceError);
+      expect((error as ServiceError).kind).toBe("invalid");
+      return (error as ServiceError).message;
+    }
+    throw new Error("expected a refusal");
+  };
+
+  test("inboxes may use the service domain, or the organization's domain once receiving is verified", async () => {
+    const domain = await createDomain("inboxes.example");
+    expect(() => assertUsableInboxDomain(server.app, org.organizationId, "inboxd.test")).not.toThrow();
+    expect(refusal(() => assertUsableInboxDomain(server.app, org.organizationId, "inboxes.example"))).toBe(
+      "email: the domain inboxes.example is not verified for receiving yet; publish its MX record, then POST /v1/domains/inboxes.example/verify",
+    );
+    expect(refusal(() => assertUsableInboxDomain(server.app, org.organizationId, "nobody.example"))).toContain("nor a domain of this organization");
+    expect(isHostedDomain(server.app, "inboxes.example")).toBe(false);
+
+    publishRecords(dns, [recordOf(domain.records, "MX")]);
+    await post(`/v1/domains/${domain.id}/verify`);
+    expect(() => assertUsableInboxDomain(server.app, org.organizationId, "Inboxes.Example")).not.toThrow();
+    expect(refusal(() => assertUsableInboxDomain(server.app, other.organizationId, "inboxes.example"))).toContain("nor a domain of this organization");
+    expect(isHostedDomain(server.app, "INBOXES.example")).toBe(true);
+    expect(isHostedDomain(server.app, "inboxd.test")).toBe(true);
+    expect(isHostedDomain(server.app, "nobody.example")).toBe(false);
+  });
+
+  test("delete: refused while inboxes use the domain; force deletes them with it, each with inbox.deleted", async () => {
+    const domain = await verifiedDomain("inuse.example");
+    const inboxes = [insertInbox(server.app, org.organizationId, { email: "a@inuse.example" }), insertInbox(server.app, org.organizationId, { email: "b@inuse.example", name: "B" })];
+    const kept = insertInbox(server.app, org.organizationId, { email: "keep@notinuse.inuse.example.org" });
+
+    const refused = await del(`/v1/domains/${domain.id}`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toContain("used by 2 inboxes");
+    expect((await del(`/v1/domains/${domain.id}?force=maybe`)).status).toBe(422);
+
+    const forced = await del(`/v1/domains/${domain.id}?force=true`);
+    expect(forced.status).toBe(200);
+    expect(forced.body).toMatchObject({ id: domain.id, name: "inuse.example", status: "verified" });
+    for (const inbox of inboxes) expect(server.app.store.inboxes.find(org.organizationId, inbox.id)).toBeUndefined();
+    expect(server.app.store.inboxes.find(org.organizationId, kept.id)).toBeDefined();
+    const events = server.app.store.sqlite
+      .query<{ inbox_id: string; payload: string }, [string]>("SELECT inbox_id, payload FROM events WHERE type = 'inbox.deleted' AND organization_id = ? ORDER BY created_at, rowid")
+      .all(org.organizationId);
+    expect(events.map((event) => event.inbox_id)).toEqual(inboxes.map((inbox) => inbox.id));
+    expect(JSON.parse(events[1].payload)).toEqual(inboxes[1]);
+    expect(server.app.store.dkimKeys.forDomain("inuse.example")).toEqual([]);
+    expect(isHostedDomain(server.app, "inuse.example")).toBe(false);
+  });
+
+  test("delete without inboxes returns the deleted domain; its keys go, and the name can be added again", async () => {
+    const domain = await createDomain("gone.example");
+    const res = await del("/v1/domains/gone.example");
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(domain);
+    expect((await get(`/v1/domains/${domain.id}`)).status).toBe(404);
+    expect(server.app.store.dkimKeys.forDomain("gone.example")).toEqual([]);
+    expect((await createDomain("gone.example", other.apiKey)).organizationId).toBe(other.organizationId);
+  });
+});
+
+describe("DKIM key rotation", () => {
+  test("new keys are published beside the old; they sign once verified; the old stay listed until removed from DNS", async () => {
+    const domain = await verifiedDomain("rotate.example");
+    const oldKeys = server.app.store.dkimKeys.activeForDomain("rotate.example");
+
+    const rotated = await post(`/v1/domains/${domain.id}/rotate-dkim`);
+    expect(rotated.status).toBe(200);
+    const dkim = (records: ApiRecord[]) => records.filter((record) => record.name.includes("._domainkey."));
+    expect(dkim(rotated.body.records).map((record) => [record.name.replace(/inboxd\d{8}/, "SEL"), record.status])).toEqual([
+      ["SELr._domainkey.rotate.example", "verified"],
+      ["SELe._domainkey.rotate.example", "verified"],
+      ["SELr2._domainkey.rotate.example", "pending"],
+      ["SELe2._domainkey.rotate.example", "pending"],
+    ]);
+    // The old keys keep signing, so sending stays verified while the new records are not.
+    expect(rotated.body).toMatchObject({ status: "pending", verified: false, receiving: true, sending: true });
+    expect(server.app.store.dkimKeys.activeForDomain("rotate.example").map((key) => key.id)).toEqual(oldKeys.map((key) => key.id));
+
+    publishRecords(dns, rotated.body.records);
+    const switched = await post(`/v1/domains/${domain.id}/verify`);
+    expect(switched.body).toMatchObject({ status: "verified", sending: true });
+    const keys = server.app.store.dkimKeys.forDomain("rotate.example");
+    expect(keys.map((key) => [key.selector.replace(/\d{8}/, ""), key.status])).toEqual([
+      ["inboxdr", "retired"],
+      ["inboxde", "retired"],
+      ["inboxdr2", "active"],
+      ["inboxde2", "active"],
+    ]);
+    expect(dkim(switched.body.records)).toHaveLength(4);
+
+    for (const record of dkim(switched.body.records).slice(0, 2)) dns.remove(record.name);
+    const cleaned = await post(`/v1/domains/${domain.id}/verify`);
+    expect(dkim(cleaned.body.records).map((record) => record.name.replace(/inboxd\d{8}/, "SEL"))).toEqual(["SELr2._domainkey.rotate.example", "SELe2._domainkey.rotate.example"]);
+    expect(cleaned.body.status).toBe("verified");
+  });
+
+  test("rotating again before the new keys verified replaces them under fresh selectors", async () => {
+    const domain = await createDomain("rerotate.example");
+    const first = await post(`/v1/domains/${domain.id}/rotate-dkim`);
+    const second = await post(`/v1/domains/${domain.id}/rotate-dkim`);
+    const selectors = (records: ApiRecord[]) => records.filter((record) => record.name.includes("._domainkey.")).map((record) => record.name.split(".")[0].replace(/\d{8}/, ""));
+    expect(selectors(domain.records)).toEqual(["inboxdr", "inboxde"]);
+    expect(selectors(first.body.records)).toEqual(["inboxdr2", "inboxde2"]);
+    expect(selectors(second.body.records)).toEqual(["inboxdr3", "inboxde3"]);
+  });
+});

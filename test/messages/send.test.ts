@@ -1,0 +1,202 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { createInbox, events, headerBlock, rawSource, validSend } from "./helpers";
+
+let server: TestServer;
+let key: string;
+let inbox: { id: string; email: string };
+beforeAll(async () => {
+  server = await startTestServer({ env: { INBOXD_SEND_LIMIT: "10000" } });
+  key = seedOrganization(server.app).apiKey;
+  inbox = await createInbox(server, key, { name: "Sales Team" });
+});
+afterAll(() => server.cleanup());
+
+const send = (body: unknown, inboxId = inbox.id, token = key) => server.api.post(`/v1/inboxes/${inboxId}/messages/send`, body, token);
+const messageCount = () => server.app.store.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
+
+describe("send to remote recipients", () => {
+  test("201: a sent message in a new thread, one queued delivery per remote recipient, the composed source stored", async () => {
+    const attachment = Buffer.from("%PDF-1.4 fake pdf bytes\n");
+    const res = await send(
+      validSend({
+        to: ["Alice@Example.com", "bob@example.org"],
+        cc: ["carol@example.net"],
+        bcc: ["dave@example.com", "alice@example.com"],
+        labels: ["invoices", "q3"],
+        attachments: [{ content: attachment.toString("base64"), name: "invoice.pdf" }],
+      }),
+    );
+    expect(res.status).toBe(201);
+    const message = res.body;
+    expect(message).toMatchObject({
+      inboxId: inbox.id,
+      fromInboxId: inbox.id,
+      from: inbox.email,
+      to: ["Alice@example.com", "bob@example.org"],
+      cc: ["carol@example.net"],
+      bcc: ["dave@example.com", "alice@example.com"],
+      subject: "Hello",
+      text: "Plain body",
+      html: "<p>HTML body</p>",
+      labels: ["invoices", "q3"],
+      status: "sent",
+    });
+    expect(message._id).toBe(message.id);
+    expect(message.attachments).toEqual([{ name: "invoice.pdf", contentType: "application/pdf", size: attachment.length, inline: false, content: attachment.toString("base64") }]);
+    // Alice appears twice (To and Bcc, in two cases): one delivery.
+    expect(message.deliveries.map((d: { recipient: string }) => d.recipient)).toEqual(["Alice@example.com", "bob@example.org", "carol@example.net", "dave@example.com"]);
+    expect(message.deliveries[0]).toEqual({ recipient: "Alice@example.com", status: "queued", attempts: 0, updatedAt: message.createdAt });
+    const due = server.app.store.sqlite.query<{ next_attempt_at: number; domain: string }, [string]>("SELECT next_attempt_at, domain FROM deliveries WHERE message_id = ?").all(message.id);
+    expect(due.map((d) => d.domain)).toEqual(["example.com", "example.org", "example.net", "example.com"]);
+    expect(due.every((d) => d.next_attempt_at === Date.parse(message.createdAt))).toBe(true);
+
+    const thread = await server.api.get(`/v1/inboxes/${inbox.id}/threads/${message.threadId}`, key);
+    expect(thread.body).toMatchObject({ id: message.threadId, subject: "Hello", messageCount: 1 });
+    expect(events(server, "message.sent", message.id)).toEqual([message]);
+
+    const raw = rawSource(server, message.id);
+    const headers = headerBlock(raw);
+    expect(headers).toMatch(/^Message-ID: <[0-9a-f]{32}@mx\.inboxd\.test>$/m);
+    expect(headers).toMatch(/^From: Sales Team <[0-9a-f]+@inboxd\.test>$/m);
+    expect(headers).toContain("To: Alice@example.com, bob@example.org");
+    expect(headers).toContain("Cc: carol@example.net");
+    expect(headers).toMatch(/^Date: /m);
+    expect(raw).not.toMatch(/^Bcc:/im);
+    expect(raw).not.toContain("dave@example.com");
+    expect(raw).toContain("multipart/alternative");
+    expect(raw).toMatch(/filename=invoice\.pdf/);
+  });
+
+  test("get shows every field; the list shows the description's subset, newest first", async () => {
+    const first = (await send(validSend({ subject: "first" }))).body;
+    server.clock.advance(1);
+    const second = (await send(validSend({ subject: "second" }))).body;
+    const got = await server.api.get(`/v1/inboxes/${inbox.id}/messages/${first.id}`, key);
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual(first);
+
+    const list = await server.api.get(`/v1/inboxes/${inbox.id}/messages?per=2`, key);
+    expect(list.status).toBe(200);
+    expect(list.body.map((m: { id: string }) => m.id)).toEqual([second.id, first.id]);
+    expect(Object.keys(list.body[0]).sort()).toEqual(["_id", "createdAt", "from", "html", "id", "inboxId", "organizationId", "status", "subject", "text", "threadId", "to"]);
+    expect((await server.api.get(`/v1/inboxes/${inbox.id}/messages?page=2&per=1`, key)).body[0].id).toBe(first.id);
+  });
+});
+
+describe("bad input", () => {
+  const required = ["to", "subject", "text", "html"] as const;
+  test.each(required)("missing %s is 422 naming it", async (field) => {
+    const body: Record<string, unknown> = validSend();
+    delete body[field];
+    const res = await send(body);
+    expect(res.status).toBe(422);
+    expect(res.body.error).toStartWith(`body.${field}`);
+  });
+
+  test.each([
+    ["to", "someone@example.com"],
+    ["to", [42]],
+    ["cc", "x@example.com"],
+    ["bcc", {}],
+    ["subject", 1],
+    ["text", null],
+    ["html", ["<p>"]],
+    ["labels", "urgent"],
+    ["labels", [""]],
+    ["attachments", { content: "QQ==" }],
+    ["attachments", [{ name: "a.txt" }]],
+    ["attachments", [{ content: 5 }]],
+  ])("%s = %j is 422 naming it", async (field, value) => {
+    const res = await send(validSend({ [field]: value }));
+    expect(res.status).toBe(422);
+    expect(res.body.error).toStartWith(`body.${field}`);
+  });
+
+  test("no body, and malformed JSON", async () => {
+    expect((await server.api.request("POST", `/v1/inboxes/${inbox.id}/messages/send`, { token: key })).status).toBe(422);
+    const res = await server.api.request("POST", `/v1/inboxes/${inbox.id}/messages/send`, { token: key, rawBody: "{", headers: { "content-type": "application/json" } });
+    expect(res.status).toBe(400);
+  });
+
+  test("0 recipients is 422", async () => {
+    const res = await send(validSend({ to: [] }));
+    expect(res.status).toBe(422);
+    expect(res.body.error).toStartWith("body.to");
+  });
+
+  test("1,000 recipients is 422; 51 across to, cc and bcc is 422; 50 pass", async () => {
+    const addresses = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}${i}@example.com`);
+    expect((await send(validSend({ to: addresses(1000, "r") }))).status).toBe(422);
+    const over = await send(validSend({ to: addresses(30, "t"), cc: addresses(11, "c"), bcc: addresses(10, "b") }));
+    expect(over.status).toBe(422);
+    expect(over.body.error).toBe("to, cc, bcc: at most 50 recipients in all (got 51)");
+    const limit = await send(validSend({ to: addresses(30, "t"), cc: addresses(10, "c"), bcc: addresses(10, "b") }));
+    expect(limit.status).toBe(201);
+    expect(limit.body.deliveries).toHaveLength(50);
+  });
+
+  test.each([["not-an-address"], ["a@b"], ["Name <a@example.com>"], ["a@example.com, b@example.com"]])("address %j is 422 naming the entry", async (address) => {
+    const res = await send(validSend({ to: ["ok@example.com", address] }));
+    expect(res.status).toBe(422);
+    expect(res.body.error).toBe("to[1]: must be an email address such as name@example.com");
+  });
+
+  test("header injection through subject, addresses or attachment names creates nothing", async () => {
+    const before = messageCount();
+    const attempts = [
+      [validSend({ subject: "Hi\r\nBcc: victim@example.com" }), "subject"],
+      [validSend({ subject: "Hi\nX-Injected: yes" }), "subject"],
+      [validSend({ to: ["a@example.com\r\nBcc: victim@example.com"] }), "to[0]"],
+      [validSend({ cc: ["a@example.com\nBcc: victim@example.com"] }), "cc[0]"],
+      [validSend({ attachments: [{ content: "QQ==", name: "a.txt\r\nX-Injected: yes" }] }), "attachments[0].name"],
+      [validSend({ attachments: [{ content: "QQ==", contentType: "text/plain\r\nX-Injected: yes" }] }), "attachments[0].contentType"],
+    ] as const;
+    for (const [body, field] of attempts) {
+      const res = await send(body);
+      expect({ field, status: res.status }).toEqual({ field, status: 422 });
+      expect(res.body.error).toStartWith(`${field}:`);
+    }
+    expect(messageCount()).toBe(before);
+  });
+
+  test("a subject with a tab and non-ASCII text is sent as one header field", async () => {
+    const res = await send(validSend({ subject: "Grüße\tund Ölpreise" }));
+    expect(res.status).toBe(201);
+    const headers = headerBlock(rawSource(server, res.body.id));
+    expect(headers.match(/^Subject:/gim)).toHaveLength(1);
+    expect(headers).not.toMatch(/^X-Injected/im);
+  });
+
+  test.each([["not base64!"], ["Q==="], ["Q"], ["QQ==QQ=="], ["-_8="]])("attachment content %j that is not base64 is 422", async (content) => {
+    const res = await send(validSend({ attachments: [{ content, name: "a.bin" }] }));
+    expect(res.status).toBe(422);
+    expect(res.body.error).toBe("attachments[0].content: must be base64");
+  });
+
+  test("base64 broken into lines and without padding is accepted", async () => {
+    const res = await send(validSend({ attachments: [{ content: "aGVs\r\nbG8", name: "hello.txt" }] }));
+    expect(res.status).toBe(201);
+    expect(Buffer.from(res.body.attachments[0].content, "base64").toString()).toBe("hello");
+    expect(res.body.attachments[0].contentType).toBe("text/plain");
+  });
+
+  test("a 19 MB body with an attachment passes; a 21 MB body is 413", async () => {
+    const content = Buffer.alloc(14_250_000, 7).toString("base64");
+    expect(content.length).toBe(19_000_000);
+    const res = await send(validSend({ attachments: [{ content, name: "big.bin", contentType: "application/octet-stream" }] }));
+    expect(res.status).toBe(201);
+    expect(res.body.attachments[0].size).toBe(14_250_000);
+    const tooBig = await send(validSend({ text: "x".repeat(21 * 1024 * 1024) }));
+    expect(tooBig.status).toBe(413);
+  }, 60_000);
+
+  test("an unknown inbox, or another organization's, is 404 Inbox not found", async () => {
+    const other = seedOrganization(server.app);
+    for (const [inboxId, token] of [["inb_unknown", key], [inbox.id, other.apiKey]]) {
+      const res = await send(validSend(), inboxId, token);
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: "Inbox not found" });
+    }
+  });
+});
