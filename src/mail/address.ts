@@ -113,6 +113,9 @@ function canonicalLocalPart(local: string): string | null {
 /** IDN U-labels become A-labels (RFC 5890 §2.3.2.1); the result is lower-case. */
 function asciiDomain(domain: string): string | null {
   if (domain.length === 0 || domain.startsWith("[")) return null;
+  // domainToASCII parses its input as a URL host: `example.com/path` and `ex%41mple.com` would come
+  // back as `example.com`. Only letters, digits, hyphens, dots and non-ASCII (U-labels) may enter it.
+  if (/[\x00-\x2c\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]/.test(domain)) return null;
   const ascii = domainToASCII(domain);
   return isValidDomainName(ascii) ? ascii : null;
 }

@@ -133,3 +133,12 @@ describe("isValidDomainName", () => {
     expect(isValidDomainName(name)).toBe(valid);
   });
 });
+
+describe("domains that a URL parser would rewrite", () => {
+  test.each(["user@example.com/path", "user@ex%41mple.com", "user@example.com:25", "user@example.com?x", "user@exa_mple.com", "user@example.com#a", "user@exam\\ple.com"])("%s is refused", (input) => {
+    expect(parseAddress(input)).toBeNull();
+  });
+  test("an IDN domain still becomes its A-label", () => {
+    expect(parseAddress("user@bücher.example")?.domain).toBe("xn--bcher-kva.example");
+  });
+});
