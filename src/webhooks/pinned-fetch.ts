@@ -43,9 +43,9 @@ export async function pinnedPost(request: PinnedPost): Promise<PinnedResponse> {
       // would reach a host nobody checked.
       redirect: "manual",
       signal,
-      // A pooled connection verified for another host name on the same
-      // address must not carry this request.
-      keepalive: false,
+      // Connections are pooled (a webhook receiver gets many posts). Bun keys a pooled TLS
+      // connection by address and serverName, so one verified for another host name on the
+      // same address never carries this request (tested in pinned-fetch.test.ts).
       tls: {
         ...(hostIsName ? { serverName: request.url.hostname } : {}),
         ...(request.trustedCa === undefined ? {} : { ca: request.trustedCa }),

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
@@ -78,6 +79,22 @@ describe("pinnedPost over http", () => {
     expect(result).toEqual({ status: 0, body: "", error: "no answer within 300 ms" });
   });
 
+  test("reuses one connection for several posts to the same receiver", async () => {
+    let connections = 0;
+    // node:http rather than Bun.serve: it tells when a new connection arrives.
+    const counting = createHttpServer((_request, response) => response.end("ok"));
+    counting.on("connection", () => connections++);
+    await new Promise<void>((resolve) => counting.listen(0, "127.0.0.1", resolve));
+    const port = (counting.address() as AddressInfo).port;
+    try {
+      for (let i = 0; i < 3; i++) expect((await post(`http://${HOOK_HOST}:${port}/hook`)).status).toBe(200);
+      expect(connections).toBe(1);
+    } finally {
+      counting.closeAllConnections();
+      counting.close();
+    }
+  });
+
   test("reports a refused connection", async () => {
     const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
     const port = closed.port;
@@ -149,7 +166,8 @@ describe("pinnedPost over https", () => {
     expect(seen.at(-1)).toEqual({ servername: HOOK_HOST, host: `${HOOK_HOST}:${port}` });
   });
 
-  test("refuses a certificate for another name", async () => {
+  test("refuses a certificate for another name, even right after a pooled connection to the same address", async () => {
+    expect((await post(`https://${HOOK_HOST}:${port}/hook`, { trustedCa: hookCert.cert })).status).toBe(200);
     const result = await post(`https://other.invalid:${port}/hook`, { trustedCa: hookCert.cert });
     expect(result.status).toBe(0);
     expect(result.error).toContain("ERR_TLS_CERT_ALTNAME_INVALID");
