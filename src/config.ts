@@ -2,7 +2,7 @@
  * The typed configuration: every INBOXD_* setting with its default, read once.
  * Precedence: flags > environment > config file (KEY=VALUE lines) > defaults.
  */
-import { hostname as osHostname } from "node:os";
+import { availableParallelism, hostname as osHostname } from "node:os";
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 
@@ -88,6 +88,7 @@ export const settings = {
   deliveryConcurrencyPerDomain: setting("INBOXD_DELIVERY_CONCURRENCY_PER_DOMAIN", "4", positiveInt, "outbound SMTP connections at once to one destination domain"),
   smtpClientTimeoutScale: setting("INBOXD_SMTP_CLIENT_TIMEOUT_SCALE", "1", (raw, name) => { const n = Number(raw); return n > 0 && n <= 1 ? n : fail(name, raw, "a factor in (0, 1]"); }, "multiplies the RFC 5321 §4.5.3.2 client timeouts (tests shorten them)"),
   sendLimit: setting("INBOXD_SEND_LIMIT", "100", positiveInt, "sends and replies per hour per organization"),
+  searchBudgetMs: setting("INBOXD_SEARCH_BUDGET_MS", "250", positiveInt, "time one regular-expression search may take before it answers 422"),
   webhookRetryDelays: setting("INBOXD_WEBHOOK_RETRY_DELAYS", "60,300,1800,7200", secondsList, "seconds between webhook tries"),
   webhookTimeoutMs: setting("INBOXD_WEBHOOK_TIMEOUT_MS", "5000", positiveInt, "timeout of one webhook try"),
   webhookAllowPrivate: setting("INBOXD_WEBHOOK_ALLOW_PRIVATE", "0", bool, "allow http and private/loopback webhook targets (development, tests)"),
@@ -97,6 +98,9 @@ export const settings = {
   smtpMaxConnections: setting("INBOXD_SMTP_MAX_CONNECTIONS", "200", positiveInt, "inbound SMTP connections at once"),
   smtpMaxConnectionsPerIp: setting("INBOXD_SMTP_MAX_CONNECTIONS_PER_IP", "20", positiveInt, "inbound SMTP connections at once from one address"),
   smtpGreetingDelayMs: setting("INBOXD_SMTP_GREETING_DELAY_MS", "100", nonNegativeInt, "wait before the SMTP greeting; clients that talk early are refused"),
+  smtpIdleTimeoutMs: setting("INBOXD_SMTP_IDLE_TIMEOUT_MS", "300000", positiveInt, "how long an inbound SMTP client may stay silent (RFC 5321 §4.5.3.2.7)"),
+  smtpDataTimeoutMs: setting("INBOXD_SMTP_DATA_TIMEOUT_MS", "600000", positiveInt, "how long an inbound message may take to arrive after DATA (slow clients)"),
+  smtpWorkers: setting("INBOXD_SMTP_WORKERS", String(Math.max(1, Math.min(4, availableParallelism() - 1))), nonNegativeInt, "threads that parse and authenticate inbound mail, beside the main thread (0: on the main thread)"),
   tlsCert: setting("INBOXD_TLS_CERT", "", text, "PEM certificate for STARTTLS (empty: self-signed, generated once into the data dir)"),
   tlsKey: setting("INBOXD_TLS_KEY", "", text, "PEM private key for STARTTLS"),
   dmarcEnforce: setting("INBOXD_DMARC_ENFORCE", "0", bool, "refuse inbound mail failing DMARC with p=reject (550 5.7.1)"),

@@ -3,6 +3,7 @@
 import { openApp } from "./app";
 import { ConfigError, loadConfig, parseFlags, settingsHelp } from "./config";
 import { DataDirLockedError } from "./db/open";
+import { serviceDnsZone } from "./outbound/dns-command";
 import { startServices } from "./serve";
 import { version } from "./version";
 
@@ -10,6 +11,7 @@ const commands = {
   serve: "run the HTTP API, the SMTP server and the queues (default)",
   migrate: "apply pending database migrations and exit",
   version: "print the version",
+  dns: "print the DNS records of INBOXD_MAIL_DOMAIN (MX, SPF, DKIM, DMARC) as zone-file lines",
 };
 
 function help(): string {
@@ -33,6 +35,10 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig(process.env, flags);
+  if (command === "dns") {
+    process.stdout.write(await serviceDnsZone(config));
+    return 0;
+  }
   const app = openApp(config);
   if (command === "migrate") {
     app.close();

@@ -4,8 +4,11 @@
  */
 import type { App } from "./app";
 import { createHttpApp } from "./http/app";
+import { startOutboundQueue } from "./outbound/queue";
+import { ensureServiceDkimKeys } from "./outbound/service-domain";
 import { startWebhookQueue } from "./webhooks/queue";
 import { startDomainChecks } from "./domains/background";
+import { startSmtp } from "./smtp/server";
 
 export interface RunningPart {
   name: string;
@@ -45,6 +48,9 @@ export async function startServices(app: App): Promise<Running> {
   const parts: RunningPart[] = [];
   try {
     parts.push(startHttp(app));
+    parts.push(await startSmtp(app));
+    await ensureServiceDkimKeys(app);
+    parts.push(startOutboundQueue(app));
     parts.push(startWebhookQueue(app));
     parts.push(startDomainChecks(app));
   } catch (e) {

@@ -86,6 +86,8 @@ export interface TestServer {
   dataDir: string;
   api: ApiClient;
   httpPort: number;
+  /** The inbound SMTP listener's port. */
+  smtpPort: number;
   /** Stops the server; the data dir stays until `cleanup`, so a restart can reuse it. */
   stop(): Promise<void>;
   cleanup(): Promise<void>;
@@ -113,6 +115,7 @@ export async function startTestServer(options: { env?: Record<string, string>; d
     dataDir,
     api: apiClient(`http://127.0.0.1:${running.httpPort}`),
     httpPort: running.httpPort,
+    smtpPort: running.parts.find((part) => part.name === "smtp")!.address!.port,
     stop,
     async cleanup() {
       await stop();

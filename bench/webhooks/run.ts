@@ -1,17 +1,21 @@
 // bench/webhooks: events fanned out through the webhook queue to a local receiver, every try
 // recorded, beside a bare fetch loop with the same concurrency against the same receiver, in the
-// same run. The receiver runs in its own process. Run: bun bench/webhooks/run.ts [events] [concurrency]
+// same run. The receiver runs in its own process and serves one URL per webhook (16), so that the
+// queue runs with its default limits: 64 requests at once, 4 per URL.
+// Run: bun bench/webhooks/run.ts [events=20000]
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { openApp } from "../../src/app";
-import { loadConfig } from "../../src/config";
+import { loadConfig, settings } from "../../src/config";
 import { envelopeBody } from "../../src/webhooks/envelope";
+import { pinnedPost } from "../../src/webhooks/pinned-fetch";
 import { startWebhookQueue } from "../../src/webhooks/queue";
 import { createWebhook } from "../../src/webhooks/service";
 import { seedOrganization, tempDir, testEnv } from "../../test/harness";
 
 const eventCount = Number(process.argv[2] ?? 20_000);
-const concurrency = Number(process.argv[3] ?? 64);
+const webhookCount = 16;
+const concurrency = Number(settings.webhookConcurrency.default);
 const warmUp = 2_000;
 
 // A received message as message events carry it (about 1 kB).
@@ -42,34 +46,48 @@ async function startReceiver() {
   return { proc, url, count: async () => Number(await (await fetch(`${url}/count`)).text()) };
 }
 
-/** The reference: `fetch` POSTs of the same body, `concurrency` at a time, nothing recorded. */
-async function bareFetchLoop(url: string, requests: number): Promise<number> {
-  const body = envelopeBody({ id: "evt_bench", type: "message.received", createdAt: 0, inboxId: message.inboxId, messageId: message.id, payload: JSON.stringify(message) });
+const body = envelopeBody({ id: "evt_bench", type: "message.received", createdAt: 0, inboxId: message.inboxId, messageId: message.id, payload: JSON.stringify(message) });
+const headers = { "content-type": "application/json", "user-agent": "Service-Webhook/1.0" };
+const hookUrl = (base: string, n: number) => `${base}/hook/${n % webhookCount}`;
+
+/** `requests` POSTs by `concurrency` loops, spread over the webhook URLs; requests per second. */
+async function loop(requests: number, post: (n: number) => Promise<void>): Promise<number> {
   let sent = 0;
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (sent < requests) {
-        sent++;
-        const response = await fetch(url, { method: "POST", body, headers: { "content-type": "application/json", "user-agent": "Service-Webhook/1.0" } });
-        await response.arrayBuffer();
-      }
-    }),
-  );
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (sent < requests) await post(sent++);
+  }));
   return requests / ((performance.now() - started) / 1000);
 }
 
+/** The reference: plain `fetch` POSTs of the same body, nothing checked or recorded. */
+const bareFetchLoop = (base: string, requests: number) =>
+  loop(requests, async (n) => {
+    await (await fetch(hookUrl(base, n), { method: "POST", body, headers })).arrayBuffer();
+  });
+
+/** The queue's transport alone: pinnedPost (no connection reuse, body capped), nothing recorded. */
+const pinnedPostLoop = (base: string, requests: number) =>
+  loop(requests, async (n) => {
+    await pinnedPost({ url: new URL(hookUrl(base, n)), address: "127.0.0.1", headers, body, timeoutMs: 5000 });
+  });
+
 /** inboxd: events written with their fan-out, then the queue until every outcome is recorded. */
-async function throughQueue(url: string, events: number) {
+async function throughQueue(base: string, events: number) {
   const dataDir = tempDir("inboxd-bench");
   try {
-    const env = testEnv(dataDir, { INBOXD_WEBHOOK_CONCURRENCY: String(concurrency), INBOXD_WEBHOOK_CONCURRENCY_PER_URL: String(concurrency) });
-    const app = openApp(loadConfig(env));
-    const { organizationId } = seedOrganization(app);
-    await createWebhook(app, organizationId, { url: `${url}/hook`, events: ["message.received"] });
+    const app = openApp(loadConfig(testEnv(dataDir)));
+    const organizations: string[] = [];
+    for (let n = 0; n < webhookCount; n++) {
+      const { organizationId } = seedOrganization(app);
+      await createWebhook(app, organizationId, { url: hookUrl(base, n), events: ["message.received"] });
+      organizations.push(organizationId);
+    }
     const writeStarted = performance.now();
     app.store.transaction(() => {
-      for (let i = 0; i < events; i++) app.store.events.emit({ organizationId, type: "message.received", inboxId: message.inboxId, messageId: message.id, payload: message }, app.clock.now());
+      for (let i = 0; i < events; i++) {
+        app.store.events.emit({ organizationId: organizations[i % webhookCount]!, type: "message.received", inboxId: message.inboxId, messageId: message.id, payload: message }, app.clock.now());
+      }
     });
     const writeSeconds = (performance.now() - writeStarted) / 1000;
     const queue = startWebhookQueue(app);
@@ -92,15 +110,19 @@ try {
   await bareFetchLoop(receiver.url, warmUp);
   await throughQueue(receiver.url, warmUp);
   const before = await receiver.count();
+  // The transport loop last: its connections (one per request) would weigh on whatever came after.
   const bare = await bareFetchLoop(receiver.url, eventCount);
   const queued = await throughQueue(receiver.url, eventCount);
+  const pinned = await pinnedPostLoop(receiver.url, eventCount);
   const received = (await receiver.count()) - before;
-  if (received !== 2 * eventCount) throw new Error(`the receiver counted ${received} requests, expected ${2 * eventCount}`);
-  const round = (n: number) => Math.round(n).toLocaleString("en-US");
-  console.log(`webhooks: ${eventCount.toLocaleString("en-US")} events, concurrency ${concurrency}, receiver on loopback in its own process`);
-  console.log(`  bare fetch loop (reference)       ${round(bare).padStart(8)} POSTs/s`);
-  console.log(`  inboxd queue, every try recorded  ${round(queued.perSecond).padStart(8)} deliveries/s  (${((100 * queued.perSecond) / bare).toFixed(0)}% of the reference; target 25%)`);
-  console.log(`  events written with their fan-out ${round(queued.writePerSecond).padStart(8)} events/s (one transaction)`);
+  if (received !== 3 * eventCount) throw new Error(`the receiver counted ${received} requests, expected ${3 * eventCount}`);
+  const rate = (n: number) => Math.round(n).toLocaleString("en-US").padStart(8);
+  const share = (n: number) => `${((100 * n) / bare).toFixed(0)}% of the reference`;
+  console.log(`webhooks: ${eventCount.toLocaleString("en-US")} events to ${webhookCount} webhook URLs, ${concurrency} requests at once, receiver on loopback in its own process`);
+  console.log(`  bare fetch loop (reference)          ${rate(bare)} POSTs/s`);
+  console.log(`  pinnedPost loop (queue's transport)  ${rate(pinned)} POSTs/s       (${share(pinned)})`);
+  console.log(`  inboxd queue, every try recorded     ${rate(queued.perSecond)} deliveries/s  (${share(queued.perSecond)}; target 25%)`);
+  console.log(`  events written with their fan-out    ${rate(queued.writePerSecond)} events/s      (one transaction)`);
 } finally {
   receiver.proc.kill();
 }

@@ -8,8 +8,9 @@ import { isValidDomainName } from "../mail/address";
  */
 export function normalizeDomainName(input: string): string | null {
   const trimmed = input.trim().replace(/\.$/, "");
-  // WHATWG's domainToASCII silently drops tabs and line breaks, which would let "exa\tmple.com" through.
-  if (trimmed.length === 0 || trimmed.length > 1024 || /[\x00-\x20\x7f]/.test(trimmed)) return null;
+  // Only letters, digits, hyphens and dots of ASCII get to domainToASCII, which parses its input as
+  // a URL host: it would drop tabs, cut "example.com/path" to example.com, and decode %41.
+  if (trimmed.length === 0 || trimmed.length > 1024 || /[\x00-\x2c\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]/.test(trimmed)) return null;
   const ascii = domainToASCII(trimmed);
   return ascii && isValidDomainName(ascii) ? ascii : null;
 }

@@ -11,7 +11,10 @@ export type RecordPurpose = "receiving" | "sending";
 /** This server as other hosts see it: the MX target, and the addresses it sends from when configured. */
 export type ServerIdentity = { hostname: string; publicIps: string[] };
 
-export type RecordKey = Pick<DkimKey, "selector" | "algorithm" | "publicKeyBase64"> & { id: string; status: "active" | "pending" | "retired" };
+export type RecordKey = Pick<DkimKey, "selector" | "algorithm" | "publicKeyBase64"> & { id: string; status: "active" | "pending" | "retired"; createdAt: number };
+
+/** Oldest generation first, RSA before Ed25519 within one (the order generateDkimKeys makes them in). */
+const byGeneration = (a: RecordKey, b: RecordKey) => a.createdAt - b.createdAt || Number(a.algorithm !== "rsa-sha256") - Number(b.algorithm !== "rsa-sha256");
 
 /** What a look-up of the record checks. */
 export type RecordCheckSpec = { kind: "mx" } | { kind: "spf" } | { kind: "dkim"; key: RecordKey } | { kind: "dmarc" };
@@ -48,7 +51,7 @@ export function domainRecords(server: ServerIdentity, domain: string, keys: Reco
   return [
     record({ type: "MX", name: domain, value: server.hostname, priority: MX_PRIORITY, purpose: "receiving", check: { kind: "mx" } }),
     record({ type: "TXT", name: domain, value: spfValue(server), purpose: "sending", check: { kind: "spf" } }),
-    ...keys.map((key) =>
+    ...[...keys].sort(byGeneration).map((key) =>
       record({ type: "TXT", name: dkimRecordName(key.selector, domain), value: dkimTxtValue(key), purpose: "sending", check: { kind: "dkim", key } }),
     ),
     record({ type: "TXT", name: `_dmarc.${domain}`, value: DMARC_VALUE, purpose: "sending", check: { kind: "dmarc" } }),

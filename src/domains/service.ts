@@ -4,7 +4,7 @@ import { dkimSelector, generateDkimKeys, type DkimKey } from "../dkim/keys";
 import { conflict, invalid, notFound } from "../errors";
 import type { Page } from "../http/pagination";
 import { newId } from "../ids";
-import { presentInbox } from "../inboxes/present";
+import { deleteInbox } from "../inboxes/service";
 import type { DkimKeyRow } from "../store/dkim-keys";
 import type { DomainRow } from "../store/domains";
 import { isSameOrSubdomain, normalizeDomainName } from "./name";
@@ -80,13 +80,18 @@ export async function verifyDomain(app: App, organizationId: string, idOrName: s
   return presentDomain(app, verified);
 }
 
-/** A selector suffix no key of the domain has used today ("", then "2", "3", ...), so no record name is reused. */
-function unusedRotationSuffix(keys: DkimKeyRow[], date: Date): string {
-  const used = new Set(keys.map((key) => key.selector));
-  for (let n = 1; ; n++) {
-    const suffix = n === 1 ? "" : String(n);
-    if (!used.has(dkimSelector(date, "rsa-sha256", suffix)) && !used.has(dkimSelector(date, "ed25519-sha256", suffix))) return suffix;
+/**
+ * The selector suffix for a new generation of keys today: "" for the first, then one past the
+ * highest in use ("2", "3", ...), so a record name once shown with one key never gets another.
+ */
+function nextRotationSuffix(keys: DkimKeyRow[], date: Date): string {
+  let highest = 0;
+  for (const key of keys) {
+    const todays = dkimSelector(date, key.algorithm);
+    const suffix = key.selector.startsWith(todays) ? key.selector.slice(todays.length) : undefined;
+    if (suffix !== undefined && /^\d*$/.test(suffix)) highest = Math.max(highest, suffix ? Number(suffix) : 1);
   }
+  return highest === 0 ? "" : String(highest + 1);
 }
 
 /**
@@ -103,7 +108,7 @@ export async function rotateDkimKeys(app: App, organizationId: string, idOrName:
     const row = findDomain(app, organizationId, idOrName);
     const now = app.clock.now();
     const keys = app.store.dkimKeys.forDomain(row.name);
-    const suffix = unusedRotationSuffix(keys, date);
+    const suffix = nextRotationSuffix(keys, date);
     for (const key of keys) if (key.status === "pending") app.store.dkimKeys.remove(key.id);
     const renamed = generated.map((key) => ({ ...key, selector: dkimSelector(date, key.algorithm, suffix) }));
     app.store.dkimKeys.insert(keyRows(renamed, row.name, organizationId, now));
@@ -124,11 +129,7 @@ export function deleteDomain(app: App, organizationId: string, idOrName: string,
       throw conflict(`Domain ${row.name} is used by ${inboxes.length} inbox${inboxes.length === 1 ? "" : "es"}; delete ${inboxes.length === 1 ? "it" : "them"} first, or pass force=true to delete them with the domain`);
     }
     const domain = presentDomain(app, row);
-    const now = app.clock.now();
-    for (const inbox of inboxes) {
-      app.store.inboxes.delete(organizationId, inbox.id);
-      app.store.events.emit({ organizationId, type: "inbox.deleted", inboxId: inbox.id, payload: presentInbox(inbox) }, now);
-    }
+    for (const inbox of inboxes) deleteInbox(app, organizationId, inbox.id);
     app.store.domains.delete(row.id);
     return domain;
   });

@@ -13,6 +13,8 @@ import { messageRoutes } from "./routes/messages";
 import { threadRoutes } from "./routes/threads";
 import { webhookRoutes } from "./routes/webhooks";
 import { domainRoutes } from "./routes/domains";
+import { suppressionRoutes } from "./routes/suppressions";
+import { consoleRoutes } from "./routes/console";
 
 export const rateLimitHeaders = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy", "Retry-After"];
 
@@ -49,5 +51,7 @@ export function createHttpApp(app: App) {
     .use(messageRoutes(app))
     .use(threadRoutes(app))
     .use(webhookRoutes(app))
-    .use(domainRoutes(app));
+    .use(domainRoutes(app))
+    .use(suppressionRoutes(app))
+    .use(consoleRoutes());
 }

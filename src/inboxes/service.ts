@@ -1,8 +1,9 @@
 /** Inbox rules in one place: addresses, uniqueness, and the events inbox changes emit. */
 import type { App } from "../app";
+import { assertUsableInboxDomain } from "../domains/hosted";
 import { conflict, invalid, notFound } from "../errors";
 import { newId, randomToken } from "../ids";
-import { parseAddress } from "../mail/address";
+import { baseAddress, normalizeAddress, parseAddress } from "../mail/address";
 import type { InboxRow } from "../store/inboxes";
 import { presentInbox, type Inbox } from "./present";
 
@@ -20,26 +21,18 @@ export function insertInbox(app: App, organizationId: string, input: { name?: st
   return inbox;
 }
 
-/**
- * Domains an organization may create inboxes on. Today the service's own mail domain only;
- * a custom domain joins once the domains part has verified it for this organization.
- */
-function acceptsInboxDomain(app: App, domain: string): boolean {
-  return domain === app.config.mailDomain.toLowerCase();
-}
-
 /** The requested address in stored form, or a random one on the service domain. */
-function inboxAddress(app: App, email: string | undefined): string {
+function inboxAddress(app: App, organizationId: string, email: string | undefined): string {
   if (email === undefined) return randomInboxAddress(app.config.mailDomain);
   const parsed = parseAddress(email.trim());
   // A quoted local part ("a b"@d) is valid mail syntax but no address anyone should have to type.
   if (!parsed || parsed.local.startsWith('"')) throw invalid("email: must be an email address such as support@example.com");
-  if (!acceptsInboxDomain(app, parsed.domain)) throw invalid(`email: must be an address on ${app.config.mailDomain.toLowerCase()} (or on a verified custom domain of the organization)`);
+  assertUsableInboxDomain(app, organizationId, parsed.domain);
   return parsed.address.toLowerCase();
 }
 
 export function createInbox(app: App, organizationId: string, input: { name?: string; email?: string }): Inbox {
-  const email = inboxAddress(app, input.email);
+  const email = inboxAddress(app, organizationId, input.email);
   return app.store.transaction(() => insertInbox(app, organizationId, { name: input.name, email }));
 }
 
@@ -52,6 +45,17 @@ export function requireInbox(app: App, organizationId: string, inboxId: string):
   const row = app.store.inboxes.find(organizationId, inboxId);
   if (!row) throw notFound("Inbox not found");
   return row;
+}
+
+/**
+ * The inbox of this server (any organization) that mail to `address` reaches, if any: the exact
+ * address in any case, else, by RFC 5233 subaddressing, `name@domain` for `name+tag@domain`.
+ */
+export function inboxForAddress(app: App, address: string): InboxRow | undefined {
+  const exact = normalizeAddress(address);
+  if (!exact) return undefined;
+  const base = baseAddress(exact)!;
+  return app.store.inboxes.findByEmail(exact) ?? (base === exact ? undefined : app.store.inboxes.findByEmail(base));
 }
 
 export const getInbox = (app: App, organizationId: string, inboxId: string): Inbox => presentInbox(requireInbox(app, organizationId, inboxId));

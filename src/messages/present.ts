@@ -5,7 +5,25 @@ import type { Store } from "../store";
 import type { AttachmentRow, DeliveryRow, MessageRow, MessageSummaryRow } from "../store/messages";
 import type { ThreadRow } from "../store/threads";
 
-export const presentAttachment = (row: AttachmentRow) => ({
+export interface Attachment {
+  name?: string;
+  contentType?: string;
+  size: number;
+  contentId?: string;
+  inline: boolean;
+  /** Base64. */
+  content: string;
+}
+
+export interface Delivery {
+  recipient: string;
+  status: string;
+  attempts: number;
+  lastResponse?: string;
+  updatedAt: string;
+}
+
+export const presentAttachment = (row: AttachmentRow): Attachment => ({
   name: row.name ?? undefined,
   contentType: row.contentType ?? undefined,
   size: row.content.byteLength,
@@ -14,7 +32,7 @@ export const presentAttachment = (row: AttachmentRow) => ({
   content: row.content.toString("base64"),
 });
 
-export const presentDelivery = (row: DeliveryRow) => ({
+export const presentDelivery = (row: DeliveryRow): Delivery => ({
   recipient: row.recipient,
   status: row.status,
   attempts: row.attempts,

@@ -1,8 +1,10 @@
 /**
  * The literals a regular expression cannot match without (after Russ Cox, "Regular Expression
  * Matching with a Trigram Index"): `/inv.ice (\d+|#\w+) due/` needs "inv", "ice " and " due" in
- * the same text. Written as an FTS5 query over the trigram index, they select the candidates that
- * the linear-time engine then checks, instead of every message of the inbox.
+ * the same text; `/colou?r (red|blue)/` needs one of "colour red", "color red", "colour blue",
+ * "color blue" (small finite sets are kept exact and multiplied out). Written as an FTS5 query over
+ * the trigram index, they select the candidates that the linear-time engine then checks, instead of
+ * every message of the inbox.
  *
  * Conservative by construction: whatever is not understood counts as "no requirement", so the
  * candidates are always a superset of the matches. The pattern must already have compiled with
@@ -46,11 +48,40 @@ function toFtsQuery(requirement: Requirement): string | null {
 }
 
 // RE2 syntax (github.com/google/re2/wiki/Syntax): x{n}, x{n,}, x{n,m}; any other `{` is a literal.
-const REPEAT = /^\{(\d+)(?:,\d*)?\}/;
+const REPEAT = /^\{(\d+)(?:(,)(\d*))?\}/;
 // Inline flags, alone `(?i)` or opening a group `(?i:`, `(?:`.
 const FLAGS = /^\(\?[imsU-]*(\)|:)/;
 const NAMED_GROUP = /^\(\?P?<[A-Za-z0-9_]+>/;
 const LOOKAROUND = /^\(\?(=|!|<=|<!)/;
+// A class like `[o0]` or `[_.-]` is kept as its members; ranges, negation, escapes and larger sets are not.
+const SMALL_CLASS = /^\[([^\]\\^[-][^\]\\[-]{0,7}-?)\]/u;
+
+/** Exact sets larger than this are not multiplied out further. */
+const maxExactStrings = 16;
+
+/** What one part of a pattern matches: exactly one of `exact` (when small and known), and at least `requirement`. */
+interface Info {
+  exact: string[] | null;
+  requirement: Requirement;
+}
+
+const literal = (text: string): Requirement => ({ kind: "literal", text });
+const oneOfStrings = (strings: string[]): Requirement => (strings.length === 1 ? literal(strings[0]!) : { kind: "oneOf", parts: strings.map(literal) });
+const exactly = (strings: string[]): Info => ({ exact: strings, requirement: oneOfStrings(strings) });
+const unknown: Info = { exact: null, requirement: any };
+/** A zero-width assertion (`^`, `\b`, `(?i)`): matches the empty string wherever it matches. */
+const empty = (): Info => exactly([""]);
+
+/** Every concatenation of one of `a` with one of `b`, or null when there would be too many. */
+function cross(a: string[], b: string[]): string[] | null {
+  if (a.length * b.length > maxExactStrings) return null;
+  return [...new Set(a.flatMap((x) => b.map((y) => x + y)))];
+}
+
+interface Quantifier {
+  min: number;
+  max: number;
+}
 
 class PatternReader {
   private readonly chars: string[];
@@ -62,7 +93,7 @@ class PatternReader {
   }
 
   requirement(): Requirement {
-    const requirement = this.alternation();
+    const { requirement } = this.alternation();
     // Anything left over (an unmatched `)`) is beyond this reader: claim nothing.
     return this.at < this.chars.length ? any : requirement;
   }
@@ -75,83 +106,111 @@ class PatternReader {
     return this.chars.slice(this.at).join("");
   }
 
-  private alternation(): Requirement {
+  private alternation(): Info {
     const branches = [this.sequence()];
     while (this.peek() === "|") {
       this.at++;
       branches.push(this.sequence());
     }
-    return branches.length === 1 ? branches[0]! : { kind: "oneOf", parts: branches };
+    if (branches.length === 1) return branches[0]!;
+    const requirement: Requirement = { kind: "oneOf", parts: branches.map((branch) => branch.requirement) };
+    const union = branches.every((branch) => branch.exact) ? [...new Set(branches.flatMap((branch) => branch.exact!))] : null;
+    return union && union.length <= maxExactStrings ? { exact: union, requirement } : { exact: null, requirement };
   }
 
-  private sequence(): Requirement {
+  /**
+   * A concatenation. `current` holds the exact strings since the last break; when a part cannot
+   * be multiplied in, they are kept as "one of these" and a new run starts.
+   */
+  private sequence(): Info {
     const parts: Requirement[] = [];
-    let run: string[] = [];
-    const endRun = () => {
-      if (run.length > 0) parts.push({ kind: "literal", text: run.join("") });
-      run = [];
+    let current = [""];
+    let whole = true;
+    const flush = () => {
+      parts.push(oneOfStrings(current));
+      current = [""];
+      whole = false;
+    };
+    const append = (strings: string[]) => {
+      const product = cross(current, strings);
+      if (product) current = product;
+      else {
+        flush();
+        current = strings;
+      }
     };
     for (let c = this.peek(); c !== undefined && c !== "|" && c !== ")"; c = this.peek()) {
       const atom = this.atom();
-      const min = this.quantifierMin();
-      if (typeof atom === "string") {
-        if (min === 0) {
-          endRun();
-        } else if (min === undefined) {
-          run.push(atom);
-        } else {
-          // `abc+d`: every match holds "abc", then more c's, then "cd".
-          run.push(atom);
-          endRun();
-          run = [atom];
+      const quantifier = this.quantifiers();
+      if (quantifier === undefined || (quantifier.min === 1 && quantifier.max === 1)) {
+        if (atom.exact) append(atom.exact);
+        else {
+          flush();
+          parts.push(atom.requirement);
         }
+      } else if (quantifier.min === 0) {
+        // `x?` adds "" to x's strings; `x*` may match any number of x: nothing is adjacent across it.
+        if (quantifier.max === 1 && atom.exact) append([...new Set([...atom.exact, ""])]);
+        else flush();
+      } else if (atom.exact) {
+        // `x+`: one of x ends what came before, one of x starts what follows (`abc+d`: "abc", "cd").
+        append(atom.exact);
+        flush();
+        current = atom.exact;
       } else {
-        endRun();
-        if (min !== 0) parts.push(atom);
+        flush();
+        parts.push(atom.requirement);
       }
     }
-    endRun();
-    return { kind: "all", parts };
+    if (whole) return exactly(current);
+    flush();
+    return { exact: null, requirement: { kind: "all", parts } };
   }
 
-  /** One atom: a literal character (string), or what a non-literal atom requires. */
-  private atom(): string | Requirement {
+  private atom(): Info {
     const c = this.chars[this.at++]!;
     switch (c) {
       case "(":
         return this.group();
       case "[":
-        this.skipClass();
-        return any;
+        return this.characterClass();
       case "\\":
         return this.escape();
-      case ".":
       case "^":
       case "$":
-        return any;
+        return empty();
+      case ".":
+        return unknown;
       default:
-        return c;
+        return exactly([c]);
     }
   }
 
-  private group(): Requirement {
+  private group(): Info {
     this.at--;
     const rest = this.rest();
     const flags = FLAGS.exec(rest);
     if (flags?.[1] === ")") {
       this.at += [...flags[0]].length;
-      return any;
+      return empty();
     }
     const opening = flags?.[0] ?? NAMED_GROUP.exec(rest)?.[0] ?? LOOKAROUND.exec(rest)?.[0] ?? "(";
     this.at += [...opening].length;
     const body = this.alternation();
     if (this.peek() === ")") this.at++;
     // A lookaround matches no text of its own.
-    return LOOKAROUND.test(opening) ? any : body;
+    return LOOKAROUND.test(opening) ? unknown : body;
   }
 
   /** `[...]`: a `]` first (after an optional `^`) is literal; `[:alpha:]` and escapes nest. */
-  private skipClass() {
+  private characterClass(): Info {
+    this.at--;
+    const small = SMALL_CLASS.exec(this.rest());
+    if (small) {
+      this.at += [...small[0]].length;
+      return exactly([...new Set(small[1]!)]);
+    }
+    this.at++;
     if (this.peek() === "^") this.at++;
     if (this.peek() === "]") this.at++;
     while (this.at < this.chars.length && this.peek() !== "]") {
@@ -162,30 +221,33 @@ class PatternReader {
       } else this.at++;
     }
     this.at++;
+    return unknown;
   }
 
-  private escape(): string | Requirement {
+  private escape(): Info {
     const c = this.chars[this.at++];
-    if (c === undefined) return any;
+    if (c === undefined) return unknown;
     if (/[0-7]/.test(c)) {
       // Octal \123: up to three digits in all.
       for (let i = 0; i < 2 && /[0-7]/.test(this.peek() ?? ""); i++) this.at++;
-      return any;
+      return unknown;
     }
     if (c === "x" || c === "p" || c === "P") {
       if (this.peek() === "{") this.skipPast("}");
       else this.at += c === "x" ? 2 : 1;
-      return any;
+      return unknown;
     }
     if (c === "Q") {
       // \Q...\E quotes its text; treated as unknown rather than unpicked.
       while (this.at < this.chars.length && !(this.peek() === "\\" && this.peek(1) === "E")) this.at++;
       this.at += 2;
-      return any;
+      return unknown;
     }
-    // \d, \w, \b, \n ... are classes, assertions or control characters: not indexed literals.
-    if (/[A-Za-z0-9]/.test(c)) return any;
-    return c;
+    // Zero-width: word boundaries, start and end of text.
+    if ("bBAz".includes(c)) return empty();
+    // \d, \w, \s, \n ... are classes or control characters: not indexed literals.
+    if (/[A-Za-z0-9]/.test(c)) return unknown;
+    return exactly([c]);
   }
 
   private skipPast(close: string) {
@@ -193,26 +255,41 @@ class PatternReader {
     this.at = end < 0 ? this.chars.length : end + 1;
   }
 
-  /** The minimum count of a quantifier after an atom, or undefined when there is none. */
-  private quantifierMin(): number | undefined {
+  /**
+   * What repeats the atom just read. A flags group `(?i)` is no atom in RE2: a quantifier after it
+   * still applies to the atom before it, and so may a second one (`c{2}(?i)?`), whose bounds multiply.
+   */
+  private quantifiers(): Quantifier | undefined {
+    let combined: Quantifier | undefined;
+    for (;;) {
+      this.skipFlagGroups();
+      const next = this.quantifier();
+      if (!next) return combined;
+      combined = combined ? { min: combined.min * next.min, max: combined.max * next.max } : next;
+    }
+  }
+
+  private skipFlagGroups() {
+    for (let flags = FLAGS.exec(this.rest()); flags?.[1] === ")"; flags = FLAGS.exec(this.rest())) this.at += [...flags[0]].length;
+  }
+
+  private quantifier(): Quantifier | undefined {
     const c = this.peek();
-    let min: number | undefined;
-    if (c === "*" || c === "?") {
+    let quantifier: Quantifier;
+    if (c === "*" || c === "?" || c === "+") {
       this.at++;
-      min = 0;
-    } else if (c === "+") {
-      this.at++;
-      min = 1;
+      quantifier = { min: c === "+" ? 1 : 0, max: c === "?" ? 1 : Infinity };
     } else if (c === "{") {
       const repeat = REPEAT.exec(this.rest());
       if (!repeat) return undefined;
       this.at += repeat[0].length;
-      min = Number(repeat[1]);
+      const min = Number(repeat[1]);
+      quantifier = { min, max: repeat[2] === undefined ? min : repeat[3] ? Number(repeat[3]) : Infinity };
     } else {
       return undefined;
     }
     // Non-greedy `*?`, `+?`, `{n,m}?`: the same set of matches.
     if (this.peek() === "?") this.at++;
-    return min;
+    return quantifier;
   }
 }

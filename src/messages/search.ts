@@ -14,20 +14,28 @@ import { candidateQuery, ftsPhrase, minimumLiteralLength } from "./regex-literal
 
 /** Longest pattern accepted: RE2 compiles in time linear in the pattern, but the program still grows. */
 export const maxPatternLength = 256;
-/** Wall time one search may spend checking messages with the regular expression. */
-export const searchBudgetMs = 250;
-const batchSize = 200;
+/** Rows read per step of a walk: a first page needs few; a selective pattern soon reads more at once. */
+const firstBatch = 40;
+const maxBatch = 1000;
 
 const REGEX_QUERY = /^\/(.+)\/([a-z]*)$/s;
 const flagBits: Record<string, number> = { i: RE2JS.CASE_INSENSITIVE, m: RE2JS.MULTILINE, s: RE2JS.DOTALL, g: 0, u: 0 };
 
-export function searchMessages(store: Store, inboxId: string, query: string, page: number, per: number): MessageSummaryRow[] {
-  const regex = REGEX_QUERY.exec(query);
-  if (regex) return regexSearch(store, inboxId, compile(regex[1]!, regex[2]!), candidateQuery(regex[1]!), page, per);
-  const phrase = query.trim();
-  if ([...phrase].length >= minimumLiteralLength) return store.messageSearch.matchingPage(inboxId, ftsPhrase(phrase), page, per);
+export interface SearchOptions {
+  query: string;
+  page: number;
+  per: number;
+  /** Wall time the regular-expression walk may take (INBOXD_SEARCH_BUDGET_MS). */
+  budgetMs: number;
+}
+
+export function searchMessages(store: Store, inboxId: string, options: SearchOptions): MessageSummaryRow[] {
+  const phrase = options.query.trim();
+  const regex = REGEX_QUERY.exec(phrase);
+  if (regex) return regexSearch(store, inboxId, compile(regex[1]!, regex[2]!), candidateQuery(regex[1]!), options);
+  if ([...phrase].length >= minimumLiteralLength) return store.messageSearch.matchingPage(inboxId, ftsPhrase(phrase), options.page, options.per);
   // One or two characters are below the trigram index: the same walk as a pattern without a literal.
-  return regexSearch(store, inboxId, RE2JS.compile(RE2JS.quote(phrase), RE2JS.CASE_INSENSITIVE), null, page, per);
+  return regexSearch(store, inboxId, RE2JS.compile(RE2JS.quote(phrase), RE2JS.CASE_INSENSITIVE), null, options);
 }
 
 function compile(pattern: string, flags: string): RE2JS {
@@ -51,16 +59,16 @@ const matchesRow = (regex: RE2JS, row: SearchableRow) => regex.test(row.subject)
  * inbox), keeping those the expression matches, until the page is full, the inbox is done, or
  * the budget is spent (422: the caller cannot tell a partial page from the last one).
  */
-function regexSearch(store: Store, inboxId: string, regex: RE2JS, match: string | null, page: number, per: number): MessageSummaryRow[] {
+function regexSearch(store: Store, inboxId: string, regex: RE2JS, match: string | null, { page, per, budgetMs }: SearchOptions): MessageSummaryRow[] {
   // performance.now, not the app clock: this bounds real CPU time, which tests never move.
-  const deadline = performance.now() + searchBudgetMs;
+  const deadline = performance.now() + budgetMs;
   let skip = (page - 1) * per;
   const found: number[] = [];
   let last: SearchableRow | undefined;
-  for (;;) {
+  for (let size = Math.min(maxBatch, Math.max(firstBatch, 2 * page * per)); ; size = Math.min(maxBatch, size * 2)) {
     const batch = match
-      ? store.messageSearch.candidates(inboxId, match, last?.rowid ?? Number.MAX_SAFE_INTEGER, batchSize)
-      : store.messageSearch.scan(inboxId, last ?? { createdAt: Number.MAX_SAFE_INTEGER, rowid: 0 }, batchSize);
+      ? store.messageSearch.candidates(inboxId, match, last?.rowid ?? Number.MAX_SAFE_INTEGER, size)
+      : store.messageSearch.scan(inboxId, last ?? { createdAt: Number.MAX_SAFE_INTEGER, rowid: 0 }, size);
     for (const row of batch) {
       if (matchesRow(regex, row)) {
         if (skip > 0) skip--;
@@ -68,10 +76,10 @@ function regexSearch(store: Store, inboxId: string, regex: RE2JS, match: string 
         if (found.length === per) return store.messageSearch.summaries(found);
       }
       if (performance.now() > deadline) {
-        throw invalid(`query: the search took longer than its ${searchBudgetMs} ms budget; narrow the pattern with a literal of ${minimumLiteralLength} or more characters`);
+        throw invalid(`query: the search took longer than its ${budgetMs} ms budget; narrow the pattern with a literal of ${minimumLiteralLength} or more characters`);
       }
     }
-    if (batch.length < batchSize) return store.messageSearch.summaries(found);
+    if (batch.length < size) return store.messageSearch.summaries(found);
     last = batch[batch.length - 1];
   }
 }

@@ -6,9 +6,10 @@
 import type { App } from "../app";
 import { invalid, notFound } from "../errors";
 import { newId } from "../ids";
-import { requireInbox } from "../inboxes/service";
+import { inboxForAddress, requireInbox } from "../inboxes/service";
 import { parseAddress } from "../mail/address";
 import { composeMessage, newMessageId } from "../mail/compose";
+import { wakeOutboundQueue } from "../outbound/queue";
 import type { InboxRow } from "../store/inboxes";
 import type { AttachmentRow, DeliveryRow, MessageRow } from "../store/messages";
 import { assertHeaderSafe, assertRecipientCount, decodeAttachments, uniqueRecipients, validAddresses, type AttachmentInput, type OutgoingAttachment } from "./outgoing";
@@ -115,19 +116,21 @@ async function dispatch(app: App, organizationId: string, draft: Draft): Promise
     inReplyTo: draft.inReplyTo,
     references: draft.references,
   });
-  return app.store.transaction(() => {
+  // Concurrent sends share one commit (group commit); each still answers only once it is on disk.
+  const sent = await app.store.transactionBatched(() => {
     // The inbox may have been deleted while the message was composed.
     const inbox = requireInbox(app, organizationId, draft.inbox.id);
     const rateLimit = takeSend(app, organizationId, now);
-    const row = sentRow(app, inbox, draft, messageId, now);
+    const row = sentRow(inbox, draft, threadOfSend(app, inbox, draft, now), messageId, now);
     const attachments = attachmentRows(row.id, draft.attachments);
     app.store.messages.insert(row, raw, attachments);
 
-    const localInboxes: InboxRow[] = [];
+    // One copy per recipient inbox: `bob+a@` and `bob+b@` reach the same one.
+    const localInboxes = new Map<string, InboxRow>();
     const deliveries: DeliveryRow[] = [];
     for (const recipient of uniqueRecipients(draft.to, draft.cc, draft.bcc)) {
-      const local = app.store.inboxes.findByEmail(recipient);
-      if (local) localInboxes.push(local);
+      const local = inboxForAddress(app, recipient);
+      if (local) localInboxes.set(local.id, local);
       else deliveries.push(queuedDelivery(row, recipient, now));
     }
     app.store.messages.insertDeliveries(deliveries);
@@ -135,15 +138,21 @@ async function dispatch(app: App, organizationId: string, draft: Draft): Promise
     app.store.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: message }, now);
 
     const copy = receivedCopy(draft, row);
-    for (const recipientInbox of localInboxes) storeReceivedMessage(app, { inbox: recipientInbox, parsed: copy, raw, fromInboxId: inbox.id });
+    for (const recipientInbox of localInboxes.values()) storeReceivedMessage(app, { inbox: recipientInbox, parsed: copy, raw, fromInboxId: inbox.id });
     return { message, rateLimit };
   });
+  if (sent.message.deliveries.length > 0) wakeOutboundQueue(app);
+  return sent;
 }
 
-function sentRow(app: App, inbox: InboxRow, draft: Draft, messageId: string, now: number): MessageRow {
-  let threadId = draft.threadId;
-  if (threadId) app.store.threads.addMessage(threadId, now);
-  else threadId = app.store.threads.insert({ id: newId("thr"), organizationId: inbox.organizationId, inboxId: inbox.id, subject: draft.subject, createdAt: now }).id;
+/** A reply counts one message more in its thread; a new message starts a thread. */
+function threadOfSend(app: App, inbox: InboxRow, draft: Draft, now: number): string {
+  if (!draft.threadId) return app.store.threads.insert({ id: newId("thr"), organizationId: inbox.organizationId, inboxId: inbox.id, subject: draft.subject, createdAt: now }).id;
+  app.store.threads.addMessage(draft.threadId, now);
+  return draft.threadId;
+}
+
+function sentRow(inbox: InboxRow, draft: Draft, threadId: string, messageId: string, now: number): MessageRow {
   return {
     id: newId("msg"),
     organizationId: inbox.organizationId,

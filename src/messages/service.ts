@@ -13,7 +13,7 @@ export interface Page {
 export function listMessages(app: App, organizationId: string, inboxId: string, options: Page & { query?: string }): MessageSummary[] {
   requireInbox(app, organizationId, inboxId);
   const rows = options.query?.trim()
-    ? searchMessages(app.store, inboxId, options.query, options.page, options.per)
+    ? searchMessages(app.store, inboxId, { query: options.query, page: options.page, per: options.per, budgetMs: app.config.searchBudgetMs })
     : app.store.messages.list(inboxId, options.page, options.per);
   return rows.map(presentMessageSummary);
 }

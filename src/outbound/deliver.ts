@@ -1,7 +1,7 @@
 /**
- * One try of one job: the due recipients of one message at one destination domain, sent in one
- * SMTP transaction over the first MX host (or the relay) that answers. Returns each recipient's
- * outcome; recording it is the queue's job (outcome.ts).
+ * One try of one job: the due recipients of one message at one destination domain, prepared
+ * (checked and signed), then sent in one SMTP transaction over the first MX host (or the relay)
+ * that answers. Returns each recipient's outcome; recording it is the queue's job (outcome.ts).
  */
 import type { App } from "../app";
 import type { Resolver } from "../dns/resolver";
@@ -10,7 +10,8 @@ import type { QueuedDelivery } from "../store/deliveries";
 import type { Relay } from "./relay";
 import { returnPathFor } from "./return-path";
 import { hopAddresses, mxHops, TemporaryRouteError, UndeliverableDomainError, type Hop } from "./route";
-import { NoSigningKeyError, signOutgoing } from "./signing";
+import type { Signer } from "./sign-pool";
+import { NoSigningKeyError, signOutgoing, type SigningKeys } from "./signing";
 import { openSession, rfc5321Timeouts, SessionSetupError, type RecipientAnswer, type SessionOptions, type SmtpSession } from "./smtp-client";
 
 export interface Job {
@@ -32,8 +33,40 @@ export interface RecipientOutcome {
 export interface DeliveryContext {
   app: App;
   resolver: Resolver;
+  signer: Signer;
+  keys: SigningKeys;
   relay?: Relay;
   random: () => number;
+}
+
+// MX answers are kept this long for the jobs of one lane (RFC 1035 TTLs are not exposed by the
+// resolver; a minute bounds how stale a route can be without asking DNS for every message).
+const ROUTE_CACHE_MS = 60_000;
+
+/** What a lane keeps between the jobs it runs for one domain: the route and the open SMTP session. */
+export class Destination {
+  readonly sessions = new SessionHolder();
+  private route?: { hops: Hop[]; until: number };
+
+  constructor(
+    private readonly context: DeliveryContext,
+    readonly domain: string,
+  ) {}
+
+  /** The hosts to try in order; throws UndeliverableDomainError or TemporaryRouteError. */
+  async hops(): Promise<Hop[]> {
+    const { app, relay, resolver, random } = this.context;
+    if (relay) return [{ name: relay.host, port: relay.port }];
+    const now = app.clock.now();
+    if (this.route && this.route.until > now) return this.route.hops;
+    const hops = await mxHops(resolver, this.domain, app.config.outboundPort, random);
+    this.route = { hops, until: now + ROUTE_CACHE_MS };
+    return hops;
+  }
+
+  close() {
+    this.sessions.close();
+  }
 }
 
 /** The SMTP session a lane keeps open between jobs, so that several messages share one connection. */
@@ -58,10 +91,19 @@ export class SessionHolder {
   }
 }
 
-export async function deliverJob(context: DeliveryContext, job: Job, sessions: SessionHolder): Promise<RecipientOutcome[]> {
+/**
+ * A job made ready to send: the recipients that cannot be tried already have their outcome, the
+ * others wait with the signed message. Made as soon as the job is claimed, so that signing runs
+ * ahead of the connection instead of between two of its transactions.
+ */
+export type PreparedJob =
+  | { kind: "settled"; outcomes: RecipientOutcome[] }
+  | { kind: "ready"; outcomes: RecipientOutcome[]; pending: { delivery: QueuedDelivery; address: string }[]; signed: Buffer };
+
+export async function prepareJob(context: DeliveryContext, job: Job): Promise<PreparedJob> {
   const { app } = context;
-  const message = app.store.deliveries.message(job.messageId);
-  if (!message) return []; // deleted while queued: its deliveries went with it
+  const message = app.store.deliveries.sendable(job.messageId);
+  if (!message) return { kind: "settled", outcomes: [] }; // deleted while queued: its deliveries went with it
   const outcomes: RecipientOutcome[] = [];
   const pending: { delivery: QueuedDelivery; address: string }[] = [];
   for (const delivery of job.deliveries) {
@@ -69,25 +111,34 @@ export async function deliverJob(context: DeliveryContext, job: Job, sessions: S
     if (typeof refusal === "string") outcomes.push({ delivery, kind: "rejected", reply: refusal });
     else pending.push({ delivery, address: refusal.address });
   }
-  if (pending.length === 0) return outcomes;
-  const all = (kind: OutcomeKind, reply: string) => outcomes.concat(pending.map(({ delivery }) => ({ delivery, kind, reply })));
+  if (pending.length === 0) return { kind: "settled", outcomes };
+  try {
+    const signed = await signOutgoing(context.keys, context.signer, message.from, message.raw, app.clock.date());
+    return { kind: "ready", outcomes, pending, signed };
+  } catch (error) {
+    if (!(error instanceof NoSigningKeyError)) throw error;
+    return { kind: "settled", outcomes: outcomes.concat(pending.map(({ delivery }) => ({ delivery, kind: "rejected", reply: `rejected: ${error.message}` }))) };
+  }
+}
 
-  const raw = app.store.messages.rawSource(job.messageId);
-  if (!raw) return all("rejected", "rejected: the message's source is missing");
-  let signed: Buffer;
+/** Sends a prepared job over the lane's destination: one transaction with every recipient waiting. */
+export async function transmitJob(context: DeliveryContext, prepared: PreparedJob, destination: Destination): Promise<RecipientOutcome[]> {
+  if (prepared.kind === "settled") return prepared.outcomes;
+  const { outcomes, pending, signed } = prepared;
+  const all = (kind: OutcomeKind, reply: string) => outcomes.concat(pending.map(({ delivery }) => ({ delivery, kind, reply })));
   let hops: Hop[];
   try {
-    signed = await signOutgoing(app, message.from, raw);
-    hops = context.relay ? [{ name: context.relay.host, port: context.relay.port }] : await mxHops(context.resolver, job.domain, app.config.outboundPort, context.random);
+    hops = await destination.hops();
   } catch (error) {
-    if (error instanceof NoSigningKeyError || error instanceof UndeliverableDomainError) return all("rejected", `rejected: ${error.message}`);
+    if (error instanceof UndeliverableDomainError) return all("rejected", `rejected: ${error.message}`);
     if (error instanceof TemporaryRouteError) return all("deferred", error.message);
     throw error;
   }
 
   // RFC 5321 §3.3: one transaction, one reverse-path; each RCPT is exactly a recipient of a delivery.
   const envelopeRecipients = [...new Set(pending.map((entry) => entry.address))];
-  const transaction = await sendOverHops(context, sessions, hops, returnPathFor(app, pending[0]!.delivery.id), envelopeRecipients, signed);
+  const returnPath = returnPathFor(context.app, pending[0]!.delivery.id);
+  const transaction = await sendOverHops(context, destination.sessions, hops, returnPath, envelopeRecipients, signed);
   if (transaction.kind === "failed") return all("deferred", transaction.reason);
   const answers = new Map(transaction.answers.map((answer) => [answer.recipient, answer]));
   return outcomes.concat(

@@ -7,7 +7,7 @@
 import type { App } from "../app";
 import type { EventName } from "../events/names";
 import { newId } from "../ids";
-import { presentStoredMessages } from "../messages/present";
+import { presentMessage } from "../messages/present";
 import type { SuppressionReason } from "../db/schema";
 import type { DeliveryStatus, OutboundMessage } from "../store/deliveries";
 import type { RecipientOutcome } from "./deliver";
@@ -87,6 +87,6 @@ export function suppress(app: App, organizationId: string, address: string, reas
 }
 
 function presented(app: App, message: OutboundMessage) {
-  const row = app.store.messages.find(message.organizationId, message.inboxId, message.id)!;
-  return presentStoredMessages(app.store, [row])[0]!;
+  const { row, attachments, deliveries } = app.store.deliveries.messageWithParts(message.id)!;
+  return presentMessage(row, attachments, deliveries);
 }

@@ -1,8 +1,8 @@
 /**
  * The outbound queue worker, in charge of every delivery row from the moment it is due. Work goes
- * in lanes: a lane serves one destination domain, keeps its SMTP connection open, and takes the
- * next due message to that domain as soon as the previous one is answered, so that one connection
- * carries many messages. INBOXD_DELIVERY_CONCURRENCY bounds the lanes (connections) in all,
+ * in lanes: a lane serves one destination domain, keeps its SMTP connection open, and sends the
+ * messages it claimed for that domain one after the other over it, so that one connection carries
+ * many messages. INBOXD_DELIVERY_CONCURRENCY bounds the lanes (connections) in all,
  * INBOXD_DELIVERY_CONCURRENCY_PER_DOMAIN those to one domain.
  *
  * Each turn records the outcomes that came back and claims new work in one transaction. Claiming
@@ -13,10 +13,12 @@ import type { App } from "../app";
 import { createResolver, type Resolver } from "../dns/resolver";
 import type { RunningPart } from "../serve";
 import type { QueuedDelivery } from "../store/deliveries";
-import { deliverJob, SessionHolder, type DeliveryContext, type Job, type RecipientOutcome } from "./deliver";
+import { Destination, prepareJob, transmitJob, type DeliveryContext, type Job, type PreparedJob, type RecipientOutcome } from "./deliver";
 import { recordOutcomes } from "./outcome";
 import { retryDelayMs } from "./policy";
 import { relayFromUrl } from "./relay";
+import { createSigner, type Signer } from "./sign-pool";
+import { SigningKeys } from "./signing";
 
 export interface OutboundQueue extends RunningPart {
   /** Look for due work now rather than at the next poll (after new deliveries were queued). */
@@ -27,12 +29,24 @@ export interface OutboundQueue extends RunningPart {
 
 /** How often the database is asked for newly due deliveries. */
 const pollIntervalMs = 250;
+/** Messages a lane holds claimed ahead, so that it never waits for a turn between two of them. */
+const laneBacklog = 32;
+/**
+ * While every lane has work, outcomes are recorded at most this often: one commit (one fsync)
+ * then covers several messages. It bounds what a crash can make inboxd send twice.
+ */
+const recordEveryMs = 100;
+
+/** A claimed job, already being prepared (signed) while it waits for its lane's connection. */
+interface Claimed {
+  job: Job;
+  prepared: Promise<PreparedJob | Error>;
+}
 
 interface Lane {
-  domain: string;
-  sessions: SessionHolder;
-  job?: Job;
-  done?: Promise<void>;
+  destination: Destination;
+  backlog: Claimed[];
+  running?: Promise<void>;
 }
 
 interface Finished {
@@ -48,12 +62,14 @@ export function wakeOutboundQueue(app: App) {
   running.get(app)?.wake();
 }
 
-export function startOutboundQueue(app: App, options: { resolver?: Resolver; random?: () => number } = {}): OutboundQueue {
+export function startOutboundQueue(app: App, options: { resolver?: Resolver; random?: () => number; signer?: Signer } = {}): OutboundQueue {
   const { config, store, clock, log } = app;
   const random = options.random ?? Math.random;
   const context: DeliveryContext = {
     app,
     resolver: options.resolver ?? createResolver(config.dnsServers),
+    signer: options.signer ?? createSigner(log),
+    keys: new SigningKeys(app),
     relay: config.smtpRelay ? relayFromUrl(config.smtpRelay) : undefined,
     random,
   };
@@ -61,20 +77,20 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
   const inFlight = new Set<string>();
   let finished: Finished[] = [];
   let stopped = false;
-  let turnScheduled = false;
   let lookForNewDomains = true;
+  let scheduled: "now" | "soon" | undefined;
 
   /** One turn: record what came back and claim what is due, in one transaction; then start the claims. */
   function turn() {
+    scheduled = undefined;
     const batch = finished;
     finished = [];
     const full = lookForNewDomains;
     lookForNewDomains = false;
-    let claims: { lane: Lane; job: Job }[];
     try {
-      claims = store.transaction(() => {
+      store.transaction(() => {
         for (const { outcomes, finishedAt } of batch) recordOutcomes(app, outcomes, finishedAt, random);
-        return stopped ? [] : claim(full);
+        if (!stopped) claim(full);
       });
     } catch (error) {
       finished = batch.concat(finished);
@@ -82,36 +98,39 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
       throw error;
     }
     for (const { job } of batch) for (const delivery of job.deliveries) inFlight.delete(delivery.id);
-    for (const { lane, job } of claims) start(lane, job);
     for (const lane of lanes) {
-      if (lane.job) continue;
-      lane.sessions.close();
+      if (lane.running || lane.backlog.length > 0) {
+        runNext(lane);
+        continue;
+      }
+      lane.destination.close();
       lanes.delete(lane);
       lookForNewDomains = true; // its slot is free for another domain
     }
   }
 
-  function scheduleTurn() {
-    if (turnScheduled || stopped) return;
-    turnScheduled = true;
-    setImmediate(() => {
-      turnScheduled = false;
+  /** "now" when a lane waits for work; "soon" batches the outcomes of lanes that still have some. */
+  function scheduleTurn(when: "now" | "soon") {
+    if (stopped || scheduled === "now" || scheduled === when) return;
+    scheduled = when;
+    const safeTurn = () => {
+      if (scheduled !== when) return; // superseded by an earlier turn
       try {
         turn();
       } catch (error) {
         log.error("outbound queue turn failed", { error });
       }
-    });
+    };
+    if (when === "now") setImmediate(safeTurn);
+    else setTimeout(safeTurn, recordEveryMs);
   }
 
-  /** Idle lanes take the next message to their domain; with `full`, free slots open lanes to other due domains. */
-  function claim(full: boolean): { lane: Lane; job: Job }[] {
+  /** Tops up the lanes' backlogs for their domains; with `full`, free slots open lanes to other due domains. */
+  function claim(full: boolean) {
     const now = clock.now();
-    const claims: { lane: Lane; job: Job }[] = [];
     for (const lane of lanes) {
-      if (lane.job) continue;
-      const job = claimJob(lane.domain, now);
-      if (job) claims.push({ lane, job });
+      const wanted = laneBacklog - lane.backlog.length;
+      if (wanted > 0) lane.backlog.push(...claimJobs(lane.destination.domain, now, wanted));
     }
     while (full && lanes.size < config.deliveryConcurrency) {
       const saturated = [...lanesPerDomain()].filter(([, count]) => count >= config.deliveryConcurrencyPerDomain).map(([domain]) => domain);
@@ -119,65 +138,87 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
       let opened = 0;
       for (const domain of domains) {
         if (lanes.size >= config.deliveryConcurrency) break;
-        const job = claimJob(domain, now);
-        if (!job) continue;
-        const lane: Lane = { domain, sessions: new SessionHolder() };
-        lanes.add(lane);
-        claims.push({ lane, job });
+        const backlog = claimJobs(domain, now, laneBacklog);
+        if (backlog.length === 0) continue;
+        lanes.add({ destination: new Destination(context, domain), backlog });
         opened++;
       }
       if (opened === 0) break;
     }
-    return claims;
   }
 
-  /** The next due message to `domain`, its try counted before it is made. */
-  function claimJob(domain: string, now: number): Job | undefined {
-    const due = store.deliveries.nextDueGroup(domain, now, [...inFlight]);
-    if (due.length === 0) return undefined;
-    const deliveries: QueuedDelivery[] = due.map((delivery) => {
-      const attempts = delivery.attempts + 1;
-      // Should this try never report back (a crash), it is made again when a failed one would be.
-      store.deliveries.recordAttempt(delivery.id, now + retryDelayMs(config.deliveryRetryDelays, attempts, () => 0), now);
-      inFlight.add(delivery.id);
-      return { ...delivery, attempts };
+  /** Due messages to `domain`, each try counted before it is made, each starting its preparation. */
+  function claimJobs(domain: string, now: number, limit: number): Claimed[] {
+    return store.deliveries.dueGroups(domain, now, inFlight, limit).map((group) => {
+      const deliveries: QueuedDelivery[] = group.map((delivery) => {
+        const attempts = delivery.attempts + 1;
+        // Should this try never report back (a crash), it is made again when a failed one would be.
+        store.deliveries.recordAttempt(delivery.id, now + retryDelayMs(config.deliveryRetryDelays, attempts, () => 0), now);
+        inFlight.add(delivery.id);
+        return { ...delivery, attempts };
+      });
+      const job: Job = { messageId: group[0]!.messageId, domain, deliveries };
+      return { job, prepared: prepareJob(context, job).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))) };
     });
-    return { messageId: due[0]!.messageId, domain, deliveries };
   }
 
   function lanesPerDomain(): Map<string, number> {
     const counts = new Map<string, number>();
-    for (const lane of lanes) counts.set(lane.domain, (counts.get(lane.domain) ?? 0) + 1);
+    for (const lane of lanes) counts.set(lane.destination.domain, (counts.get(lane.destination.domain) ?? 0) + 1);
     return counts;
   }
 
-  function start(lane: Lane, job: Job) {
-    lane.job = job;
-    lane.done = deliverJob(context, job, lane.sessions)
+  /** Starts the lane's next claimed message unless it is busy; each finished one starts the next. */
+  function runNext(lane: Lane) {
+    if (lane.running || stopped) return;
+    const claimed = lane.backlog.shift();
+    if (!claimed) return;
+    const { job } = claimed;
+    lane.running = claimed.prepared
+      .then((prepared) => {
+        if (prepared instanceof Error) throw prepared;
+        return transmitJob(context, prepared, lane.destination);
+      })
       .catch((error: unknown): RecipientOutcome[] => {
         log.error("outbound delivery failed", { messageId: job.messageId, domain: job.domain, error });
         return job.deliveries.map((delivery) => ({ delivery, kind: "deferred", reply: "inboxd could not make this try (see its log)" }));
       })
       .then((outcomes) => {
         finished.push({ job, outcomes, finishedAt: clock.now() });
-        lane.job = undefined;
-        scheduleTurn();
+        lane.running = undefined;
+        runNext(lane);
+        scheduleTurn(lane.running ? "soon" : "now");
       });
   }
 
-  const busy = () => [...lanes].flatMap((lane) => (lane.job && lane.done ? [lane.done] : []));
+  /** Claimed but never started (the queue stopped): as if never claimed, due as before. */
+  function releaseBacklogs() {
+    const now = clock.now();
+    store.transaction(() => {
+      for (const lane of lanes) {
+        for (const { job } of lane.backlog.splice(0)) {
+          for (const delivery of job.deliveries) {
+            store.deliveries.releaseAttempt(delivery.id, delivery.dueAt, now);
+            inFlight.delete(delivery.id);
+          }
+        }
+      }
+    });
+  }
+
+  const busy = () => [...lanes].flatMap((lane) => (lane.running ? [lane.running] : []));
 
   const timer = setInterval(() => {
     lookForNewDomains = true;
-    scheduleTurn();
+    scheduleTurn("now");
   }, pollIntervalMs);
-  scheduleTurn();
+  scheduleTurn("now");
 
   const queue: OutboundQueue = {
     name: "outbound",
     wake() {
       lookForNewDomains = true;
-      scheduleTurn();
+      scheduleTurn("now");
     },
     async runDueNow() {
       for (;;) {
@@ -189,17 +230,24 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
       }
     },
     async stop() {
+      if (stopped) return;
       stopped = true;
       clearInterval(timer);
       running.delete(app);
+      try {
+        releaseBacklogs();
+      } catch (error) {
+        log.error("outbound queue: releasing claimed messages failed", { error });
+      }
       await Promise.race([Promise.all(busy()), new Promise((resolve) => setTimeout(resolve, config.shutdownTimeoutMs).unref())]);
       try {
         turn();
       } catch (error) {
         log.error("outbound queue: recording the last outcomes failed", { error });
       }
-      for (const lane of lanes) lane.sessions.close();
+      for (const lane of lanes) lane.destination.close();
       lanes.clear();
+      context.signer.close();
     },
   };
   running.set(app, queue);

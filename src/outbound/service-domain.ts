@@ -3,9 +3,11 @@
  * DNS records it needs as zone-file lines (`inboxd dns`).
  */
 import type { App } from "../app";
+import type { Config } from "../config";
 import { generateDkimKeys } from "../dkim/keys";
 import { domainRecords, type RecordSpec } from "../domains/records";
 import { newId } from "../ids";
+import type { Store } from "../store";
 import type { DkimKeyRow } from "../store/dkim-keys";
 
 /** Generates the service domain's RSA and Ed25519 keys unless it has keys already; true when it made them. */
@@ -23,17 +25,16 @@ export async function ensureServiceDkimKeys(app: App): Promise<boolean> {
 }
 
 /** The records of the service domain, with every key it publishes (active, pending or retired). */
-export function serviceDomainRecords(app: App): RecordSpec[] {
-  const domain = app.config.mailDomain.toLowerCase();
-  const keys = app.store.dkimKeys.forDomain(domain);
-  return domainRecords({ hostname: app.config.hostname, publicIps: app.config.publicIps }, domain, keys);
+export function serviceDomainRecords(config: Config, store: Pick<Store, "dkimKeys">): RecordSpec[] {
+  const domain = config.mailDomain.toLowerCase();
+  return domainRecords({ hostname: config.hostname, publicIps: config.publicIps }, domain, store.dkimKeys.forDomain(domain));
 }
 
 const TTL_SECONDS = 3600;
 
 /** RFC 1035 §5.1 master-file lines: absolute names, one record per line, long TXT values split. */
-export function zoneFileLines(app: App, records: RecordSpec[]): string {
-  const { hostname, mailDomain, publicIps } = app.config;
+export function zoneFileLines(config: Config, records: RecordSpec[]): string {
+  const { hostname, mailDomain, publicIps } = config;
   const fqdn = (name: string) => `${name.replace(/\.$/, "")}.`;
   const line = (name: string, type: string, data: string) => `${fqdn(name)}\t${TTL_SECONDS}\tIN\t${type}\t${data}`;
   const lines = [`; DNS records for ${mailDomain}: MX for receiving; SPF, DKIM and DMARC for sending (inboxd dns)`];

@@ -1,18 +1,39 @@
 /** DKIM at send time: every outgoing message is signed with the active keys of its From domain. */
 import type { App } from "../app";
-import { signMessage } from "../dkim/sign";
 import { parseAddress } from "../mail/address";
+import type { DkimKeyRow } from "../store/dkim-keys";
+import type { Signer } from "./sign-pool";
 
 /** The domain has nothing to sign with: the message cannot go out as the contract requires. */
 export class NoSigningKeyError extends Error {
   override readonly name = "NoSigningKeyError";
 }
 
+/**
+ * The active keys of each From domain, read for every message (a rotation takes effect at once),
+ * handed out as the same array while they stay the same, so the signing threads receive each key
+ * set once (sign-pool.ts).
+ */
+export class SigningKeys {
+  private readonly current = new Map<string, { ids: string; keys: DkimKeyRow[] }>();
+
+  constructor(private readonly app: App) {}
+
+  forDomain(domain: string): DkimKeyRow[] {
+    const keys = this.app.store.dkimKeys.activeForDomain(domain);
+    const ids = keys.map((key) => key.id).join(",");
+    const known = this.current.get(domain);
+    if (known?.ids === ids) return known.keys;
+    this.current.set(domain, { ids, keys });
+    return keys;
+  }
+}
+
 /** The message with an RSA and an Ed25519 DKIM-Signature of d=<From domain> prepended (RFC 6376, RFC 8463). */
-export async function signOutgoing(app: App, from: string, raw: Buffer): Promise<Buffer> {
+export async function signOutgoing(keys: SigningKeys, signer: Signer, from: string, raw: Buffer, signTime: Date): Promise<Buffer> {
   const domain = parseAddress(from)?.domain;
   if (!domain) throw new NoSigningKeyError(`the From address ${JSON.stringify(from)} has no domain to sign for`);
-  const keys = app.store.dkimKeys.activeForDomain(domain);
-  if (keys.length === 0) throw new NoSigningKeyError(`no active DKIM key for ${domain}`);
-  return signMessage(raw, { domain, keys, signTime: app.clock.date() });
+  const active = keys.forDomain(domain);
+  if (active.length === 0) throw new NoSigningKeyError(`no active DKIM key for ${domain}`);
+  return signer.sign(raw, { domain, keys: active, signTime });
 }

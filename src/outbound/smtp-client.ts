@@ -3,6 +3,8 @@
  * answer read out of a transaction: accepted, refused for now (4xx), refused for good (5xx), or
  * no answer because the connection broke. A session carries several transactions in turn.
  */
+import { isAscii } from "node:buffer";
+import { isIP } from "node:net";
 import SMTPConnection, { type SMTPConnectionEnvelope, type SMTPEnvelope } from "nodemailer/lib/smtp-connection";
 import type { NodemailerError } from "nodemailer/lib/errors";
 
@@ -78,6 +80,8 @@ export interface SmtpSession {
 const CONNECTION_FAILURES = new Set(["ECONNECTION", "ETIMEDOUT", "ESOCKET", "ETLS", "EPROTOCOL", "EDNS", "ESTREAM"]);
 
 export async function openSession(options: SessionOptions): Promise<SmtpSession> {
+  // RFC 6066 §3: SNI carries host names only, never an address literal.
+  const sni = isIP(options.serverName) ? undefined : options.serverName;
   const connection = new SMTPConnection({
     host: options.address,
     port: options.port,
@@ -85,10 +89,10 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
     requireTLS: options.tls === "required",
     ignoreTLS: options.tls === "none",
     opportunisticTLS: options.tls === "opportunistic",
-    servername: options.serverName,
+    servername: sni,
     // Opportunistic TLS to an MX host: an encrypted session with an unverified certificate is still
     // better than plaintext (RFC 7435), and most MX certificates would not verify.
-    tls: { rejectUnauthorized: options.verifyCertificate, servername: options.serverName },
+    tls: { rejectUnauthorized: options.verifyCertificate, servername: sni },
     name: options.clientName,
     connectionTimeout: options.timeouts.connectMs,
     greetingTimeout: options.timeouts.greetingMs,
@@ -103,11 +107,9 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
   connection.on("end", () => (broken = true));
 
   try {
-    await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
-    if (options.auth) {
-      const auth = options.auth;
-      await new Promise<void>((resolve, reject) => connection.login({ user: auth.user, pass: auth.pass }, (error) => (error ? reject(error) : resolve())));
-    }
+    await settled(connection, (done) => connection.connect(done));
+    const auth = options.auth;
+    if (auth) await settled(connection, (done) => connection.login({ user: auth.user, pass: auth.pass }, (error) => done(error ?? undefined)));
   } catch (error) {
     connection.close();
     const failure = error as NodemailerError;
@@ -126,7 +128,7 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
     async send(from, recipients, raw) {
       busy = true;
       // nodemailer keeps this object as the transaction's state and records each RCPT answer on it.
-      const envelope: SMTPEnvelope & Partial<SMTPConnectionEnvelope> = { from, to: recipients, size: raw.length, use8BitMime: has8BitData(raw) };
+      const envelope: SMTPEnvelope & Partial<SMTPConnectionEnvelope> = { from, to: recipients, size: raw.length, use8BitMime: !isAscii(raw) }; // RFC 6152: 8-bit bytes go as BODY=8BITMIME
       try {
         const info = await new Promise<{ accepted: string[]; rejectedErrors?: NodemailerError[]; response: string }>((resolve, reject) =>
           connection.send(envelope, raw, (error, result) => (error ? reject(error) : resolve(result))),
@@ -161,6 +163,26 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
   return session;
 }
 
+/**
+ * Runs a set-up step. nodemailer reports its failures as 'error' events (a refused connection, a
+ * timeout), or to the callback (a silent close, a refused login): whichever comes first settles it.
+ */
+function settled(connection: SMTPConnection, step: (done: (error?: NodemailerError) => void) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const fail = (error: Error) => finish(error);
+    const ended = () => finish(new SessionSetupError("the server closed the connection", "ECONNECTION"));
+    const finish = (error?: Error) => {
+      connection.removeListener("error", fail);
+      connection.removeListener("end", ended);
+      if (error) reject(error);
+      else resolve();
+    };
+    connection.once("error", fail);
+    connection.once("end", ended);
+    step(finish);
+  });
+}
+
 /** RFC 5321 §4.1.1.5: RSET ends a transaction the server still holds open; false when the session is unusable. */
 function resetSession(connection: SMTPConnection): Promise<boolean> {
   if (connection.destroyed) return Promise.resolve(false);
@@ -187,8 +209,3 @@ function describe(error: NodemailerError): string {
 /** Multi-line replies (RFC 5321 §4.2.1) kept on one line for last_response and logs. */
 const oneLine = (text: string) => text.replace(/\r?\n/g, " ").trim();
 
-/** RFC 6152: a body with 8-bit bytes goes as BODY=8BITMIME. */
-function has8BitData(raw: Buffer): boolean {
-  for (const byte of raw) if (byte > 0x7f) return true;
-  return false;
-}

@@ -9,8 +9,10 @@ export interface HeaderBlock {
 }
 
 export function readHeaderBlock(raw: Buffer): HeaderBlock {
+  // A message that starts with the empty line has no header fields at all.
+  const noFields = raw[0] === 0x0d && raw[1] === 0x0a;
   const blank = raw.indexOf("\r\n\r\n");
-  const end = blank === -1 ? raw.length : blank + 2;
+  const end = noFields ? 0 : blank === -1 ? raw.length : blank + 2;
   const fields = raw.subarray(0, end).toString("latin1").split(/(?<=\r\n)(?![ \t])/).filter(Boolean);
   return { fields, end };
 }

@@ -25,6 +25,7 @@ export interface ConnectionRules {
 
 // RFC 3463 §2: class.subject.detail at the start of a reply text.
 const ENHANCED_STATUS = /^[245]\.\d{1,3}\.\d{1,3} /;
+const SHUTTING_DOWN = "4.3.2 Server shutting down, try again later";
 
 export class InboxdSmtpServer extends SMTPServer {
   constructor(
@@ -41,6 +42,18 @@ export class InboxdSmtpServer extends SMTPServer {
     connection.on("error", (error: Error) => this._onError(error));
     connection.on("connect", (data) => this._onClientConnect(data));
     connection.init();
+  }
+
+  /** For shutdown: sends 421 to every session that is not in the middle of a message, which closes it; returns how many remain. */
+  closeIdleConnections(): number {
+    for (const connection of this.connections) {
+      if (!connection._dataStream) connection.send(421, SHUTTING_DOWN);
+    }
+    return this.connections.size;
+  }
+
+  closeAllConnections(): void {
+    for (const connection of this.connections) connection.send(421, SHUTTING_DOWN);
   }
 }
 

@@ -21,7 +21,9 @@ export function routeRecipient(app: App, address: string): RecipientTarget {
   if (!isHostedDomain(app, parsed.domain)) throw new SmtpReply(550, "5.7.1", "Relaying denied");
 
   // RFC 5233 subaddressing: `name+tag@domain` reaches `name@domain` unless `name+tag` is an inbox itself.
-  const inbox = app.store.inboxes.findByEmail(normalizeAddress(parsed.address)!) ?? app.store.inboxes.findByEmail(baseAddress(parsed.address)!);
+  const exact = normalizeAddress(parsed.address)!;
+  const base = baseAddress(parsed.address)!;
+  const inbox = app.store.inboxes.findByEmail(exact) ?? (base === exact ? undefined : app.store.inboxes.findByEmail(base));
   if (!inbox) throw new SmtpReply(550, "5.1.1", "No such user here");
   return { kind: "inbox", inbox };
 }

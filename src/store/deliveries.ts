@@ -3,7 +3,9 @@
  * the status of the messages they belong to. Prepared statements rather than the query builder:
  * the worker runs them for every message it sends, several per transaction (outbound/queue.ts).
  */
-import type { DeliveryRow } from "./messages";
+import { asc, eq, sql } from "drizzle-orm";
+import { attachments, deliveries, messages } from "../db/schema";
+import type { AttachmentRow, DeliveryRow, MessageRow } from "./messages";
 import type { Db } from "./db";
 
 export type DeliveryStatus = "queued" | "delivered" | "bounced" | "rejected";
@@ -17,15 +19,22 @@ export interface QueuedDelivery {
   domain: string;
   /** Tries made before this one. */
   attempts: number;
+  /** When it fell due. */
+  dueAt: number;
 }
 
-/** What the queue needs of a message to send it and to move its status. */
+/** What the queue needs of a message to move its status. */
 export interface OutboundMessage {
   id: string;
   organizationId: string;
   inboxId: string;
   from: string;
   status: string;
+}
+
+/** A message with the bytes to send. */
+export interface SendableMessage extends OutboundMessage {
+  raw: Buffer;
 }
 
 export interface DeliveryUpdate {
@@ -46,21 +55,22 @@ export const deliveriesStore = (db: Db) => {
       AND domain NOT IN (SELECT value FROM json_each(?2))
       AND id NOT IN (SELECT value FROM json_each(?3))
     GROUP BY domain ORDER BY min(next_attempt_at) LIMIT ?4`);
-  const nextDueMessage = sqlite.query<{ messageId: string }, [string, number, string]>(`
-    SELECT message_id AS messageId FROM deliveries
+  const dueMessages = sqlite.query<{ id: string; messageId: string }, [string, number, number]>(`
+    SELECT id, message_id AS messageId FROM deliveries
     WHERE domain = ?1 AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?2
-      AND id NOT IN (SELECT value FROM json_each(?3))
-    ORDER BY next_attempt_at, created_at LIMIT 1`);
-  const dueOfMessage = sqlite.query<QueuedDelivery, [string, string, number, string]>(`
-    SELECT id, organization_id AS organizationId, message_id AS messageId, recipient, domain, attempts FROM deliveries
+    ORDER BY next_attempt_at, created_at LIMIT ?3`);
+  const dueOfMessage = sqlite.query<QueuedDelivery, [string, string, number]>(`
+    SELECT id, organization_id AS organizationId, message_id AS messageId, recipient, domain, attempts, next_attempt_at AS dueAt
+    FROM deliveries INDEXED BY deliveries_message -- not the domain's index: that would visit every due row of the domain
     WHERE message_id = ?1 AND domain = ?2 AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?3
-      AND id NOT IN (SELECT value FROM json_each(?4))
     ORDER BY id`);
   const recordAttempt = sqlite.query<never, [string, number, number]>("UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1");
+  const releaseAttempt = sqlite.query<never, [string, number, number]>(
+    "UPDATE deliveries SET attempts = attempts - 1, next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1 AND status = 'queued'",
+  );
   const update = sqlite.query<never, [string, string, string, number | null, number]>(
     "UPDATE deliveries SET status = ?2, last_response = ?3, next_attempt_at = ?4, updated_at = ?5 WHERE id = ?1",
   );
-  const nextDueAt = sqlite.query<{ at: number | null }, []>("SELECT min(next_attempt_at) AS at FROM deliveries WHERE next_attempt_at IS NOT NULL");
   const find = sqlite.query<DeliveryRow, [string]>(`
     SELECT id, organization_id AS organizationId, message_id AS messageId, recipient, domain, status, attempts,
            last_response AS lastResponse, next_attempt_at AS nextAttemptAt, created_at AS createdAt, updated_at AS updatedAt
@@ -70,28 +80,39 @@ export const deliveriesStore = (db: Db) => {
     "SELECT id, organization_id AS organizationId, inbox_id AS inboxId, from_address AS \"from\", status FROM messages WHERE id = ?1",
   );
   const setMessageStatus = sqlite.query<never, [string, string, number]>("UPDATE messages SET status = ?2, updated_at = ?3 WHERE id = ?1");
+  const sendable = sqlite.query<SendableMessage, [string]>(`
+    SELECT m.id, m.organization_id AS organizationId, m.inbox_id AS inboxId, m.from_address AS "from", m.status, s.raw
+    FROM messages m JOIN message_sources s ON s.message_id = m.id WHERE m.id = ?1`);
+  // The whole message as events show it, prepared: the queue presents one for every status change.
+  const messageRow = db.select().from(messages).where(eq(messages.id, sql.placeholder("id"))).prepare();
+  const attachmentsOfMessage = db.select().from(attachments).where(eq(attachments.messageId, sql.placeholder("id"))).orderBy(asc(attachments.position)).prepare();
+  const deliveriesOfMessage = db.select().from(deliveries).where(eq(deliveries.messageId, sql.placeholder("id"))).orderBy(asc(deliveries.createdAt), asc(sql`deliveries.rowid`)).prepare();
 
   return {
     /** Destination domains with deliveries due, the longest-waiting first. */
     dueDomains(now: number, skipDomains: string[], skipIds: string[], limit: number): string[] {
       return dueDomains.all(now, JSON.stringify(skipDomains), JSON.stringify(skipIds), limit).map((row) => row.domain);
     },
-    /** The due deliveries of the longest-waiting message to `domain`: what one SMTP transaction carries. */
-    nextDueGroup(domain: string, now: number, skipIds: string[]): QueuedDelivery[] {
-      const skip = JSON.stringify(skipIds);
-      const first = nextDueMessage.get(domain, now, skip);
-      return first ? dueOfMessage.all(first.messageId, domain, now, skip) : [];
+    /**
+     * The due deliveries of up to `limit` messages to `domain`, the longest-waiting first, one group
+     * per message: what one SMTP transaction carries. Deliveries in `skip` (in flight) are left out.
+     */
+    dueGroups(domain: string, now: number, skip: ReadonlySet<string>, limit: number): QueuedDelivery[][] {
+      // A message with several recipients there has several rows: read more rows than messages wanted.
+      const rows = dueMessages.all(domain, now, limit * 4 + skip.size).filter((row) => !skip.has(row.id));
+      const messageIds = [...new Set(rows.map((row) => row.messageId))].slice(0, limit);
+      return messageIds.map((messageId) => dueOfMessage.all(messageId, domain, now).filter((row) => !skip.has(row.id))).filter((group) => group.length > 0);
     },
     /** Counts a try before it is made; `retryAt` is when it is made again should its outcome never be recorded. */
     recordAttempt(id: string, retryAt: number, now: number) {
       recordAttempt.run(id, retryAt, now);
     },
+    /** Undoes recordAttempt for a try that was never made (claimed, then the queue stopped). */
+    releaseAttempt(id: string, dueAt: number, now: number) {
+      releaseAttempt.run(id, dueAt, now);
+    },
     update(change: DeliveryUpdate) {
       update.run(change.id, change.status, change.lastResponse, change.nextAttemptAt, change.now);
-    },
-    /** When the next delivery falls due, if any is waiting. */
-    nextDueAt(): number | null {
-      return nextDueAt.get()?.at ?? null;
     },
     find(id: string): DeliveryRow | undefined {
       return find.get(id) ?? undefined;
@@ -104,6 +125,16 @@ export const deliveriesStore = (db: Db) => {
     },
     setMessageStatus(messageId: string, status: string, now: number) {
       setMessageStatus.run(messageId, status, now);
+    },
+    /** The message and its raw source, when it still exists. */
+    sendable(messageId: string): SendableMessage | undefined {
+      return sendable.get(messageId) ?? undefined;
+    },
+    /** The message row with its attachments and deliveries, for presenting it. */
+    messageWithParts(messageId: string): { row: MessageRow; attachments: AttachmentRow[]; deliveries: DeliveryRow[] } | undefined {
+      const row = messageRow.get({ id: messageId });
+      if (!row) return undefined;
+      return { row, attachments: attachmentsOfMessage.all({ id: messageId }), deliveries: deliveriesOfMessage.all({ id: messageId }) };
     },
   };
 };

@@ -1,4 +1,5 @@
 /** The events table: written in the caller's transaction, read by the webhook queue. */
+import { sql } from "drizzle-orm";
 import { events } from "../db/schema";
 import type { EventName } from "../events/names";
 import { newId } from "../ids";
@@ -12,13 +13,26 @@ export interface NewEvent {
   payload: object;
 }
 
-export const eventsStore = (db: Db) => ({
-  /** Call inside the transaction of the change the event reports, so the two commit together. */
-  emit(event: NewEvent, now: number): string {
-    const id = newId("evt");
-    db.insert(events)
-      .values({ id, organizationId: event.organizationId, type: event.type, inboxId: event.inboxId ?? null, messageId: event.messageId ?? null, payload: JSON.stringify(event.payload), createdAt: now })
-      .run();
-    return id;
-  },
-});
+export const eventsStore = (db: Db) => {
+  // Prepared once: every send, receipt and delivery outcome emits one.
+  const insert = db
+    .insert(events)
+    .values({
+      id: sql.placeholder("id"),
+      organizationId: sql.placeholder("organizationId"),
+      type: sql.placeholder("type"),
+      inboxId: sql.placeholder("inboxId"),
+      messageId: sql.placeholder("messageId"),
+      payload: sql.placeholder("payload"),
+      createdAt: sql.placeholder("createdAt"),
+    })
+    .prepare();
+  return {
+    /** Call inside the transaction of the change the event reports, so the two commit together. */
+    emit(event: NewEvent, now: number): string {
+      const id = newId("evt");
+      insert.run({ id, organizationId: event.organizationId, type: event.type, inboxId: event.inboxId ?? null, messageId: event.messageId ?? null, payload: JSON.stringify(event.payload), createdAt: now });
+      return id;
+    },
+  };
+};

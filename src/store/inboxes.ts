@@ -1,29 +1,39 @@
 /** Inboxes: every query takes the organization, so one tenant never sees another's inbox. */
-import { and, desc, eq } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
 import { inboxes } from "../db/schema";
 import type { Db } from "./db";
 
 export type InboxRow = typeof inboxes.$inferSelect;
 
-export const inboxesStore = (db: Db) => ({
-  insert(row: InboxRow) {
-    db.insert(inboxes).values(row).run();
-  },
-  find(organizationId: string, id: string): InboxRow | undefined {
-    return db.select().from(inboxes).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).get();
-  },
-  /** Across organizations: inbound mail and local delivery route by address (case-insensitive column). */
-  findByEmail(email: string): InboxRow | undefined {
-    return db.select().from(inboxes).where(eq(inboxes.email, email)).get();
-  },
-  list(organizationId: string, page: number, per: number): InboxRow[] {
-    return db.select().from(inboxes).where(eq(inboxes.organizationId, organizationId)).orderBy(desc(inboxes.createdAt), desc(inboxes.id)).limit(per).offset((page - 1) * per).all();
-  },
-  rename(organizationId: string, id: string, name: string | null, now: number): InboxRow | undefined {
-    return db.update(inboxes).set({ name, updatedAt: now }).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).returning().get();
-  },
-  /** Its threads, messages, sources, attachments and deliveries go with it (ON DELETE CASCADE). */
-  delete(organizationId: string, id: string): InboxRow | undefined {
-    return db.delete(inboxes).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).returning().get();
-  },
-});
+export const inboxesStore = (db: Db) => {
+  // Prepared once: every message route resolves its inbox, and every recipient is looked up by address.
+  const byId = db
+    .select()
+    .from(inboxes)
+    .where(and(eq(inboxes.organizationId, sql.placeholder("organizationId")), eq(inboxes.id, sql.placeholder("id"))))
+    .prepare();
+  const byEmail = db.select().from(inboxes).where(eq(inboxes.email, sql.placeholder("email"))).prepare();
+
+  return {
+    insert(row: InboxRow) {
+      db.insert(inboxes).values(row).run();
+    },
+    find(organizationId: string, id: string): InboxRow | undefined {
+      return byId.get({ organizationId, id });
+    },
+    /** Across organizations: inbound mail and local delivery route by address (case-insensitive column). */
+    findByEmail(email: string): InboxRow | undefined {
+      return byEmail.get({ email });
+    },
+    list(organizationId: string, page: number, per: number): InboxRow[] {
+      return db.select().from(inboxes).where(eq(inboxes.organizationId, organizationId)).orderBy(desc(inboxes.createdAt), desc(inboxes.id)).limit(per).offset((page - 1) * per).all();
+    },
+    rename(organizationId: string, id: string, name: string | null, now: number): InboxRow | undefined {
+      return db.update(inboxes).set({ name, updatedAt: now }).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).returning().get();
+    },
+    /** Its threads, messages, sources, attachments and deliveries go with it (ON DELETE CASCADE). */
+    delete(organizationId: string, id: string): InboxRow | undefined {
+      return db.delete(inboxes).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).returning().get();
+    },
+  };
+};

@@ -11,6 +11,7 @@ import { drizzleOf } from "./db";
 import { dkimKeysStore } from "./dkim-keys";
 import { domainsStore } from "./domains";
 import { eventsStore } from "./events";
+import { groupCommit } from "./group-commit";
 import { inboxesStore } from "./inboxes";
 import { loginThrottlesStore } from "./login-throttles";
 import { webhookQueueStore } from "./webhook-queue";
@@ -28,6 +29,8 @@ export function createStore(sqlite: Database) {
     transaction<T>(fn: () => T): T {
       return sqlite.transaction(fn).immediate();
     },
+    /** Like `transaction`, but shares its commit (one fsync) with the writes queued in the same event-loop turn; see group-commit.ts. */
+    transactionBatched: groupCommit(sqlite),
     accounts: accountsStore(db),
     deliveries: deliveriesStore(db),
     dkimKeys: dkimKeysStore(db),

@@ -2,9 +2,10 @@
  * Messages with their raw source, attachments and outbound delivery records. Reads take the
  * inbox (and the organization where an id comes from a client), so one tenant never sees another's.
  */
-import { and, asc, desc, eq, getTableColumns, inArray, sql, type Placeholder, type Table } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { attachments, deliveries, messages, messageSources } from "../db/schema";
 import type { Db } from "./db";
+import { placeholdersOf } from "./placeholders";
 
 export type MessageRow = typeof messages.$inferSelect;
 export type AttachmentRow = typeof attachments.$inferSelect;
@@ -45,6 +46,11 @@ export const messagesStore = (db: Db) => {
   const insertSource = db.insert(messageSources).values(placeholdersOf(messageSources)).prepare();
   const insertAttachment = db.insert(attachments).values(placeholdersOf(attachments)).prepare();
   const insertDelivery = db.insert(deliveries).values(placeholdersOf(deliveries)).prepare();
+  const byId = db
+    .select()
+    .from(messages)
+    .where(and(eq(messages.organizationId, sql.placeholder("organizationId")), eq(messages.inboxId, sql.placeholder("inboxId")), eq(messages.id, sql.placeholder("id"))))
+    .prepare();
 
   return {
     /** The message row, its raw RFC 5322 source and its attachments; call inside a transaction. */
@@ -57,7 +63,7 @@ export const messagesStore = (db: Db) => {
       for (const row of rows) insertDelivery.run(row);
     },
     find(organizationId: string, inboxId: string, id: string): MessageRow | undefined {
-      return db.select().from(messages).where(and(eq(messages.organizationId, organizationId), eq(messages.inboxId, inboxId), eq(messages.id, id))).get();
+      return byId.get({ organizationId, inboxId, id });
     },
     /** The thread of the message with this Message-ID in the inbox, if it holds one. */
     threadOfMessageId(inboxId: string, messageId: string): string | undefined {
@@ -85,9 +91,4 @@ export const messagesStore = (db: Db) => {
     },
   };
 };
-
-/** `{column: sql.placeholder(column)}` for every column: one prepared INSERT per table. */
-function placeholdersOf<T extends Table>(table: T) {
-  return Object.fromEntries(Object.keys(getTableColumns(table)).map((key) => [key, sql.placeholder(key)])) as { [K in keyof T["_"]["columns"]]: Placeholder };
-}
 

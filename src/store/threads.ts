@@ -2,6 +2,7 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import { threads } from "../db/schema";
 import type { Db } from "./db";
+import { placeholdersOf } from "./placeholders";
 
 export type ThreadRow = typeof threads.$inferSelect;
 
@@ -14,6 +15,7 @@ export const threadsStore = (db: Db) => {
     .limit(sql.placeholder("limit"))
     .offset(sql.placeholder("offset"))
     .prepare();
+  const insert = db.insert(threads).values(placeholdersOf(threads)).prepare();
   const addMessage = db
     .update(threads)
     .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: sql`${sql.placeholder("now")}`, updatedAt: sql`${sql.placeholder("now")}` })
@@ -24,7 +26,7 @@ export const threadsStore = (db: Db) => {
     /** A new thread holding its first message. */
     insert(row: Omit<ThreadRow, "messageCount" | "lastMessageAt" | "updatedAt">): ThreadRow {
       const full = { ...row, messageCount: 1, lastMessageAt: row.createdAt, updatedAt: row.createdAt };
-      db.insert(threads).values(full).run();
+      insert.run(full);
       return full;
     },
     addMessage(id: string, now: number) {

@@ -60,6 +60,8 @@ export const webhookQueueStore = (db: Db) => {
       AND d.id NOT IN (SELECT value FROM json_each(?3))
     ORDER BY d.next_attempt_at, d.id
     LIMIT ?4`);
+  // One statement per row, all in the caller's transaction: measured faster than one statement
+  // over a JSON array of the batch.
   const insertAttempt = sqlite.query<never, [string, string, number, string, string, number, number]>(
     "INSERT INTO webhook_attempts (id, webhook_id, delivery_id, event, url, attempt_number, success, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7)",
   );
@@ -68,25 +70,49 @@ export const webhookQueueStore = (db: Db) => {
     "UPDATE webhook_attempts SET status_code = ?2, response = ?3, success = ?4, error = ?5, finished_at = ?6 WHERE id = ?1",
   );
   const setDelivery = sqlite.query<never, [number, string, number | null, number]>("UPDATE webhook_deliveries SET status = ?2, next_attempt_at = ?3, updated_at = ?4 WHERE id = ?1");
+  const dropAttempt = sqlite.query<never, [string]>("DELETE FROM webhook_attempts WHERE id = ?1");
+  const unbumpDelivery = sqlite.query<never, [number, number, number]>(`
+    UPDATE webhook_deliveries SET attempts = ?2, updated_at = ?3, next_attempt_at = CASE WHEN status = 'pending' THEN ?3 ELSE next_attempt_at END
+    WHERE id = ?1`);
+  const notPending = sqlite.query<{ id: number }, [string]>(`
+    SELECT value AS id FROM json_each(?1) WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = value AND status = 'pending')`);
   const endFailureRun = sqlite.query<never, [string]>("UPDATE webhooks SET first_failure_at = NULL WHERE id = ?1 AND first_failure_at IS NOT NULL");
-  const extendFailureRun = sqlite.query<{ enabled: number; firstFailureAt: number }, [string, number]>(
-    "UPDATE webhooks SET first_failure_at = coalesce(first_failure_at, ?2) WHERE id = ?1 RETURNING enabled, first_failure_at AS firstFailureAt",
+  const extendFailureRun = sqlite.query<{ firstFailureAt: number }, [string, number]>(
+    "UPDATE webhooks SET first_failure_at = coalesce(first_failure_at, ?2) WHERE id = ?1 RETURNING first_failure_at AS firstFailureAt",
   );
   const isEnabled = sqlite.query<{ enabled: number }, [string]>("SELECT enabled FROM webhooks WHERE id = ?1");
-  const closeUnfinished = sqlite.query<never, [number, string]>("UPDATE webhook_attempts SET error = ?2, finished_at = ?1 WHERE finished_at IS NULL");
+  // A try without an outcome belongs to a delivery that is still pending: found through the small due index.
+  const closeUnfinished = sqlite.query<never, [number, string]>(`
+    UPDATE webhook_attempts SET error = ?2, finished_at = ?1
+    WHERE finished_at IS NULL AND delivery_id IN (SELECT id FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL)`);
 
   return {
     due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): DueDelivery[] {
       return due.all(now, JSON.stringify(skipUrls), JSON.stringify(skipDeliveryIds), limit);
     },
-    /** Written before the request goes out, so a crash mid-try cannot cause a hot retry loop. */
-    recordAttempt(a: ClaimedAttempt) {
-      insertAttempt.run(a.id, a.webhookId, a.deliveryId, a.event, a.url, a.attemptNumber, a.createdAt);
-      bumpDelivery.run(a.deliveryId, a.attemptNumber, a.retryAt, a.createdAt);
+    /** Written before the requests go out, so a crash mid-try cannot cause a hot retry loop. */
+    recordAttempts(attempts: ClaimedAttempt[]) {
+      for (const a of attempts) {
+        insertAttempt.run(a.id, a.webhookId, a.deliveryId, a.event, a.url, a.attemptNumber, a.createdAt);
+        bumpDelivery.run(a.deliveryId, a.attemptNumber, a.retryAt, a.createdAt);
+      }
     },
-    recordOutcome(o: AttemptOutcome) {
-      finishAttempt.run(o.attemptId, o.statusCode, o.response, o.success ? 1 : 0, o.error, o.finishedAt);
-      setDelivery.run(o.deliveryId, o.deliveryStatus, o.nextAttemptAt, o.finishedAt);
+    /** Undoes claims that were never sent: no attempt row, and a pending delivery is due again as before. */
+    releaseAttempts(attempts: ClaimedAttempt[]) {
+      for (const a of attempts) {
+        dropAttempt.run(a.id);
+        unbumpDelivery.run(a.deliveryId, a.attemptNumber - 1, a.createdAt);
+      }
+    },
+    /** Those of the deliveries that are no longer pending (discarded when their webhook was disabled, or deleted). */
+    notPending(deliveryIds: number[]): Set<number> {
+      return deliveryIds.length === 0 ? new Set() : new Set(notPending.all(JSON.stringify(deliveryIds)).map((r) => r.id));
+    },
+    recordOutcomes(outcomes: AttemptOutcome[]) {
+      for (const o of outcomes) {
+        finishAttempt.run(o.attemptId, o.statusCode, o.response, o.success ? 1 : 0, o.error, o.finishedAt);
+        setDelivery.run(o.deliveryId, o.deliveryStatus, o.nextAttemptAt, o.finishedAt);
+      }
     },
     /** A delivery whose tries are used up: it stays, marked failed. */
     discard(deliveryId: number, now: number) {

@@ -44,7 +44,8 @@ export const webhooksStore = (db: Db) => {
     disable(id: string, reason: string, now: number): boolean {
       const changed = db.update(webhooks).set({ enabled: false, disabledReason: reason, updatedAt: now }).where(and(eq(webhooks.id, id), eq(webhooks.enabled, true))).returning({ id: webhooks.id }).all();
       if (changed.length === 0) return false;
-      db.update(webhookDeliveries).set({ status: "failed", nextAttemptAt: null, updatedAt: now }).where(and(eq(webhookDeliveries.webhookId, id), eq(webhookDeliveries.status, "pending"))).run();
+      // Pending deliveries are those in the due index, which is as small as the backlog.
+    db.run(sql`UPDATE webhook_deliveries INDEXED BY webhook_deliveries_due SET status = 'failed', next_attempt_at = NULL, updated_at = ${now} WHERE next_attempt_at IS NOT NULL AND webhook_id = ${id}`);
       return true;
     },
     /** An event for one webhook only, due at once: written with its delivery, bypassing the fan-out. */

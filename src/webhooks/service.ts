@@ -52,10 +52,11 @@ export async function updateWebhook(app: App, organizationId: string, id: string
   const changes: WebhookChanges = {};
   if (input.url !== undefined) changes.url = await checkUrl(app, input.url);
   if (input.events !== undefined) changes.events = checkEvents(input.events);
-  if (input.enabled === true) Object.assign(changes, { enabled: true, disabledReason: null, firstFailureAt: null });
   const now = app.clock.now();
   return app.store.transaction(() => {
     const current = findWebhook(app, organizationId, id);
+    // Re-enabling starts the 5-day count of failures again.
+    if (input.enabled === true && !current.enabled) Object.assign(changes, { enabled: true, disabledReason: null, firstFailureAt: null });
     if (input.enabled === false) app.store.webhooks.disable(current.id, disabledByUserReason, now);
     return presentWebhook(app.store.webhooks.update(current.id, changes, now));
   });

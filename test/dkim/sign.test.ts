@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicKey } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { authenticate, dkimVerify } from "mailauth";
 import { dkimSelector, dkimTxtValue, generateDkimKeys, type DkimKey } from "../../src/dkim/keys";
 import { signMessage } from "../../src/dkim/sign";
 import { createResolver, type Resolver } from "../../src/dns/resolver";
+import { dkimverify, dkimverifyMissing } from "../peers/dkimverify";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 
 const DOMAIN = "sender.example.test";
@@ -136,42 +136,17 @@ describe("verification by mailauth through the loopback DNS", () => {
   });
 });
 
-// dkimverify (Debian python3-dkim) is an independent implementation; it reads DNS through
-// dnspython, which the wrapper points at the loopback server before running the real script.
-const DKIMVERIFY = Bun.which("dkimverify");
-const dkimverifyPython = DKIMVERIFY ? /^#!\s*(\S+)/.exec(readFileSync(DKIMVERIFY, "utf8"))?.[1] : undefined;
-const WRAPPER = `
-import runpy, sys
-import dns.resolver
-resolver = dns.resolver.Resolver(configure=False)
-resolver.nameservers = ["127.0.0.1"]
-resolver.port = int(sys.argv.pop(1))
-dns.resolver.default_resolver = resolver
-sys.argv[0] = "dkimverify"
-runpy.run_path(sys.argv.pop(1), run_name="__main__")
-`;
-
-async function dkimverify(message: Buffer, index: number): Promise<{ exitCode: number; output: string }> {
-  const child = Bun.spawn([dkimverifyPython ?? "python3", "-c", WRAPPER, String(server.port), DKIMVERIFY ?? "", "--index", String(index)], {
-    stdin: new Blob([message]),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  return { exitCode, output: (stdout + stderr).trim() };
-}
-
-describe.skipIf(!DKIMVERIFY || !dkimverifyPython)(
-  `verification by dkimverify from python3-dkim${DKIMVERIFY ? "" : " — skipped: dkimverify is not on PATH (apt-get install python3-dkim)"}`,
+describe.skipIf(dkimverifyMissing !== undefined)(
+  `verification by dkimverify from python3-dkim${dkimverifyMissing ? ` — skipped: ${dkimverifyMissing}` : ""}`,
   () => {
     test("both signatures pass", async () => {
-      expect(await dkimverify(signed, 0)).toEqual({ exitCode: 0, output: "signature ok" });
-      expect(await dkimverify(signed, 1)).toEqual({ exitCode: 0, output: "signature ok" });
+      expect(await dkimverify(signed, 0, server.port)).toEqual({ exitCode: 0, output: "signature ok" });
+      expect(await dkimverify(signed, 1, server.port)).toEqual({ exitCode: 0, output: "signature ok" });
     });
 
     test("a changed body fails both", async () => {
-      expect((await dkimverify(tamperBody(signed), 0)).exitCode).toBe(1);
-      expect((await dkimverify(tamperBody(signed), 1)).exitCode).toBe(1);
+      expect((await dkimverify(tamperBody(signed), 0, server.port)).exitCode).toBe(1);
+      expect((await dkimverify(tamperBody(signed), 1, server.port)).exitCode).toBe(1);
     });
   },
 );

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { seedOrganization, type TestServer } from "../harness";
+import { startMessageServer } from "../messages/helpers";
 
 let server: TestServer;
 let key: string;
 let otherKey: string;
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startMessageServer();
   key = seedOrganization(server.app).apiKey;
   otherKey = seedOrganization(server.app, "Other org").apiKey;
 });
@@ -65,6 +66,12 @@ describe("create", () => {
     expect(res.body.error).toStartWith(field);
   });
 
+  test.each([['"support"'], ["[]"], ["42"]])("a body that is not an object (%s) is 422", async (rawBody) => {
+    const res = await server.api.request("POST", "/v1/inboxes", { token: key, rawBody, headers: { "content-type": "application/json" } });
+    expect(res.status).toBe(422);
+    expect(res.body.error).toStartWith("body");
+  });
+
   test("no API key is 401", async () => {
     expect((await server.api.post("/v1/inboxes", {})).status).toBe(401);
   });
@@ -118,6 +125,7 @@ describe("get, rename, delete", () => {
   test("PATCH: wrong type 422, another organization's 404", async () => {
     const inbox = (await create({})).body;
     expect((await server.api.patch(`/v1/inboxes/${inbox.id}`, { name: 42 }, key)).status).toBe(422);
+    expect((await server.api.patch(`/v1/inboxes/${inbox.id}`, "x", key)).body).toEqual({ error: "body: must be a JSON object" });
     const res = await server.api.patch(`/v1/inboxes/${inbox.id}`, { name: "x" }, otherKey);
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: "Inbox not found" });

@@ -1,5 +1,17 @@
-/** Shared steps of the message tests: inboxes over HTTP, a valid send body, stored rows and events. */
-import type { TestServer } from "../harness";
+/** Shared steps of the message tests: the server, inboxes over HTTP, a valid send body, stored rows and events. */
+import { startTestServer, type TestServer } from "../harness";
+import { startDnsServer } from "../peers/dns-server";
+
+/**
+ * The real server, its DNS pointed at an empty loopback zone: the outbound worker picks up remote
+ * deliveries (and finds no mail server for them) without a look-up leaving the machine.
+ */
+export async function startMessageServer(env: Record<string, string> = {}, dataDir?: string): Promise<TestServer> {
+  const dns = await startDnsServer();
+  const server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address, ...env }, dataDir });
+  const cleanup = server.cleanup;
+  return Object.assign(server, { cleanup: async () => (await cleanup(), await dns.close()) });
+}
 
 export async function createInbox(server: TestServer, apiKey: string, body: { name?: string; email?: string } = {}) {
   const res = await server.api.post("/v1/inboxes", body, apiKey);
@@ -17,8 +29,8 @@ export const validSend = (overrides: Record<string, unknown> = {}) => ({
 
 export const rawSource = (server: TestServer, messageId: string) => server.app.store.messages.rawSource(messageId)!.toString("utf8");
 
-/** The header block of a raw message, unfolded lines as written. */
-export const headerBlock = (raw: string) => raw.slice(0, raw.indexOf("\r\n\r\n"));
+/** The header block of a raw message, folded lines joined (RFC 5322 §2.2.3). */
+export const headerBlock = (raw: string) => raw.slice(0, raw.indexOf("\r\n\r\n")).replace(/\r\n([ \t])/g, "$1");
 
 export function events(server: TestServer, type: string, messageId: string) {
   return server.app.store.sqlite

@@ -67,23 +67,18 @@ export async function startDnsServer(): Promise<DnsServer> {
     return dnsPacket.encode({ ...base, flags: recursionFlags(query) | rcode | dnsPacket.TRUNCATED_RESPONSE });
   }
 
-  const udp = dgram.createSocket("udp4");
-  udp.on("message", (message, peer) => {
-    const reply = safeAnswer(message, (query) => answer(query, "udp"));
-    if (reply) udp.send(reply, peer.port, peer.address);
-  });
-  const port = await bindUdp(udp);
-
   const connections = new Set<net.Socket>();
-  const tcp = net.createServer((socket) => {
-    connections.add(socket);
-    socket.on("close", () => connections.delete(socket));
-    serveTcp(socket, (query) => answer(query, "tcp"));
-  });
-  await new Promise<void>((resolve, reject) => {
-    tcp.once("error", reject);
-    tcp.listen(port, "127.0.0.1", () => resolve());
-  });
+  const { udp, tcp, port } = await bindBoth(
+    (message, peer, socket) => {
+      const reply = safeAnswer(message, (query) => answer(query, "udp"));
+      if (reply) socket.send(reply, peer.port, peer.address);
+    },
+    (socket) => {
+      connections.add(socket);
+      socket.on("close", () => connections.delete(socket));
+      serveTcp(socket, (query) => answer(query, "tcp"));
+    },
+  );
 
   return {
     address: `127.0.0.1:${port}`,
@@ -230,6 +225,33 @@ function bindUdp(socket: dgram.Socket): Promise<number> {
     socket.once("error", reject);
     socket.bind(0, "127.0.0.1", () => resolve(socket.address().port));
   });
+}
+
+/**
+ * A UDP socket and a TCP listener on one free port. The UDP port is picked first; when a TCP
+ * socket already holds that number (ephemeral ports are shared by every test on the machine),
+ * both are given up and another port is tried.
+ */
+async function bindBoth(
+  onMessage: (message: Buffer, peer: dgram.RemoteInfo, socket: dgram.Socket) => void,
+  onConnection: (socket: net.Socket) => void,
+): Promise<{ udp: dgram.Socket; tcp: net.Server; port: number }> {
+  for (let attempt = 1; ; attempt++) {
+    const udp = dgram.createSocket("udp4");
+    udp.on("message", (message, peer) => onMessage(message, peer, udp));
+    const port = await bindUdp(udp);
+    const tcp = net.createServer(onConnection);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        tcp.once("error", reject);
+        tcp.listen(port, "127.0.0.1", () => resolve());
+      });
+      return { udp, tcp, port };
+    } catch (error) {
+      udp.close();
+      if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || attempt >= 20) throw error;
+    }
+  }
 }
 
 function normalizeName(name: string): string {

@@ -118,6 +118,22 @@ describe("fan-out", () => {
     expect(await attemptsOf(stranger)).toEqual([]);
   });
 
+  test("the inbox API's events arrive with the inbox as the API shows it; inbox.deleted carries it as it was", async () => {
+    const s = await subscribe("/inboxes", ["inbox.created", "inbox.updated", "inbox.deleted"]);
+    const created = await server.api.post("/v1/inboxes", { name: "Support" }, s.apiKey);
+    server.clock.advance(1);
+    const updated = await server.api.patch(`/v1/inboxes/${created.body.id}`, { name: "Help desk" }, s.apiKey);
+    server.clock.advance(1);
+    const deleted = await server.api.delete(`/v1/inboxes/${created.body.id}`, s.apiKey);
+    expect([created.status, updated.status, deleted.status]).toEqual([201, 200, 200]);
+    await queue.runDueNow();
+    expect(bodies("/inboxes").map((b) => [b.event, b.data, b.payload, b.inboxId])).toEqual([
+      ["inbox.created", created.body, created.body, created.body.id],
+      ["inbox.updated", updated.body, updated.body, created.body.id],
+      ["inbox.deleted", deleted.body, deleted.body, created.body.id],
+    ]);
+  });
+
   test("events to one webhook go out in the order they happened when they are due together", async () => {
     const s = await subscribe("/ordered", ["message.received"]);
     const ids = server.app.store.transaction(() => Array.from({ length: 12 }, (_, i) => server.app.store.events.emit({ organizationId: s.organizationId, type: "message.received", payload: { n: i } }, server.clock.now())));

@@ -1,9 +1,15 @@
 /** `/v1/inboxes`: create, list, get, rename and delete inboxes. */
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
+import { invalid } from "../../errors";
 import { createInbox, deleteInbox, getInbox, listInboxes, updateInbox } from "../../inboxes/service";
 import { apiKeyGuard } from "../auth";
 import { pageOf, paginationQuery } from "../pagination";
+
+/** Elysia's normalising would turn a JSON body that is not an object (`"x"`, `[]`) into `{}`: refused instead. */
+function refuseNonObject(body: unknown) {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalid("body: must be a JSON object");
+}
 
 const name = t.String({ maxLength: 256, error: "must be a string of at most 256 characters" });
 
@@ -13,17 +19,20 @@ export const inboxRoutes = (app: App) =>
     .post(
       "/inboxes",
       ({ organizationId, body, set }) => {
-        const inbox = createInbox(app, organizationId, body ?? {});
+        const inbox = createInbox(app, organizationId, body);
         set.status = 201;
         return inbox;
       },
       {
-        body: t.Optional(
-          t.Object({
-            name: t.Optional(name),
-            email: t.Optional(t.String({ maxLength: 320, error: "must be an email address such as support@example.com", description: "on the service mail domain; random when left out" })),
-          }),
-        ),
+        // Every field is optional, so a request without a body means `{}`.
+        transform(context) {
+          context.body ??= {};
+          refuseNonObject(context.body);
+        },
+        body: t.Object({
+          name: t.Optional(name),
+          email: t.Optional(t.String({ maxLength: 320, error: "must be an email address such as support@example.com", description: "on the service mail domain; random when left out" })),
+        }),
         detail: { summary: "Create an inbox (a random address on the service mail domain unless email is given)" },
       },
     )
@@ -35,6 +44,7 @@ export const inboxRoutes = (app: App) =>
       detail: { summary: "Get an inbox" },
     })
     .patch("/inboxes/:inboxId", ({ organizationId, params, body }) => updateInbox(app, organizationId, params.inboxId, body), {
+      transform: ({ body }) => refuseNonObject(body),
       body: t.Object({ name: t.Optional(t.Union([name, t.Null()], { error: "must be a string of at most 256 characters, or null to remove it" })) }),
       detail: { summary: "Rename an inbox (null or \"\" removes the name); emits inbox.updated" },
     })

@@ -1,0 +1,97 @@
+// bench/api: the authenticated message list and send routes of the real HTTP app under wrk
+// (50 connections, loopback), beside bare Elysia routes on the same database doing the same
+// indexed SELECT (for the list) and one committed INSERT per request (for send), measured in
+// the same run. Needs wrk (apt-get install wrk).
+// Run: bun bench/api/run.ts [seconds per measurement, default 10]
+import { Database } from "bun:sqlite";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Elysia } from "elysia";
+import { openApp } from "../../src/app";
+import { loadConfig } from "../../src/config";
+import { createHttpApp } from "../../src/http/app";
+import { insertInbox } from "../../src/inboxes/service";
+import { seedOrganization, tempDir, testEnv } from "../../test/harness";
+import { corpus, seedMessages } from "../search/seed";
+
+if (!Bun.which("wrk")) {
+  console.error("bench/api needs wrk on the PATH (Debian: apt-get install wrk)");
+  process.exit(2);
+}
+
+const seconds = Number(process.argv[2] ?? 10);
+const connections = 50;
+
+interface WrkResult {
+  requestsPerSecond: number;
+  p50: string;
+  p99: string;
+  errors: string;
+}
+
+/** Runs wrk and reads its summary (requests/s, latency percentiles, non-2xx count). */
+async function wrk(url: string, options: { apiKey?: string; script?: string } = {}): Promise<WrkResult> {
+  const args = ["wrk", "-t2", `-c${connections}`, `-d${seconds}s`, "--latency"];
+  if (options.apiKey) args.push("-H", `Authorization: Bearer ${options.apiKey}`);
+  if (options.script) args.push("-s", options.script);
+  const proc = Bun.spawn([...args, url], { stdout: "pipe", stderr: "pipe" });
+  const out = await new Response(proc.stdout).text();
+  if ((await proc.exited) !== 0) throw new Error(`wrk failed: ${await new Response(proc.stderr).text()}`);
+  const percentile = (p: string) => new RegExp(`^\\s+${p}%\\s+(\\S+)`, "m").exec(out)?.[1] ?? "?";
+  return {
+    requestsPerSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]),
+    p50: percentile("50"),
+    p99: percentile("99"),
+    errors: /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? "0",
+  };
+}
+
+const row = (label: string, r: WrkResult) =>
+  console.log(`  ${label.padEnd(62)} ${Math.round(r.requestsPerSecond).toString().padStart(7)} req/s   p50 ${r.p50.padStart(8)}   p99 ${r.p99.padStart(8)}   non-2xx ${r.errors}`);
+
+const dataDir = tempDir("inboxd-bench-api");
+const app = openApp(loadConfig(testEnv(dataDir, { INBOXD_SEND_LIMIT: "1000000000" })));
+try {
+  const { organizationId, apiKey } = seedOrganization(app);
+  const inbox = app.store.inboxes.findByEmail(insertInbox(app, organizationId, { email: "bench@inboxd.test" }).email)!;
+  const recipient = insertInbox(app, organizationId, { email: "recipient@inboxd.test" });
+  seedMessages(app, inbox, 10_000, corpus(500));
+
+  const server = createHttpApp(app).listen({ port: 0, hostname: "127.0.0.1" });
+  const base = `http://127.0.0.1:${server.server!.port}`;
+
+  // The references: the same database through its own connection, no auth, no presentation.
+  const sqlite = new Database(join(dataDir, "inboxd.db"), { strict: true });
+  sqlite.exec("PRAGMA synchronous = FULL");
+  sqlite.exec("CREATE TABLE bench_inserts (id INTEGER PRIMARY KEY, body TEXT NOT NULL, created_at INTEGER NOT NULL)");
+  const newest = sqlite.query("SELECT id, organization_id, inbox_id, thread_id, from_address, to_addresses, subject, text, html, status, created_at FROM messages WHERE inbox_id = ? ORDER BY created_at DESC LIMIT 20");
+  const insert = sqlite.query("INSERT INTO bench_inserts (body, created_at) VALUES (?, ?)");
+  const bare = new Elysia()
+    .get("/messages", () => newest.all(inbox.id))
+    .post("/insert", ({ body }) => sqlite.transaction(() => insert.run(JSON.stringify(body), Date.now()))())
+    .listen({ port: 0, hostname: "127.0.0.1" });
+  const bareBase = `http://127.0.0.1:${bare.server!.port}`;
+
+  const sendBody = JSON.stringify({ to: [recipient.email], subject: "Load test", text: "Hello from the benchmark.", html: "<p>Hello from the benchmark.</p>" });
+  const script = join(dataDir, "post.lua");
+  writeFileSync(script, `wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = ${JSON.stringify(sendBody)}\n`);
+
+  console.log(`wrk, ${connections} connections, ${seconds} s each, loopback; inbox of 10,000 messages (500 B text)`);
+  const list = await wrk(`${base}/v1/inboxes/${inbox.id}/messages`, { apiKey });
+  const bareList = await wrk(`${bareBase}/messages`);
+  row("GET /v1/inboxes/{id}/messages (API key, 20 newest)", list);
+  row("  reference: bare Elysia route, same indexed SELECT", bareList);
+  console.log(`  list / reference: ${((100 * list.requestsPerSecond) / bareList.requestsPerSecond).toFixed(0)}%`);
+
+  const send = await wrk(`${base}/v1/inboxes/${inbox.id}/messages/send`, { apiKey, script });
+  const bareInsert = await wrk(`${bareBase}/insert`, { script });
+  row("POST .../messages/send (local recipient, composed, 2 messages)", send);
+  row("  reference: bare Elysia route, one committed INSERT", bareInsert);
+
+  await bare.stop(true);
+  await server.stop(true);
+  sqlite.close();
+} finally {
+  app.close();
+  rmSync(dataDir, { recursive: true, force: true });
+}

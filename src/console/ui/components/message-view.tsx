@@ -1,0 +1,134 @@
+/** One message in full: its header fields, authentication results, deliveries, attachments and body. */
+import { useEffect, useMemo } from "preact/hooks";
+import type { Attachment, Delivery, Message } from "../api/types";
+import { base64ToBlob } from "../lib/files";
+import { formatSize } from "../lib/format";
+import { Badge, Time } from "./common";
+import { MessageBody } from "./message-body";
+
+function HeaderFields({ message }: { message: Message }) {
+  const rows: [string, string | undefined][] = [
+    ["From", message.from],
+    ["To", message.to.join(", ")],
+    ["Cc", message.cc.join(", ")],
+    ["Bcc", message.bcc.join(", ")],
+    ["Labels", message.labels.join(", ")],
+    ["Id", message.id],
+    ["Provider id", message.externalMessageId],
+  ];
+  return (
+    <dl class="fields">
+      {rows
+        .filter(([, value]) => value)
+        .map(([name, value]) => (
+          <div key={name}>
+            <dt>{name}</dt>
+            <dd>{value}</dd>
+          </div>
+        ))}
+      <div>
+        <dt>Date</dt>
+        <dd>
+          <Time iso={message.createdAt} />
+        </dd>
+      </div>
+    </dl>
+  );
+}
+
+/** SPF, DKIM and DMARC as the server found them on receipt (RFC 8601 result words). */
+function AuthenticationBadges({ authentication }: { authentication: NonNullable<Message["authentication"]> }) {
+  return (
+    <p class="badges" aria-label="Authentication results">
+      <Badge label="SPF" value={authentication.spf} />
+      <Badge label="DKIM" value={authentication.dkim} />
+      <Badge label="DMARC" value={authentication.dmarc} />
+    </p>
+  );
+}
+
+export function DeliveryTable({ deliveries }: { deliveries: Delivery[] }) {
+  // The next try is shown where the API gives one (`nextAttemptAt`); the column is left out otherwise.
+  const nextTry = deliveries.some((delivery) => delivery.nextAttemptAt);
+  return (
+    <div class="table-wrap">
+      <table>
+        <caption>Delivery to each recipient</caption>
+        <thead>
+          <tr>
+            <th scope="col">Recipient</th>
+            <th scope="col">Status</th>
+            <th scope="col">Attempts</th>
+            <th scope="col">Last response</th>
+            {nextTry ? <th scope="col">Next try</th> : null}
+            <th scope="col">Updated</th>
+          </tr>
+        </thead>
+        <tbody>
+          {deliveries.map((delivery) => (
+            <tr key={delivery.recipient}>
+              <td>{delivery.recipient}</td>
+              <td>
+                <Badge value={delivery.status} />
+              </td>
+              <td>{delivery.attempts}</td>
+              <td class="response">{delivery.lastResponse ?? "—"}</td>
+              {nextTry ? (
+                <td>
+                  <Time iso={delivery.nextAttemptAt} />
+                </td>
+              ) : null}
+              <td>
+                <Time iso={delivery.updatedAt} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function AttachmentLink({ attachment }: { attachment: Attachment }) {
+  const url = useMemo(() => URL.createObjectURL(base64ToBlob(attachment.content, attachment.contentType)), [attachment.content]);
+  useEffect(() => () => URL.revokeObjectURL(url), [url]);
+  const name = attachment.name || "attachment";
+  return (
+    <li>
+      <a href={url} download={name}>
+        {name}
+      </a>{" "}
+      <span class="muted">
+        {attachment.contentType ?? "file"}
+        {attachment.size === undefined ? "" : `, ${formatSize(attachment.size)}`}
+      </span>
+    </li>
+  );
+}
+
+export function MessageView({ message, headingLevel = 2 }: { message: Message; headingLevel?: 2 | 3 }) {
+  const Heading = headingLevel === 2 ? "h2" : "h3";
+  const files = message.attachments.filter((attachment) => !attachment.inline);
+  return (
+    <article class="message" aria-label={message.subject || "(no subject)"}>
+      <header class="message-head">
+        <Heading>{message.subject || "(no subject)"}</Heading>
+        <Badge value={message.status} />
+      </header>
+      <HeaderFields message={message} />
+      {message.authentication ? <AuthenticationBadges authentication={message.authentication} /> : null}
+      {message.deliveries.length ? <DeliveryTable deliveries={message.deliveries} /> : null}
+      {files.length ? (
+        <section aria-label="Attachments">
+          <h4>Attachments</h4>
+          <ul class="attachments">
+            {files.map((attachment, i) => (
+              <AttachmentLink key={i} attachment={attachment} />
+            ))}
+          </ul>
+        </section>
+      ) : null}
+      <MessageBody message={message} />
+    </article>
+  );
+}

@@ -1,0 +1,34 @@
+/** `inboxd dns`: the zone-file lines the service's own mail domain needs, from the data dir. */
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
+import { openApp } from "../app";
+import type { Config } from "../config";
+import { DataDirLockedError } from "../db/open";
+import { createStore } from "../store";
+import { ensureServiceDkimKeys, serviceDomainRecords, zoneFileLines } from "./service-domain";
+
+/**
+ * Makes the service domain's keys first when this data dir has none yet, so the records can be
+ * published before the first start. While inboxd runs (it holds the data dir's lock, and made the
+ * keys when it started), the keys are read from the database without the lock, read-only.
+ */
+export async function serviceDnsZone(config: Config): Promise<string> {
+  let app;
+  try {
+    app = openApp(config);
+  } catch (error) {
+    if (!(error instanceof DataDirLockedError)) throw error;
+    const sqlite = new Database(join(config.dataDir, "inboxd.db"), { readonly: true });
+    try {
+      return zoneFileLines(config, serviceDomainRecords(config, createStore(sqlite)));
+    } finally {
+      sqlite.close();
+    }
+  }
+  try {
+    await ensureServiceDkimKeys(app);
+    return zoneFileLines(config, serviceDomainRecords(config, app.store));
+  } finally {
+    app.close();
+  }
+}

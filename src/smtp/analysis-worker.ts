@@ -1,0 +1,23 @@
+// Entry point of an analysis worker thread: parses and authenticates the messages the SMTP server
+// hands it (./analysis-pool), so that this work runs beside the event loop, on another core.
+import { analyzeMessage, type AnalysisSettings } from "./analyze";
+import { analysisResolver, asBuffer, type WorkerReply, type WorkerRequest } from "./analysis-protocol";
+
+declare const self: Worker;
+
+let settings: AnalysisSettings | undefined;
+
+self.onmessage = async ({ data: request }: MessageEvent<WorkerRequest>) => {
+  if (request.type === "init") {
+    settings = { authservId: request.authservId, resolver: analysisResolver(request.dnsServers) };
+    self.postMessage({ ready: true } satisfies WorkerReply);
+    return;
+  }
+  let reply: WorkerReply;
+  try {
+    reply = { id: request.id, analysis: await analyzeMessage(asBuffer(request.raw), request.identity, settings!) };
+  } catch (error) {
+    reply = { id: request.id, error: { name: (error as Error).name, message: (error as Error).message } };
+  }
+  self.postMessage(reply);
+};

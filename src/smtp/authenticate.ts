@@ -1,0 +1,63 @@
+// Sender authentication of one received message with mailauth: SPF for the connecting address and
+// the MAIL FROM (or HELO) identity, every DKIM signature up to a cap, DMARC alignment and ARC.
+import { authenticate, type AuthenticateResult, type DNSResolver } from "mailauth";
+import type { Authentication } from "../db/schema";
+import { fieldName, filterHeaderFields } from "./header-fields";
+
+/**
+ * Signatures verified per message. Each costs DNS look-ups and a public-key operation, and a
+ * sender controls how many there are; real mail carries one to three (author, ESP, list).
+ */
+export const MAX_DKIM_SIGNATURES = 10;
+
+export interface SmtpIdentity {
+  clientIp: string;
+  helo: string;
+  /** The MAIL FROM address; "" for the null reverse-path of bounces. */
+  mailFrom: string;
+}
+
+export interface AuthenticationOutcome {
+  /** One result word per method, as stored on the message and shown by the API. */
+  authentication: Authentication;
+  /** The Authentication-Results field (RFC 8601) with its CRLF. */
+  field: string;
+  /** DMARC failed and the sender domain asks receivers to reject such mail. */
+  dmarcRejects: boolean;
+}
+
+export async function authenticateMessage(raw: Buffer, identity: SmtpIdentity, authservId: string, resolver: DNSResolver): Promise<AuthenticationOutcome> {
+  const result = await authenticate(withDkimSignatureCap(raw), {
+    ip: identity.clientIp,
+    helo: identity.helo,
+    sender: identity.mailFrom,
+    mta: authservId,
+    resolver,
+    disableBimi: true,
+  });
+  const dmarc = result.dmarc;
+  return {
+    authentication: {
+      spf: result.spf ? result.spf.status.result : "none",
+      dkim: dkimWord(result),
+      dmarc: dmarc ? dmarc.status.result : "none",
+      arc: result.arc ? result.arc.status.result : "none",
+    },
+    // mailauth puts Received-SPF first and Authentication-Results last; only the latter is kept.
+    field: result.headers.slice(result.headers.indexOf("Authentication-Results:")),
+    dmarcRejects: dmarc !== false && dmarc.status.result === "fail" && dmarc.policy === "reject",
+  };
+}
+
+/** One word for all signatures: pass when any passes (RFC 6376 §6.1: each is judged alone). */
+function dkimWord(result: AuthenticateResult): string {
+  const words = (result.dkim.results ?? []).map((row) => row.status.result);
+  if (words.includes("pass")) return "pass";
+  return words[0] ?? "none";
+}
+
+/** The message as mailauth sees it: DKIM-Signature fields past the cap are left out. */
+function withDkimSignatureCap(raw: Buffer): Buffer {
+  let signatures = 0;
+  return filterHeaderFields(raw, (field) => fieldName(field) !== "dkim-signature" || ++signatures <= MAX_DKIM_SIGNATURES);
+}

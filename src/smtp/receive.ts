@@ -1,0 +1,124 @@
+// What happens between the end of the data and the reply to it: limits and smuggling checks,
+// analysis (parse and authenticate), the DMARC policy, and storage of one copy per recipient
+// inbox, committed before the 250 goes out. Reports to our return paths go to the outbound side.
+import type { SMTPServerDataStream, SMTPServerSession } from "smtp-server";
+import type { App } from "../app";
+import { parseAddress } from "../mail/address";
+import { storeReceivedMessage } from "../messages/receive";
+import { processReturnedReport } from "../outbound/return-path";
+import type { InboxRow } from "../store/inboxes";
+import type { AnalysisPool } from "./analysis-pool";
+import type { Analysis } from "./analyze";
+import type { GroupCommit } from "./group-commit";
+import { dataDefect, type DataDefect } from "./line-breaks";
+import type { RecipientTarget } from "./recipients";
+import { SmtpReply } from "./replies";
+import { receivedField, type TraceDetails } from "./trace";
+
+export interface Receiver {
+  app: App;
+  analysis: AnalysisPool;
+  commits: GroupCommit;
+}
+
+/** An accepted RCPT: the address as it will show in our Received field, and where it goes. */
+export interface Recipient {
+  address: string;
+  target: RecipientTarget;
+}
+
+export interface MessageData {
+  /** Complete unless oversized. */
+  raw: Buffer;
+  oversized: boolean;
+}
+
+/**
+ * Collects the data of one DATA command, keeping at most `maxSize` bytes (RFC 1870: a message
+ * found larger while it arrives is refused at its end). Rejects when the connection drops first.
+ */
+export function readMessageData(stream: SMTPServerDataStream, maxSize: number): Promise<MessageData> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxSize) chunks.push(chunk);
+    });
+    stream.once("end", () => {
+      const oversized = stream.sizeExceeded || size > maxSize;
+      resolve({ raw: oversized ? Buffer.alloc(0) : Buffer.concat(chunks, size), oversized });
+    });
+    stream.once("error", reject);
+    stream.once("close", () => reject(new Error("the connection closed before the end of the data")));
+  });
+}
+
+const defectReplies: Record<DataDefect, SmtpReply> = {
+  "bare LF": new SmtpReply(554, "5.5.2", "Bare LF in the message data is not allowed (RFC 5321 §2.3.8): possible SMTP smuggling"),
+  "bare CR": new SmtpReply(554, "5.5.2", "Bare CR in the message data is not allowed (RFC 5321 §2.3.8): possible SMTP smuggling"),
+  NUL: new SmtpReply(554, "5.6.0", "NUL in the message data is not allowed (RFC 6152 §3)"),
+};
+
+/** Decides on one message; resolves with the text of the 250 reply once it is stored, or throws the SmtpReply that refuses it. */
+export async function receiveMessage(receiver: Receiver, session: SMTPServerSession, recipients: Recipient[], data: MessageData): Promise<string> {
+  const { app } = receiver;
+  if (data.oversized) throw new SmtpReply(552, "5.3.4", `Message size exceeds the limit of ${app.config.smtpMaxSize} bytes`);
+  const defect = dataDefect(data.raw);
+  if (defect) throw defectReplies[defect];
+
+  const forInboxes = copiesPerInbox(recipients);
+  const returnPaths = recipients.flatMap(({ target }) => (target.kind === "returnPath" ? [target.deliveryId] : []));
+  for (const deliveryId of returnPaths) await processReturnedReport(app, deliveryId, data.raw);
+  if (forInboxes.length === 0) return "Report accepted";
+
+  const analysis = await analyze(receiver, session, data.raw);
+  if (analysis.dmarcRejects && app.config.dmarcEnforce) throw new SmtpReply(550, "5.7.1", "Rejected by the DMARC policy of the sender's domain");
+  const id = transactionId(session);
+  const time = app.clock.date();
+  const copies = forInboxes.map(({ inbox, address }) => ({ inbox, raw: tracedCopy(app, session, analysis, { id, recipient: address, time }) }));
+  await receiver.commits.run(() => {
+    for (const { inbox, raw } of copies) storeReceivedMessage(app, { inbox, parsed: analysis.parsed, raw, authentication: analysis.authentication });
+  });
+  return `Message accepted as ${id}`;
+}
+
+/** Names the transaction in our Received field and in the 250, for matching a sender's report to our log. */
+const transactionId = (session: SMTPServerSession) => `${session.id}.${session.transaction}`;
+
+/** One copy per inbox (`a+x@` and `a+y@` reach the same inbox), named by the first address that reached it. */
+function copiesPerInbox(recipients: Recipient[]): { inbox: InboxRow; address: string }[] {
+  const byInbox = new Map<string, { inbox: InboxRow; address: string }>();
+  for (const { address, target } of recipients) {
+    if (target.kind === "inbox" && !byInbox.has(target.inbox.id)) byInbox.set(target.inbox.id, { inbox: target.inbox, address });
+  }
+  return [...byInbox.values()];
+}
+
+async function analyze(receiver: Receiver, session: SMTPServerSession, raw: Buffer): Promise<Analysis> {
+  const identity = {
+    clientIp: session.remoteAddress,
+    helo: session.hostNameAppearsAs,
+    // smtp-server hands out IDN domains as U-labels; SPF asks DNS for A-labels.
+    mailFrom: session.envelope.mailFrom ? (parseAddress(session.envelope.mailFrom.address)?.address ?? session.envelope.mailFrom.address) : "",
+  };
+  try {
+    return await receiver.analysis.analyze(raw, identity);
+  } catch (error) {
+    if ((error as Error).name === "MessageLimitError") throw new SmtpReply(552, "5.3.4", `Message too complex: ${(error as Error).message}`);
+    throw error;
+  }
+}
+
+/** The stored source of one copy: our Authentication-Results, then our Received, then the message. */
+function tracedCopy(app: App, session: SMTPServerSession, analysis: Analysis, copy: Pick<TraceDetails, "id" | "recipient" | "time">): Buffer {
+  const received = receivedField({
+    helo: session.hostNameAppearsAs,
+    clientIp: session.remoteAddress,
+    hostname: app.config.hostname,
+    protocol: session.transmissionType,
+    tls: session.tlsOptions ? { version: session.tlsOptions.version, cipher: session.tlsOptions.name } : undefined,
+    ...copy,
+  });
+  return Buffer.concat([Buffer.from(analysis.field + received), analysis.raw]);
+}

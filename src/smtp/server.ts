@@ -1,0 +1,147 @@
+// The inbound SMTP server (RFC 5321), the MX of every hosted domain: ESMTP with SIZE, 8BITMIME,
+// SMTPUTF8, PIPELINING, STARTTLS and ENHANCEDSTATUSCODES; recipient policy at RCPT; messages
+// analysed on worker threads and committed in groups before their 250. No AUTH: this is not a
+// submission service.
+import type { AddressInfo } from "node:net";
+import type { SMTPServerAddress } from "smtp-server";
+import type { App } from "../app";
+import { normalizeAddress } from "../mail/address";
+import type { RunningPart } from "../serve";
+import { createAnalysisPool } from "./analysis-pool";
+import { createGroupCommit } from "./group-commit";
+import { InboxdSmtpServer } from "./inboxd-server";
+import { readMessageData, receiveMessage, type Receiver, type Recipient } from "./receive";
+import { routeRecipient } from "./recipients";
+import { SmtpReply } from "./replies";
+import { loadTlsCertificate } from "./tls";
+
+/** RFC 5321 §4.5.3.1.8: a server must accept at least 100 recipients per message; more get 452. */
+const MAX_RECIPIENTS = 100;
+/** RFC 5321 §4.5.3.1.4: a command line is at most 512 octets with its CRLF. */
+const MAX_COMMAND_LENGTH = 510;
+/** Where port 25 may not be bound (not root, no CAP_NET_BIND_SERVICE). */
+const FALLBACK_PORT = 2525;
+/** How often shutdown looks for sessions that have finished their message. */
+const SHUTDOWN_POLL_MS = 20;
+
+// Socket errors that only mean a client went away or stalled.
+const QUIET_ERRORS = new Set(["ECONNRESET", "EPIPE", "ETIMEDOUT", "ERR_TLS_HANDSHAKE_TIMEOUT", "SocketError"]);
+
+export async function startSmtp(app: App): Promise<RunningPart> {
+  const { config, log } = app;
+  const analysis = createAnalysisPool({ workers: config.smtpWorkers, authservId: config.hostname, dnsServers: config.dnsServers, log });
+  const receiver: Receiver = { app, analysis, commits: createGroupCommit(app.store) };
+  const recipients = new WeakMap<SMTPServerAddress, Recipient>();
+  const { cert, key } = loadTlsCertificate(app);
+
+  const server = new InboxdSmtpServer(
+    {
+      name: config.hostname,
+      logger: false,
+      key,
+      cert,
+      disabledCommands: ["AUTH"],
+      hideENHANCEDSTATUSCODES: false,
+      size: config.smtpMaxSize,
+      maxRecipients: MAX_RECIPIENTS,
+      maxCommandLength: MAX_COMMAND_LENGTH,
+      socketTimeout: config.smtpIdleTimeoutMs,
+      closeTimeout: config.shutdownTimeoutMs,
+      // A PTR name would only decorate the Received field, at the cost of a look-up before each greeting.
+      disableReverseLookup: true,
+      onRcptTo(address, _session, callback) {
+        try {
+          const target = routeRecipient(app, address.address);
+          recipients.set(address, { address: normalizeAddress(address.address) ?? address.address, target });
+          callback();
+        } catch (error) {
+          callback(error as Error);
+        }
+      },
+      onData(stream, session, callback) {
+        const accepted = session.envelope.rcptTo.map((address) => recipients.get(address)!);
+        readMessageData(stream, config.smtpMaxSize).then(
+          (data) =>
+            receiveMessage(receiver, session, accepted, data).then(
+              (text) => callback(null, text),
+              (error) => callback(replyFor(app, error, session.remoteAddress)),
+            ),
+          // The client left in the middle of the data: there is no one to answer.
+          (error: Error) => callback(error),
+        );
+      },
+    },
+    {
+      greetingDelayMs: config.smtpGreetingDelayMs,
+      maxConnections: config.smtpMaxConnections,
+      maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
+      dataTimeoutMs: config.smtpDataTimeoutMs,
+    },
+  );
+  // Without a listener, one failed TLS handshake would end the process. Until the server listens,
+  // its errors are the listen's own, which startSmtp reports.
+  let listening = false;
+  server.on("error", (error: Error & { code?: string; remoteAddress?: string }) => {
+    if (!listening) return;
+    const fields = { error: error.message, code: error.code, remoteAddress: error.remoteAddress };
+    if (QUIET_ERRORS.has(error.code ?? "")) log.debug("smtp connection error", fields);
+    else log.warn("smtp connection error", fields);
+  });
+
+  let port: number;
+  try {
+    port = await listenWithFallback(app, server);
+    listening = true;
+  } catch (error) {
+    analysis.close();
+    throw error;
+  }
+  return {
+    name: "smtp",
+    address: { host: config.bind, port },
+    async stop() {
+      // No new connections; sessions between messages get 421 now, the others once their message is answered.
+      server.close();
+      for (let waited = 0; server.closeIdleConnections() > 0 && waited < config.shutdownTimeoutMs; waited += SHUTDOWN_POLL_MS) {
+        await Bun.sleep(SHUTDOWN_POLL_MS);
+      }
+      server.closeAllConnections();
+      analysis.close();
+    },
+  };
+}
+
+/** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */
+function replyFor(app: App, error: unknown, remoteAddress: string): Error {
+  if (error instanceof SmtpReply) return error;
+  app.log.error("smtp message not accepted", { error, remoteAddress });
+  return new SmtpReply(451, "4.3.0", "Temporary local problem, please try again later");
+}
+
+async function listenWithFallback(app: App, server: InboxdSmtpServer): Promise<number> {
+  const { smtpPort, bind } = app.config;
+  try {
+    return await listen(server, smtpPort, bind);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (smtpPort !== 25 || (code !== "EACCES" && code !== "EPERM")) throw error;
+    app.log.warn(`smtp: port 25 may not be bound by this user (${code}); listening on ${FALLBACK_PORT} instead`, { hint: "run as root or grant CAP_NET_BIND_SERVICE to receive mail on 25" });
+    return await listen(server, FALLBACK_PORT, bind);
+  }
+}
+
+function listen(server: InboxdSmtpServer, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => {
+      server.server.off("listening", onListening);
+      reject(error);
+    };
+    const onListening = () => {
+      server.server.off("error", onError);
+      resolve((server.server.address() as AddressInfo).port);
+    };
+    server.server.once("error", onError);
+    server.server.once("listening", onListening);
+    server.listen(port, host);
+  });
+}

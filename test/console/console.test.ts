@@ -1,0 +1,393 @@
+/**
+ * The web console end to end in a real Chromium against the compiled executable: sign-up, inboxes,
+ * mail between two inboxes (live), reply, hostile HTML, webhooks, keys, domains, the outbound
+ * queue, keyboard use, session expiry and a phone-sized screen. One server and one browser for
+ * the file; the tests run in order and build on each other, as a user's session would.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import type { Page } from "playwright-core";
+import { repoRoot, startChildServer, testEnv, testPassword, type ApiClient, type ChildServer } from "../harness";
+import { startDnsServer, type DnsServer } from "../peers/dns-server";
+import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
+import { sendMail } from "../smtp/mail-client";
+import { binaryMissing, binaryPath, chromiumMissing, launchBrowser, screenshotDir, type Browser } from "./browser";
+
+const missing = chromiumMissing ?? binaryMissing;
+const email = "ada@example.com";
+/** Long enough for a poll of the console (2 s for mail and attempts) and the request it makes. */
+const live = { timeout: 8000 };
+/** Per test: a step waits at most for one `live` poll or two. */
+const stepTimeout = 20_000;
+
+let folder: string;
+let server: ChildServer;
+let dns: DnsServer;
+let tracker: WebhookReceiver;
+let hooks: WebhookReceiver;
+let browser: Browser;
+let page: Page;
+let api: ApiClient;
+/** An API key of the account made in the browser, for the mail the tests send "from outside". */
+let apiKey: string;
+const inboxes = { first: "", second: "second@inboxd.test", firstId: "", secondId: "" };
+const dialogs: string[] = [];
+const readmeScreenshot = join(repoRoot, "docs/console.png");
+
+const shot = (name: string) => page.screenshot({ path: join(screenshotDir, `${name}.png`), fullPage: true });
+const openSection = (name: string) => page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name }).click();
+
+async function openInbox(address: string) {
+  await openSection("Inboxes");
+  await page.getByRole("list", { name: "Inboxes" }).getByRole("link", { name: new RegExp(address.replace(/[.+]/g, "\\$&")) }).click();
+}
+
+async function sendFromOutside(fromInboxId: string, body: Record<string, unknown>) {
+  const res = await api.request("POST", `/v1/inboxes/${fromInboxId}/messages/send`, { body: { text: "", html: "", ...body }, token: apiKey });
+  expect(res.status).toBe(201);
+  return res.body;
+}
+
+/** The keys the console made for itself (README "Web console"): revoked when its session ends. */
+const consoleKeys = async () => (await api.get("/v1/api_keys?per=100", apiKey)).body.filter((key: { name: string }) => key.name.startsWith("Web console"));
+
+beforeAll(async () => {
+  if (missing) return;
+  folder = mkdtempSync(join(tmpdir(), "inboxd-console-"));
+  [dns, browser] = await Promise.all([startDnsServer(), launchBrowser()]);
+  tracker = startWebhookReceiver();
+  hooks = startWebhookReceiver();
+  server = await startChildServer(testEnv(join(folder, "data"), { INBOXD_DNS_SERVERS: dns.address }), { command: [binaryPath], cwd: folder });
+  api = server.api;
+  await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: api.baseUrl });
+  page = await browser.context.newPage();
+  // A step that cannot happen fails on its own within the test's time, with what it waited for.
+  page.setDefaultTimeout(live.timeout);
+  page.on("dialog", (dialog) => {
+    dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+}, stepTimeout);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.kill();
+  await Promise.all([dns?.close(), tracker?.close(), hooks?.close()]);
+  if (folder) rmSync(folder, { recursive: true, force: true });
+}, stepTimeout);
+
+describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` — skipped: ${missing}` : ""}`, () => {
+  test("sign up: the initial inbox is listed and the account's key is shown once", async () => {
+    await page.goto(api.baseUrl);
+    await page.getByRole("link", { name: "Create an account" }).click();
+    await page.getByLabel("First name").fill("Ada");
+    await page.getByLabel("Last name").fill("Lovelace");
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill(testPassword);
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.getByText(/Your account's API key "Default"/).waitFor();
+    await page.getByText(/^ik_/).waitFor();
+    const items = page.getByRole("list", { name: "Inboxes" }).getByRole("listitem");
+    await items.first().waitFor();
+    expect(await items.count()).toBe(1);
+    inboxes.first = (await items.first().getByRole("link").innerText()).trim();
+    expect(inboxes.first).toMatch(/^[a-z0-9]+@inboxd\.test$/);
+    await page.getByRole("button", { name: "Done" }).click();
+    expect(await page.getByText(/^ik_/).count()).toBe(0);
+
+    const login = await api.post("/auth/login", { username: email, password: testPassword });
+    const key = await api.post(`/organizations/${login.body.user.organizations[0]}/api_keys`, { name: "tests" }, login.body.token);
+    apiKey = key.body.key;
+    const list = await api.get("/v1/inboxes", apiKey);
+    inboxes.firstId = list.body[0].id;
+  }, stepTimeout);
+
+  test("the session survives a reload", async () => {
+    await page.reload();
+    await page.getByRole("list", { name: "Inboxes" }).getByRole("link", { name: inboxes.first }).waitFor();
+  }, stepTimeout);
+
+  test("create a second inbox with a chosen address, then rename it", async () => {
+    await page.getByLabel("Choose").check();
+    await page.getByLabel("Local part").fill("second");
+    expect(await page.getByLabel("Domain").inputValue()).toBe("inboxd.test");
+    await page.getByRole("button", { name: "Create inbox" }).click();
+    const row = page.getByRole("listitem").filter({ hasText: inboxes.second });
+    await row.waitFor();
+    await row.getByRole("button", { name: "Rename" }).click();
+    await page.getByLabel(`New name for ${inboxes.second}`).fill("Second inbox");
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("link", { name: /Second inbox/ }).waitFor();
+    inboxes.secondId = (await api.get("/v1/inboxes", apiKey)).body.find((inbox: { email: string }) => inbox.email === inboxes.second).id;
+    await shot("inboxes");
+  }, stepTimeout);
+
+  test("delete an inbox after confirming", async () => {
+    await page.getByRole("button", { name: "Create inbox" }).click();
+    const items = page.getByRole("list", { name: "Inboxes" }).getByRole("listitem");
+    await items.nth(2).waitFor();
+    const newest = items.first();
+    const address = (await newest.getByRole("link").innerText()).trim();
+    await newest.getByRole("button", { name: "Delete" }).click();
+    await newest.getByRole("button", { name: "Cancel" }).click();
+    expect(await items.count()).toBe(3);
+    await newest.getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("button", { name: "Yes, delete" }).click();
+    await page.getByRole("link", { name: address }).waitFor({ state: "detached" });
+    expect(await items.count()).toBe(2);
+  }, stepTimeout);
+
+  test("new mail appears in an open inbox without a reload", async () => {
+    await openInbox(inboxes.second);
+    await page.getByText("No mail yet").waitFor();
+    await page.evaluate("window.notReloaded = true");
+    await sendFromOutside(inboxes.firstId, { to: [inboxes.second], subject: "Live one", text: "Arrived while you watched." });
+    await page.getByRole("link", { name: "Live one" }).waitFor(live);
+    expect(await page.evaluate("window.notReloaded")).toBe(true);
+  }, stepTimeout);
+
+  test("compose from the first inbox to the second; it arrives and opens with its headers", async () => {
+    await openInbox(inboxes.first);
+    await page.getByRole("link", { name: "Compose" }).click();
+    await page.getByLabel("To").fill(inboxes.second);
+    await page.getByLabel("Subject").fill("Hello from the console");
+    await page.getByLabel("Message").fill("First line.\n\nA second paragraph with <b>not bold</b>.");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("heading", { name: "Hello from the console", level: 1 }).waitFor();
+
+    await openInbox(inboxes.second);
+    await page.getByRole("link", { name: "Messages" }).click();
+    await page.getByRole("link", { name: /Hello from the console/ }).click();
+    const message = page.getByRole("article", { name: "Hello from the console" });
+    await message.waitFor();
+    await message.getByText(inboxes.first).first().waitFor();
+    expect(await message.getByText("received", { exact: true }).count()).toBe(1);
+    expect(await message.locator("pre.text-body, iframe").count()).toBe(1);
+  }, stepTimeout);
+
+  test("reply; the thread shows both messages", async () => {
+    await page.getByLabel(`Reply to ${inboxes.first}`).fill("Thanks, got it.");
+    await page.getByRole("button", { name: "Send reply" }).click();
+    await page.getByRole("heading", { name: "Hello from the console", level: 1 }).waitFor();
+    const thread = page.getByRole("list").filter({ has: page.getByRole("article") });
+    await page.getByText("2 messages").waitFor();
+    expect(await thread.getByRole("article").count()).toBe(2);
+    expect(await page.getByRole("heading", { name: "Re: Hello from the console", level: 3 }).count()).toBe(1);
+    await page.frameLocator("iframe").nth(1).getByText("Thanks, got it.").waitFor();
+    // Chromium paints sandboxed frames only inside the viewport: make it tall enough for the whole thread.
+    await page.setViewportSize({ width: 1280, height: 1800 });
+    await shot("thread");
+    await page.setViewportSize({ width: 1280, height: 860 });
+  }, stepTimeout);
+
+  test("search: a plain word and a /regex/", async () => {
+    await openInbox(inboxes.second);
+    await page.getByRole("link", { name: "Messages" }).click();
+    const results = page.getByRole("list", { name: /Messages/ }).getByRole("listitem");
+    await results.first().waitFor();
+    await page.getByLabel("Search subject, text and sender").fill("watched");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.getByRole("list", { name: "Messages matching watched" }).waitFor();
+    expect(await page.getByRole("list", { name: "Messages matching watched" }).getByRole("listitem").count()).toBe(1);
+    await page.getByLabel("Search subject, text and sender").fill("/^re: hello/i");
+    await page.getByRole("button", { name: "Search" }).click();
+    const regexResults = page.getByRole("list", { name: "Messages matching /^re: hello/i" });
+    await regexResults.waitFor();
+    expect(await regexResults.getByRole("listitem").count()).toBe(1);
+    await page.getByLabel("Search subject, text and sender").fill("/(unclosed/");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.getByRole("alert").waitFor();
+  }, stepTimeout);
+
+  test("mail received over SMTP shows SPF, DKIM and DMARC results and an attachment to download", async () => {
+    const raw = [
+      "From: Grace <grace@sender.test>",
+      `To: ${inboxes.second}`,
+      "Subject: Notes attached",
+      "Message-ID: <notes-1@sender.test>",
+      `Date: ${new Date().toUTCString()}`,
+      "MIME-Version: 1.0",
+      'Content-Type: multipart/mixed; boundary="part"',
+      "",
+      "--part",
+      "Content-Type: text/plain; charset=utf-8",
+      "",
+      "The notes are attached.",
+      "--part",
+      'Content-Type: text/plain; name="notes.txt"',
+      'Content-Disposition: attachment; filename="notes.txt"',
+      "Content-Transfer-Encoding: base64",
+      "",
+      Buffer.from("first note\n").toString("base64"),
+      "--part--",
+      "",
+    ].join("\r\n");
+    await sendMail(server.smtpPort!, { from: "grace@sender.test", to: [inboxes.second], raw });
+    await openInbox(inboxes.second);
+    await page.getByRole("link", { name: "Messages" }).click();
+    await page.getByRole("link", { name: /Notes attached/ }).click();
+    const results = page.getByLabel("Authentication results");
+    for (const check of ["SPF", "DKIM", "DMARC"]) await results.getByText(new RegExp(`^${check} `)).waitFor();
+    await shot("message");
+    const download = page.waitForEvent("download");
+    await page.getByRole("link", { name: "notes.txt" }).click();
+    const file = await download;
+    expect(file.suggestedFilename()).toBe("notes.txt");
+    expect(await Bun.file((await file.path())!).text()).toBe("first note\n");
+  }, stepTimeout);
+
+  test("message HTML with scripts and handlers runs nothing and loads nothing until images are allowed", async () => {
+    const requests: string[] = [];
+    page.on("request", (request) => request.url().includes(`:${tracker.port}/`) && requests.push(request.url()));
+    const hostile = [
+      `<meta http-equiv="refresh" content="0;url=${tracker.url("/refresh")}">`,
+      `<link rel="stylesheet" href="${tracker.url("/style.css")}"><link rel="dns-prefetch" href="${tracker.url("/")}">`,
+      `<script>alert("script"); fetch("${tracker.url("/script")}")</script>`,
+      `<p>Hello <b>there</b></p><img src="${tracker.url("/pixel.png")}" onerror="alert('onerror')" alt="pixel">`,
+      `<img src="x" onerror="alert('broken image')"><svg onload="alert('svg')"></svg>`,
+      `<iframe src="${tracker.url("/frame")}"></iframe><a href="javascript:alert('link')">link</a>`,
+      `<style>@import url("${tracker.url("/import.css")}"); p { background: url(${tracker.url("/style-bg.png")}) }</style>`,
+      `<div style="background-image: url('${tracker.url("/inline-bg.png")}')">styled</div>`,
+    ].join("\n");
+    await sendFromOutside(inboxes.secondId, { to: [inboxes.first], subject: "Hostile HTML", text: "plain part", html: hostile });
+    const received = (await api.get(`/v1/inboxes/${inboxes.firstId}/messages?query=Hostile`, apiKey)).body[0];
+    await page.goto(`${api.baseUrl}/#/inboxes/${inboxes.firstId}/messages/${received.id}`);
+    const frame = page.frameLocator("iframe");
+    await frame.getByText("Hello").waitFor();
+    await page.getByText("3 remote images blocked").waitFor();
+    await Bun.sleep(500);
+    expect(dialogs).toEqual([]);
+    expect(requests).toEqual([]);
+    expect(tracker.requests).toEqual([]);
+    expect(await page.locator("iframe").getAttribute("sandbox")).toBe("allow-popups allow-popups-to-escape-sandbox");
+    await shot("message-hostile-html");
+
+    await page.getByRole("button", { name: "Show images" }).click();
+    await tracker.waitFor(3);
+    await Bun.sleep(300);
+    expect(tracker.requests.map((request) => request.path).sort()).toEqual(["/inline-bg.png", "/pixel.png", "/style-bg.png"]);
+    expect(dialogs).toEqual([]);
+  }, stepTimeout);
+
+  test("webhook: created with its secret shown once, a test event's attempt appears, re-drive adds another", async () => {
+    await openSection("Webhooks");
+    await page.getByLabel("Endpoint URL").fill(hooks.url("/events"));
+    await page.getByLabel("inbox.created").check();
+    await page.getByRole("button", { name: "Create webhook" }).click();
+    await page.getByText(/^whsec_/).waitFor();
+    await page.getByRole("link", { name: hooks.url("/events") }).click();
+    await page.getByText("No attempts yet").waitFor();
+    await page.getByRole("button", { name: "Send test event" }).click();
+    const rows = page.getByRole("table").getByRole("row");
+    await page.getByRole("cell", { name: "200 success" }).waitFor(live);
+    expect(await rows.count()).toBe(2);
+    await page.getByRole("button", { name: "Re-drive" }).click();
+    await page.getByRole("cell", { name: "200 success" }).nth(1).waitFor(live);
+    expect(hooks.requests.length).toBe(2);
+    await shot("webhook");
+    await page.getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("button", { name: "Yes, delete" }).click();
+    await page.getByText("No webhooks yet.").waitFor();
+  }, stepTimeout);
+
+  test("API key: created and shown once, listed by prefix, revoked", async () => {
+    await openSection("API keys");
+    await page.getByRole("cell", { name: /this console/ }).waitFor();
+    await page.getByLabel("New key name").fill("deploy");
+    await page.getByRole("button", { name: "Create key" }).click();
+    const shown = (await page.locator(".notice code").innerText()).trim();
+    expect(shown).toMatch(/^ik_[0-9a-f]{32}$/);
+    const row = page.getByRole("row").filter({ hasText: "deploy" });
+    await row.getByText(`${shown.slice(0, 11)}…`).waitFor();
+    expect((await api.get("/v1/inboxes", shown)).status).toBe(200);
+    await row.getByRole("button", { name: "Revoke" }).click();
+    await row.getByRole("button", { name: "Yes, revoke" }).click();
+    await row.waitFor({ state: "detached" });
+    expect((await api.get("/v1/inboxes", shown)).status).toBe(401);
+  }, stepTimeout);
+
+  test("domain: added with its records to copy, verified per record", async () => {
+    await openSection("Domains");
+    await page.getByLabel("Add a domain").fill("example.org");
+    await page.getByRole("button", { name: "Add domain" }).click();
+    await page.getByRole("heading", { name: "example.org", level: 1 }).waitFor();
+    const records = page.locator("table.records tbody tr");
+    const mx = records.filter({ has: page.getByRole("cell", { name: "MX", exact: true }) });
+    expect(await records.count()).toBeGreaterThanOrEqual(4);
+    expect(await mx.count()).toBe(1);
+    expect(await page.getByRole("button", { name: "Copy value" }).count()).toBe(await records.count());
+    dns.set("example.org", "MX", [{ exchange: "mx.inboxd.test", priority: 10 }]);
+    await page.getByRole("button", { name: "Verify now" }).click();
+    await mx.getByText("verified", { exact: true }).waitFor(live);
+    await page.getByText("receiving verified").waitFor();
+    expect(await records.getByText("verified", { exact: true }).count()).toBe(1);
+    await shot("domain");
+    await mx.getByRole("button", { name: "Copy value" }).click();
+    await mx.getByRole("button", { name: "Copied" }).waitFor();
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe("mx.inboxd.test");
+    await page.getByRole("button", { name: "Delete" }).click();
+    await page.getByRole("button", { name: "Yes, delete" }).click();
+    await page.getByText("No custom domains.").waitFor();
+  }, stepTimeout);
+
+  test("outbound: a sent message with its delivery to each remote recipient", async () => {
+    await sendFromOutside(inboxes.firstId, { to: ["someone@remote.test"], subject: "Going out" });
+    await openSection("Outbound");
+    await page.getByLabel("Sent from").selectOption({ label: inboxes.first });
+    const card = page.getByRole("listitem").filter({ hasText: "Going out" });
+    await card.waitFor(live);
+    await card.getByRole("cell", { name: "someone@remote.test" }).waitFor();
+    await page.getByRole("heading", { name: "Suppressed addresses" }).waitFor();
+    await shot("outbound");
+  }, stepTimeout);
+
+  test("keyboard only: sign out, then sign in again", async () => {
+    await page.getByRole("button", { name: "Sign out" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByText("You are signed out.").waitFor();
+    expect(await consoleKeys()).toEqual([]);
+    await page.getByLabel("Email").focus();
+    await page.keyboard.type(email);
+    await page.keyboard.press("Tab");
+    await page.keyboard.type(testPassword);
+    await page.keyboard.press("Enter");
+    await page.getByRole("list", { name: "Inboxes" }).waitFor();
+    // The new view holds the focus, so the next Tab reaches its first field.
+    expect(await page.evaluate("document.activeElement.id")).toBe("main");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.activeElement.name")).toBe("name");
+  }, stepTimeout);
+
+  test("a phone-sized screen shows an inbox and a message without sideways scrolling", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await openInbox(inboxes.second);
+    await page.getByRole("link", { name: "Hello from the console" }).waitFor();
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    await shot("inbox-phone");
+    await page.getByRole("link", { name: "Messages" }).click();
+    await page.getByRole("link", { name: /Notes attached/ }).click();
+    await page.getByLabel("Authentication results").waitFor();
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    await shot("message-phone");
+    await openInbox(inboxes.second);
+    await page.setViewportSize({ width: 1280, height: 860 });
+    await page.getByRole("link", { name: "Live one" }).waitFor();
+    await shot("inbox");
+    // The README's picture is kept stable: written when missing, or when asked with INBOXD_UPDATE_DOCS=1.
+    if (!existsSync(readmeScreenshot) || process.env.INBOXD_UPDATE_DOCS === "1") {
+      mkdirSync(dirname(readmeScreenshot), { recursive: true });
+      copyFileSync(join(screenshotDir, "inbox.png"), readmeScreenshot);
+    }
+  }, stepTimeout);
+
+  test("an expired access token returns to sign-in with a message", async () => {
+    // The console's storage key (src/console/ui/api/session.ts); the token becomes one the server never issued.
+    await page.evaluate(`sessionStorage.setItem("inboxd.console.session", JSON.stringify({ ...JSON.parse(sessionStorage.getItem("inboxd.console.session")), token: "at_${"0".repeat(64)}" }))`);
+    await page.reload();
+    await page.getByText("Your session has expired. Sign in again.").waitFor(live);
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    expect(await consoleKeys()).toEqual([]);
+  }, stepTimeout);
+});

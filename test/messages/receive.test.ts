@@ -1,0 +1,109 @@
+/** storeReceivedMessage: the path inbound SMTP takes for every accepted recipient. */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { parseMessage } from "../../src/mail/parse";
+import { storeReceivedMessage } from "../../src/messages/receive";
+import type { InboxRow } from "../../src/store/inboxes";
+import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { createInbox, events } from "./helpers";
+
+let server: TestServer;
+let key: string;
+let inbox: InboxRow;
+let otherInbox: InboxRow;
+beforeAll(async () => {
+  server = await startTestServer();
+  const org = seedOrganization(server.app);
+  key = org.apiKey;
+  inbox = server.app.store.inboxes.find(org.organizationId, (await createInbox(server, key)).id)!;
+  otherInbox = server.app.store.inboxes.find(org.organizationId, (await createInbox(server, key)).id)!;
+});
+afterAll(() => server.cleanup());
+
+const mail = (headers: Record<string, string>, body = "Hello there.") =>
+  Buffer.from(
+    [
+      "From: Sender Name <sender@example.com>",
+      `To: ${inbox.email}`,
+      "Subject: Quarterly report",
+      "Date: Tue, 01 Apr 2025 10:00:00 +0000",
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+      "Content-Type: text/plain; charset=utf-8",
+      "",
+      body,
+      "",
+    ].join("\r\n"),
+  );
+
+async function receive(raw: Buffer, target = inbox, extra: { authentication?: { spf: string; dkim: string; dmarc: string } } = {}) {
+  return storeReceivedMessage(server.app, { inbox: target, parsed: await parseMessage(raw), raw, ...extra });
+}
+
+describe("storeReceivedMessage", () => {
+  test("stores the message, its source, a new thread and the message.received event; get shows authentication", async () => {
+    const raw = mail({ "Message-ID": "<root@example.com>" });
+    const message = await receive(raw, inbox, { authentication: { spf: "pass", dkim: "pass", dmarc: "none" } });
+    expect(message).toMatchObject({ inboxId: inbox.id, toInboxId: inbox.id, from: "sender@example.com", to: [inbox.email], subject: "Quarterly report", text: "Hello there.\n", status: "received", attachments: [] });
+    expect(message).not.toHaveProperty("fromInboxId");
+    expect(events(server, "message.received", message.id)).toEqual([message]);
+    expect(server.app.store.messages.rawSource(message.id)).toEqual(raw);
+    const got = await server.api.get(`/v1/inboxes/${inbox.id}/messages/${message.id}`, key);
+    expect(got.body.authentication).toEqual({ spf: "pass", dkim: "pass", dmarc: "none" });
+    expect(got.body).toEqual(message);
+  });
+
+  test("threads by In-Reply-To, then by References; an unknown parent starts a new thread", async () => {
+    const root = await receive(mail({ "Message-ID": "<t1@example.com>" }));
+    const byInReplyTo = await receive(mail({ "Message-ID": "<t2@example.com>", "In-Reply-To": "<t1@example.com>" }));
+    const byReferences = await receive(mail({ "Message-ID": "<t3@example.com>", "In-Reply-To": "<elsewhere@example.com>", References: "<unknown@example.com> <t2@example.com>" }));
+    const unrelated = await receive(mail({ "Message-ID": "<t4@example.com>", "In-Reply-To": "<never-seen@example.com>" }));
+    expect(byInReplyTo.threadId).toBe(root.threadId);
+    expect(byReferences.threadId).toBe(root.threadId);
+    expect(unrelated.threadId).not.toBe(root.threadId);
+    const thread = server.app.store.threads.find(inbox.organizationId, inbox.id, root.threadId)!;
+    expect(thread.messageCount).toBe(3);
+    expect(thread.lastMessageAt).toBe(Date.parse(byReferences.createdAt));
+  });
+
+  test("Message-IDs thread only within the same inbox", async () => {
+    await receive(mail({ "Message-ID": "<shared@example.com>" }));
+    const elsewhere = await receive(mail({ "Message-ID": "<other@example.com>", "In-Reply-To": "<shared@example.com>" }), otherInbox);
+    expect(server.app.store.threads.find(otherInbox.organizationId, otherInbox.id, elsewhere.threadId)!.messageCount).toBe(1);
+  });
+
+  test("attachments are stored and shown in base64", async () => {
+    const raw = Buffer.from(
+      [
+        "From: sender@example.com",
+        `To: ${inbox.email}`,
+        "Subject: With file",
+        "MIME-Version: 1.0",
+        'Content-Type: multipart/mixed; boundary="b"',
+        "",
+        "--b",
+        "Content-Type: text/plain",
+        "",
+        "See attached.",
+        "--b",
+        'Content-Type: application/octet-stream; name="data.bin"',
+        'Content-Disposition: attachment; filename="data.bin"',
+        "Content-Transfer-Encoding: base64",
+        "",
+        Buffer.from([0, 1, 2, 255]).toString("base64"),
+        "--b--",
+        "",
+      ].join("\r\n"),
+    );
+    const message = await receive(raw);
+    expect(message.attachments).toEqual([{ name: "data.bin", contentType: "application/octet-stream", size: 4, inline: false, content: Buffer.from([0, 1, 2, 255]).toString("base64") }]);
+  });
+
+  test("all or nothing: a failure leaves no thread, message or event behind", async () => {
+    const count = (table: string) => server.app.store.sqlite.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
+    const before = ["threads", "messages", "events"].map(count);
+    const parsed = await parseMessage(mail({ "Message-ID": "<orphan@example.com>" }));
+    // The attachment row is written after the thread and the message, and this one cannot be.
+    const broken = { ...parsed, attachments: [{ contentType: "text/plain", content: null as unknown as Buffer, inline: false }] };
+    expect(() => storeReceivedMessage(server.app, { inbox, parsed: broken, raw: Buffer.from("x") })).toThrow();
+    expect(["threads", "messages", "events"].map(count)).toEqual(before);
+  });
+});

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { storeReceivedMessage, type ReceivedContent } from "../../src/messages/receive";
+import type { InboxRow } from "../../src/store/inboxes";
+import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { createInbox } from "./helpers";
+
+const budgetMs = 50;
+let server: TestServer;
+let key: string;
+let inbox: InboxRow;
+const ids: Record<string, string> = {};
+
+async function newInbox(): Promise<InboxRow> {
+  const created = await createInbox(server, key);
+  return server.app.store.inboxes.findByEmail(created.email)!;
+}
+
+function receive(target: InboxRow, fields: Partial<ReceivedContent> & { subject: string }) {
+  server.clock.advance(1);
+  const parsed: ReceivedContent = { references: [], to: [target.email], cc: [], attachments: [], from: "someone@example.com", ...fields };
+  return storeReceivedMessage(server.app, { inbox: target, parsed, raw: Buffer.from("") }).id;
+}
+
+beforeAll(async () => {
+  server = await startTestServer({ env: { INBOXD_SEARCH_BUDGET_MS: String(budgetMs) } });
+  key = seedOrganization(server.app).apiKey;
+  inbox = await newInbox();
+  ids.overdue = receive(inbox, { subject: "Invoice 2041 overdue", text: "Please pay.", from: "billing@acme.example" });
+  ids.attached = receive(inbox, { subject: "Lunch", text: "The INVOICE is attached", from: "bob@example.com" });
+  ids.vendor = receive(inbox, { subject: "Hi", text: "nothing here", from: "invoices@vendor.example" });
+  ids.htmlOnly = receive(inbox, { subject: "Other", text: "no match", html: "<p>invoice in html only</p>", from: "x@example.com" });
+  ids.umlaut = receive(inbox, { subject: "ÖLPREISE steigen", text: "Grüße", from: "y@example.com" });
+  receive(await newInbox(), { subject: "Invoice in another inbox", text: "invoice" });
+});
+afterAll(() => server.cleanup());
+
+async function search(query: string, extra = "", inboxId = inbox.id) {
+  const res = await server.api.get(`/v1/inboxes/${inboxId}/messages?query=${encodeURIComponent(query)}${extra}`, key);
+  return { status: res.status, body: res.body, ids: res.status === 200 ? res.body.map((m: { id: string }) => m.id) : [] };
+}
+
+describe("plain search (FTS5 trigram index)", () => {
+  test("a word matches case-insensitively in subject, text or sender, newest first, in this inbox only, not in HTML", async () => {
+    expect((await search("invoice")).ids).toEqual([ids.vendor, ids.attached, ids.overdue]);
+    expect((await search("  INVOICE ")).ids).toEqual([ids.vendor, ids.attached, ids.overdue]);
+  });
+
+  test("a phrase, punctuation, non-ASCII case folding", async () => {
+    expect((await search("is attached")).ids).toEqual([ids.attached]);
+    expect((await search("pay.")).ids).toEqual([ids.overdue]);
+    expect((await search("@acme.example")).ids).toEqual([ids.overdue]);
+    expect((await search("ölpreise")).ids).toEqual([ids.umlaut]);
+    expect((await search("GRÜSSE")).ids).toEqual([]);
+  });
+
+  test("FTS5 query syntax in the text is taken literally", async () => {
+    for (const query of ['"quoted', "invoice AND lunch", "(x*", "NEAR(a b)", "subject:hi", "a\"b"]) {
+      const res = await search(query);
+      expect({ query, status: res.status, ids: res.ids }).toEqual({ query, status: 200, ids: [] });
+    }
+  });
+
+  test("one or two characters: matched without the index", async () => {
+    expect((await search("Hi")).ids).toEqual([ids.vendor]);
+    expect((await search("ö")).ids).toEqual([ids.umlaut]);
+  });
+
+  test("pages", async () => {
+    expect((await search("invoice", "&per=1&page=2")).ids).toEqual([ids.attached]);
+    expect((await search("invoice", "&per=2&page=2")).ids).toEqual([ids.overdue]);
+    expect((await search("invoice", "&per=0")).status).toBe(422);
+  });
+
+  test("an empty query lists everything; an unknown inbox is 404", async () => {
+    expect((await search("")).ids).toHaveLength(5);
+    expect(await search("invoice", "", "inb_unknown")).toMatchObject({ status: 404, body: { error: "Inbox not found" } });
+  });
+});
+
+describe("regular expressions (/pattern/flags, RE2 syntax)", () => {
+  test("with a literal of 3+ characters: candidates from the index, checked by the expression", async () => {
+    expect((await search("/invoice\\s+\\d{4}/i")).ids).toEqual([ids.overdue]);
+    expect((await search("/^invoice/i")).ids).toEqual([ids.vendor, ids.overdue]);
+    expect((await search("/^Invoice/")).ids).toEqual([ids.overdue]);
+    expect((await search("/lunch|attached/i")).ids).toEqual([ids.attached]);
+  });
+
+  test("without such a literal: a bounded walk over the inbox", async () => {
+    expect((await search("/\\d{4}/")).ids).toEqual([ids.overdue]);
+    expect((await search("/^\\w{2}$/")).ids).toEqual([ids.vendor]);
+    expect((await search("/\\p{Lu}{8}/")).ids).toEqual([ids.umlaut]);
+    expect((await search("/y\\.$/m", "&per=1")).ids).toEqual([ids.overdue]);
+  });
+
+  test("pages", async () => {
+    expect((await search("/invoice/i", "&per=1&page=3")).ids).toEqual([ids.overdue]);
+    expect((await search("/invoice/i", "&per=2&page=3")).ids).toEqual([]);
+  });
+
+  test.each([
+    ["/(/", "query: invalid regular expression"],
+    ["/(?=a)b/", "query: invalid regular expression"],
+    ["/a\\1/", "query: invalid regular expression"],
+    ["/abc/x", "query: unknown regular expression flag 'x'"],
+    [`/${"a".repeat(257)}/`, "query: a regular expression may be at most 256 characters"],
+  ])("%s is 422", async (query, error) => {
+    const res = await search(query);
+    expect(res.status).toBe(422);
+    expect(res.body.error).toStartWith(error);
+  });
+
+  test("/(a+)+$/ against a 50 kB message answers within a second", async () => {
+    const hostile = await newInbox();
+    const id = receive(hostile, { subject: "aaa", text: "a".repeat(50_000) + "!" });
+    receive(hostile, { subject: "plain", text: "a".repeat(50_000) });
+    const started = performance.now();
+    const res = await search("/(a+)+$/", "", hostile.id);
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(res.status).toBe(200);
+    expect(res.ids).toHaveLength(2);
+    expect(res.ids).toContain(id);
+  });
+
+  test("a walk that outlasts the budget stops with 422; a literal in the pattern finds matches in the same inbox", async () => {
+    const big = await newInbox();
+    const filler = "lorem ipsum dolor sit amet consectetur ".repeat(1300);
+    for (let i = 0; i < 80; i++) receive(big, { subject: `filler ${i}`, text: filler });
+    const needle = receive(big, { subject: "old one", text: "ticket-4242 reference" });
+    for (let i = 80; i < 160; i++) receive(big, { subject: `filler ${i}`, text: filler });
+
+    const started = performance.now();
+    const slow = await search("/[a-z]+\\d{20}/", "", big.id);
+    expect(slow.status).toBe(422);
+    expect(slow.body.error).toContain(`${budgetMs} ms budget`);
+    expect(performance.now() - started).toBeLessThan(budgetMs + 500);
+
+    expect((await search("/ticket-\\d+/", "", big.id)).ids).toEqual([needle]);
+  }, 30_000);
+});

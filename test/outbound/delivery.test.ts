@@ -1,0 +1,295 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import * as net from "node:net";
+import { dkimVerify } from "mailauth";
+import { createResolver } from "../../src/dns/resolver";
+import { parseReturnPath } from "../../src/outbound/return-path";
+import { dkimverify, dkimverifyMissing } from "../peers/dkimverify";
+import { startOutboundWorld, type OutboundWorld } from "./world";
+
+let w: OutboundWorld;
+beforeAll(async () => {
+  // Two connections at most per domain, so that reuse shows when more messages than that go out.
+  w = await startOutboundWorld({ env: { INBOXD_DELIVERY_CONCURRENCY_PER_DOMAIN: "2" } });
+  w.mx("remote.test");
+  w.mx("other.test");
+});
+afterAll(() => w.close());
+
+const headerSection = (raw: Buffer) => raw.toString().split("\r\n\r\n")[0]!;
+const sinkMessagesTo = (address: string) => w.sink.messages.filter((message) => message.rcptTo.includes(address));
+const rcptCount = (address: string) => w.rcptLog.filter((rcpt) => rcpt === address).length;
+const minutes = (n: number) => n * 60_000;
+
+/** Send, let the queue run what is due, and read the message back. */
+async function sendAndRun(body: Record<string, unknown>) {
+  const sent = await w.send(body);
+  await w.queue.runDueNow();
+  return w.message(sent.id);
+}
+
+// First: signatures carry t= from the App's clock, which later tests move ahead of the verifiers' clocks.
+describe("DKIM", () => {
+  test("a reply is signed for the From domain with RSA and Ed25519 over the listed fields; mailauth and dkimverify agree", async () => {
+    const original = await sendAndRun({ to: ["pia@remote.test"], cc: ["quinn@remote.test"], subject: "Plans" });
+    const reply = await w.server.api.request("POST", `/v1/inboxes/${w.inbox.id}/messages/${original.id}/reply`, { token: w.apiKey, body: { text: "More.", html: "<p>More.</p>" } });
+    expect(reply.status).toBe(201);
+    await w.queue.runDueNow();
+    const received = sinkMessagesTo("pia@remote.test").at(-1)!;
+    const header = headerSection(received.raw).replace(/\r\n\s+/g, " ");
+    expect(header).toMatch(/^In-Reply-To: /m);
+
+    const signatures = header.split("\r\n").filter((line) => line.startsWith("DKIM-Signature:"));
+    expect(signatures.map((s) => /a=([^;]+)/.exec(s)![1]).toSorted()).toEqual(["ed25519-sha256", "rsa-sha256"]);
+    for (const signature of signatures) {
+      expect(signature).toContain("c=relaxed/relaxed");
+      expect(signature).toContain("d=inboxd.test;");
+      const fields = /h=([^;]+)/.exec(signature)![1]!.replace(/\s/g, "").toLowerCase().split(":");
+      for (const field of ["from", "to", "cc", "subject", "date", "message-id", "mime-version", "content-type", "in-reply-to", "references"]) expect(fields).toContain(field);
+    }
+
+    const verified = await dkimVerify(received.raw, { resolver: createResolver([w.dns.address]).forMailauth });
+    expect(verified.results.map((r) => [r.signingDomain, r.status?.result]).toSorted()).toEqual([
+      ["inboxd.test", "pass"],
+      ["inboxd.test", "pass"],
+    ]);
+  });
+
+  test.skipIf(dkimverifyMissing !== undefined)(`dkimverify (python3-dkim) passes both signatures${dkimverifyMissing ? ` — skipped: ${dkimverifyMissing}` : ""}`, async () => {
+    const received = sinkMessagesTo("pia@remote.test").at(-1)!;
+    expect(await dkimverify(received.raw, 0, w.dns.port)).toEqual({ exitCode: 0, output: "signature ok" });
+    expect(await dkimverify(received.raw, 1, w.dns.port)).toEqual({ exitCode: 0, output: "signature ok" });
+  });
+
+  test("without an active key for the From domain the message is rejected, never sent unsigned", async () => {
+    const keys = w.server.app.store.dkimKeys.activeForDomain("inboxd.test");
+    const now = w.server.clock.now();
+    for (const key of keys) w.server.app.store.dkimKeys.setStatus(key.id, "retired", now);
+    try {
+      const message = await sendAndRun({ to: ["ray@remote.test"] });
+      expect(message.status).toBe("rejected");
+      expect(message.deliveries[0].lastResponse).toContain("no active DKIM key for inboxd.test");
+      expect(rcptCount("ray@remote.test")).toBe(0);
+    } finally {
+      for (const key of keys) w.server.app.store.dkimKeys.setStatus(key.id, "active", now);
+    }
+  });
+});
+
+describe("direct MX delivery", () => {
+  test("a remote recipient gets the message over STARTTLS with a VERP return path; delivered once, with its event once", async () => {
+    const message = await sendAndRun({ to: ["alice@remote.test"] });
+    expect(message.status).toBe("delivered");
+    expect(message.deliveries).toEqual([{ recipient: "alice@remote.test", status: "delivered", attempts: 1, lastResponse: expect.stringMatching(/^250 /), updatedAt: expect.any(String) }]);
+    expect(w.events(message.id)).toEqual(["message.sent", "message.delivered"]);
+
+    const [received] = sinkMessagesTo("alice@remote.test");
+    expect(received!.secure).toBe(true);
+    expect(received!.rcptTo).toEqual(["alice@remote.test"]);
+    expect(received!.mailFrom).toMatch(/^bounces\+dlv_[0-9a-f]+@mx\.inboxd\.test$/);
+    const deliveryId = parseReturnPath(w.server.app, received!.mailFrom)!;
+    expect(w.server.app.store.deliveries.find(deliveryId)?.recipient).toBe("alice@remote.test");
+
+    // Nothing delivered is tried again, however much later.
+    w.server.clock.advance(minutes(60 * 24 * 7));
+    await w.queue.runDueNow();
+    expect(sinkMessagesTo("alice@remote.test")).toHaveLength(1);
+    expect(w.events(message.id)).toEqual(["message.sent", "message.delivered"]);
+  });
+
+  test("recipients at one domain share one transaction, each domain has its own, Bcc only in the envelope", async () => {
+    const message = await sendAndRun({ to: ["ann@remote.test", "ben@remote.test"], cc: ["cid@other.test"], bcc: ["dee@remote.test"] });
+    expect(message.status).toBe("delivered");
+    expect(message.deliveries.map((d: any) => [d.recipient, d.status])).toEqual([
+      ["ann@remote.test", "delivered"],
+      ["ben@remote.test", "delivered"],
+      ["cid@other.test", "delivered"],
+      ["dee@remote.test", "delivered"],
+    ]);
+    const atRemote = sinkMessagesTo("ann@remote.test");
+    expect(atRemote).toHaveLength(1);
+    expect(atRemote[0]!.rcptTo.toSorted()).toEqual(["ann@remote.test", "ben@remote.test", "dee@remote.test"]);
+    expect(sinkMessagesTo("cid@other.test")[0]!.rcptTo).toEqual(["cid@other.test"]);
+    expect(headerSection(atRemote[0]!.raw)).not.toContain("dee@remote.test");
+  });
+
+  test("a 4xx answer is retried after the configured delay, then delivered", async () => {
+    let refusals = 1;
+    w.answers.set("bob@remote.test", () => (refusals-- > 0 ? { code: 451, message: "4.3.0 Try again later" } : undefined));
+    const first = await sendAndRun({ to: ["bob@remote.test"] });
+    expect(first.status).toBe("sent");
+    expect(first.deliveries[0]).toMatchObject({ status: "queued", attempts: 1, lastResponse: expect.stringMatching(/^451 4\.3\.0/) });
+
+    await w.queue.runDueNow(); // not due yet
+    expect(rcptCount("bob@remote.test")).toBe(1);
+
+    w.server.clock.advance(67_000); // 60 s and at most 10 % jitter
+    await w.queue.runDueNow();
+    const second = await w.message(first.id);
+    expect(second.status).toBe("delivered");
+    expect(second.deliveries[0]).toMatchObject({ status: "delivered", attempts: 2 });
+    expect(w.events(first.id)).toEqual(["message.sent", "message.delivered"]);
+  });
+
+  test("retries exhausted: bounced after the last delay, without suppressing the address", async () => {
+    w.answers.set("dave@remote.test", { code: 452, message: "4.2.2 Mailbox full" });
+    const sent = await sendAndRun({ to: ["dave@remote.test"] });
+    w.server.clock.advance(67_000);
+    await w.queue.runDueNow();
+    expect((await w.message(sent.id)).deliveries[0]).toMatchObject({ status: "queued", attempts: 2 });
+    w.server.clock.advance(133_000);
+    await w.queue.runDueNow();
+    const message = await w.message(sent.id);
+    expect(message.status).toBe("bounced");
+    expect(message.deliveries[0]).toMatchObject({ status: "bounced", attempts: 3, lastResponse: expect.stringContaining("retries exhausted after 3 tries") });
+    expect(w.events(sent.id)).toEqual(["message.sent", "message.bounced"]);
+    expect(w.server.app.store.suppressions.find(w.server.app.store.deliveries.message(sent.id)!.organizationId, "dave@remote.test")).toBeUndefined();
+  });
+
+  test("a 5xx to a policy refusal (5.7.x) bounces the message but keeps the address sendable", async () => {
+    w.answers.set("fay@remote.test", { code: 550, message: "5.7.1 Message refused by policy" });
+    const message = await sendAndRun({ to: ["fay@remote.test"] });
+    expect(message.status).toBe("bounced");
+    const list = await w.server.api.get("/v1/suppressions", w.apiKey);
+    expect(list.body.map((s: any) => s.address)).not.toContain("fay@remote.test");
+  });
+});
+
+describe("suppression", () => {
+  test("a hard bounce suppresses the address; a later send is rejected without a try; DELETE lifts it", async () => {
+    w.answers.set("carol@remote.test", { code: 550, message: "5.1.1 No such user" });
+    const bounced = await sendAndRun({ to: ["carol@remote.test"] });
+    expect(bounced.status).toBe("bounced");
+    expect(bounced.deliveries[0]).toMatchObject({ status: "bounced", attempts: 1, lastResponse: "550 5.1.1 No such user" });
+    expect(w.events(bounced.id)).toEqual(["message.sent", "message.bounced"]);
+
+    const list = await w.server.api.get("/v1/suppressions", w.apiKey);
+    expect(list.status).toBe(200);
+    const entry = list.body.find((s: any) => s.address === "carol@remote.test");
+    const entryId: string = entry.id;
+    expect(entryId).toMatch(/^sup_/);
+    expect(entry).toMatchObject({ _id: entryId, reason: "bounced", detail: "550 5.1.1 No such user", messageId: bounced.id });
+
+    const tries = rcptCount("carol@remote.test");
+    const rejected = await sendAndRun({ to: ["carol@remote.test"] });
+    expect(rejected.status).toBe("rejected");
+    expect(rejected.deliveries[0]).toMatchObject({ status: "rejected", attempts: 1, lastResponse: expect.stringContaining("carol@remote.test is suppressed") });
+    expect(w.events(rejected.id)).toEqual(["message.sent", "message.rejected"]);
+    expect(rcptCount("carol@remote.test")).toBe(tries);
+
+    const byAddress = await w.server.api.get("/v1/suppressions/CAROL@remote.test", w.apiKey);
+    expect(byAddress.body.id).toBe(entryId);
+    const deleted = await w.server.api.delete(`/v1/suppressions/${encodeURIComponent("carol@remote.test")}`, w.apiKey);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.address).toBe("carol@remote.test");
+    expect((await w.server.api.delete(`/v1/suppressions/${entryId}`, w.apiKey)).body).toEqual({ error: "Suppression not found" });
+    expect((await w.server.api.get("/v1/suppressions", w.apiKey)).body.map((s: any) => s.address)).not.toContain("carol@remote.test");
+
+    w.answers.delete("carol@remote.test");
+    expect((await sendAndRun({ to: ["carol@remote.test"] })).status).toBe("delivered");
+  });
+
+  test("suppressions belong to one organization: another's key sees none, and 401 without a key", async () => {
+    const other = (await w.server.api.post("/auth/register", { firstName: "O", lastName: "T", username: "other-org@example.com", password: "correct horse battery staple" })).body;
+    expect((await w.server.api.get("/v1/suppressions", other.apiKey.key)).body).toEqual([]);
+    expect((await w.server.api.get("/v1/suppressions")).status).toBe(401);
+    expect((await w.server.api.request("GET", "/v1/suppressions?per=101", { token: w.apiKey })).status).toBe(422);
+  });
+});
+
+describe("routing (RFC 5321 §5.1)", () => {
+  test("a domain without MX gets its mail at its A record", async () => {
+    w.dns.set("a-only.test", "A", ["127.0.0.1"]);
+    const message = await sendAndRun({ to: ["gus@a-only.test"] });
+    expect(message.status).toBe("delivered");
+    expect(sinkMessagesTo("gus@a-only.test")).toHaveLength(1);
+  });
+
+  test("a null MX (RFC 7505) is rejected without a connection", async () => {
+    w.dns.set("nullmx.test", "MX", [{ exchange: ".", priority: 0 }]);
+    const message = await sendAndRun({ to: ["hal@nullmx.test"] });
+    expect(message.status).toBe("rejected");
+    expect(message.deliveries[0]).toMatchObject({ status: "rejected", lastResponse: expect.stringContaining("null MX") });
+    expect(w.events(message.id)).toEqual(["message.sent", "message.rejected"]);
+    expect(rcptCount("hal@nullmx.test")).toBe(0);
+  });
+
+  test("a domain that does not exist is rejected; a DNS failure is retried", async () => {
+    const missing = await sendAndRun({ to: ["ivy@nowhere.test"] });
+    expect(missing.status).toBe("rejected");
+    expect(missing.deliveries[0].lastResponse).toContain("nowhere.test does not exist");
+
+    w.mx("flaky.test");
+    w.dns.failNext("flaky.test", "SERVFAIL", 2); // both rounds of the resolver's first look-up
+    const flaky = await sendAndRun({ to: ["jay@flaky.test"] });
+    expect(flaky.deliveries[0]).toMatchObject({ status: "queued", lastResponse: expect.stringContaining("ESERVFAIL") });
+    w.server.clock.advance(67_000);
+    await w.queue.runDueNow();
+    expect((await w.message(flaky.id)).status).toBe("delivered");
+  });
+
+  test("the preferred MX refusing connections, the next one takes the message", async () => {
+    w.mx("multi.test", [
+      { name: "mx2.multi.test", priority: 20, address: "127.0.0.1" },
+      { name: "mx1.multi.test", priority: 10, address: "127.0.0.2" },
+    ]);
+    const message = await sendAndRun({ to: ["kim@multi.test"] });
+    expect(message.status).toBe("delivered");
+    expect(sinkMessagesTo("kim@multi.test")).toHaveLength(1);
+  });
+
+  test("an MX host that never sends its greeting times out (§4.5.3.2, scaled) and the next one takes the message", async () => {
+    const silent: net.Socket[] = [];
+    const mute = net.createServer((socket) => silent.push(socket));
+    await new Promise<void>((resolve) => mute.listen(w.sink.port, "127.0.0.3", resolve));
+    try {
+      w.mx("slow.test", [
+        { name: "mx1.slow.test", priority: 10, address: "127.0.0.3" },
+        { name: "mx2.slow.test", priority: 20, address: "127.0.0.1" },
+      ]);
+      const started = Date.now();
+      const message = await sendAndRun({ to: ["lee@slow.test"] });
+      expect(message.status).toBe("delivered");
+      expect(silent.length).toBe(1);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(500); // 5 minutes × 0.002
+    } finally {
+      for (const socket of silent) socket.destroy();
+      mute.close();
+    }
+  });
+
+  test("connections are reused: ten messages to one domain travel over at most two (the per-domain limit)", async () => {
+    w.mx("reuse.test");
+    const before = w.sink.connections;
+    const sent = await Promise.all(Array.from({ length: 10 }, (_, i) => w.send({ to: [`r${i}@reuse.test`] })));
+    await w.queue.runDueNow();
+    for (const message of sent) expect((await w.message(message.id)).status).toBe("delivered");
+    expect(w.sink.connections - before).toBeLessThanOrEqual(2);
+  });
+});
+
+describe("never", () => {
+  test("an envelope recipient beyond the deliveries: a recipient with a line break never reaches RCPT TO", async () => {
+    const sent = await w.send({ to: ["max@remote.test"] });
+    const now = w.server.clock.now();
+    // A stored recipient that would smuggle a second RCPT TO, were it written as is.
+    w.server.app.store.messages.insertDeliveries([
+      { id: "dlv_00000000000000000000beef", organizationId: sent.organizationId, messageId: sent.id, recipient: "ned@remote.test>\r\nRCPT TO:<eve@remote.test", domain: "remote.test", status: "queued", attempts: 0, lastResponse: null, nextAttemptAt: now, createdAt: now, updatedAt: now },
+    ]);
+    await w.queue.runDueNow();
+    const message = await w.message(sent.id);
+    expect(sinkMessagesTo("max@remote.test")[0]!.rcptTo).toEqual(["max@remote.test"]);
+    expect(w.rcptLog.filter((rcpt) => rcpt.includes("eve") || rcpt.includes("ned"))).toEqual([]);
+    expect(message.deliveries[1]).toMatchObject({ status: "rejected", lastResponse: expect.stringContaining("not a deliverable address") });
+    expect(message.status).toBe("rejected");
+  });
+
+  test("a header field added through CR/LF in the subject", async () => {
+    const res = await w.server.api.request("POST", `/v1/inboxes/${w.inbox.id}/messages/send`, {
+      token: w.apiKey,
+      body: { to: ["oz@remote.test"], subject: "Hello\r\nBcc: eve@remote.test", text: "x", html: "<p>x</p>" },
+    });
+    expect(res.status).toBe(422);
+    await w.queue.runDueNow();
+    expect(w.rcptLog).not.toContain("eve@remote.test");
+  });
+});

@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import SMTPConnection from "nodemailer/lib/smtp-connection";
+import { parseReturnPath, processReturnedReport, returnPathFor } from "../../src/outbound/return-path";
+import { startOutboundWorld, type OutboundWorld } from "./world";
+
+let w: OutboundWorld;
+beforeAll(async () => {
+  w = await startOutboundWorld();
+  w.mx("remote.test");
+});
+afterAll(() => w.close());
+
+interface Delivered {
+  messageId: string;
+  deliveryId: string;
+  returnPath: string;
+  /** The header section the remote server received. */
+  headers: string;
+}
+
+/** A message delivered to `to`, as a later report would quote it. */
+async function delivered(to: string[]): Promise<Delivered> {
+  const sent = await w.send({ to });
+  await w.queue.runDueNow();
+  const received = w.sink.messages.filter((message) => message.rcptTo.includes(to[0]!)).at(-1)!;
+  const deliveryId = parseReturnPath(w.server.app, received.mailFrom)!;
+  return { messageId: sent.id, deliveryId, returnPath: received.mailFrom, headers: received.raw.toString().split("\r\n\r\n")[0]! };
+}
+
+/** RFC 3464 / RFC 6522: what a remote MTA sends when mail it accepted cannot be delivered after all. */
+function dsn(original: Delivered, recipients: { address: string; action: string; status: string }[]): Buffer {
+  const groups = recipients.map((r) => `Final-Recipient: rfc822; ${r.address}\r\nAction: ${r.action}\r\nStatus: ${r.status}\r\nDiagnostic-Code: smtp; 550 ${r.status} mailbox unavailable\r\n`);
+  return Buffer.from(
+    [
+      "From: MAILER-DAEMON@mx.remote.test (Mail Delivery System)",
+      `To: ${original.returnPath}`,
+      "Subject: Undelivered Mail Returned to Sender",
+      "MIME-Version: 1.0",
+      'Content-Type: multipart/report; report-type=delivery-status; boundary="b1"',
+      "",
+      "--b1",
+      "Content-Type: text/plain",
+      "",
+      "Your message could not be delivered.",
+      "--b1",
+      "Content-Type: message/delivery-status",
+      "",
+      "Reporting-MTA: dns; mx.remote.test",
+      "",
+      groups.join("\r\n"),
+      "--b1",
+      "Content-Type: text/rfc822-headers",
+      "",
+      original.headers,
+      "",
+      "--b1--",
+      "",
+    ].join("\r\n"),
+  );
+}
+
+/** RFC 5965: a spam complaint a mailbox provider forwards from its feedback loop. */
+function arf(original: Delivered, feedbackType: string, recipient?: string): Buffer {
+  return Buffer.from(
+    [
+      "From: feedback@fbl.remote.test",
+      `To: ${original.returnPath}`,
+      "Subject: FW: complaint",
+      "MIME-Version: 1.0",
+      'Content-Type: multipart/report; report-type=feedback-report; boundary="b2"',
+      "",
+      "--b2",
+      "Content-Type: text/plain",
+      "",
+      "This is an email abuse report.",
+      "--b2",
+      "Content-Type: message/feedback-report",
+      "",
+      `Feedback-Type: ${feedbackType}`,
+      "User-Agent: FBL/1.0",
+      "Version: 1",
+      ...(recipient ? [`Original-Rcpt-To: <${recipient}>`] : []),
+      "",
+      "--b2",
+      "Content-Type: message/rfc822",
+      "Content-Disposition: inline",
+      "",
+      original.headers,
+      "",
+      "Body.",
+      "--b2--",
+      "",
+    ].join("\r\n"),
+  );
+}
+
+const suppressed = async () => (await w.server.api.get("/v1/suppressions", w.apiKey)).body as any[];
+
+describe("bounce reports (DSN)", () => {
+  test("a failed DSN to the return path moves a delivered message to bounced, emits message.bounced once, suppresses the address", async () => {
+    const original = await delivered(["una@remote.test"]);
+    const report = dsn(original, [{ address: "una@remote.test", action: "failed", status: "5.1.1" }]);
+    expect(await processReturnedReport(w.server.app, original.deliveryId, report)).toBe("bounced");
+    const message = await w.message(original.messageId);
+    expect(message.status).toBe("bounced");
+    expect(message.deliveries[0]).toMatchObject({ status: "bounced", lastResponse: expect.stringContaining("5.1.1") });
+    expect((await suppressed()).find((s) => s.address === "una@remote.test")).toMatchObject({ reason: "bounced", messageId: original.messageId });
+
+    expect(await processReturnedReport(w.server.app, original.deliveryId, report)).toBe("bounced");
+    expect(w.events(original.messageId)).toEqual(["message.sent", "message.delivered", "message.bounced"]);
+  });
+
+  test("several recipients in one transaction: the DSN's Final-Recipient picks the delivery", async () => {
+    const original = await delivered(["vic@remote.test", "wes@remote.test"]);
+    const report = dsn(original, [{ address: "wes@remote.test", action: "failed", status: "5.2.1" }]);
+    expect(await processReturnedReport(w.server.app, original.deliveryId, report)).toBe("bounced");
+    const message = await w.message(original.messageId);
+    expect(message.deliveries.map((d: any) => [d.recipient, d.status])).toEqual([
+      ["vic@remote.test", "delivered"],
+      ["wes@remote.test", "bounced"],
+    ]);
+  });
+
+  test("delayed reports, reports about another message, unknown return paths and ordinary mail are ignored", async () => {
+    const original = await delivered(["xia@remote.test"]);
+    const app = w.server.app;
+    expect(await processReturnedReport(app, original.deliveryId, dsn(original, [{ address: "xia@remote.test", action: "delayed", status: "4.4.7" }]))).toBe("ignored");
+    const otherMessage = { ...original, headers: original.headers.replace(/^Message-ID: .*$/im, "Message-ID: <someone-else@elsewhere.test>") };
+    expect(await processReturnedReport(app, original.deliveryId, dsn(otherMessage, [{ address: "xia@remote.test", action: "failed", status: "5.1.1" }]))).toBe("ignored");
+    expect(await processReturnedReport(app, "dlv_000000000000000000000000", dsn(original, [{ address: "xia@remote.test", action: "failed", status: "5.1.1" }]))).toBe("ignored");
+    expect(await processReturnedReport(app, original.deliveryId, Buffer.from("From: a@b.test\r\nSubject: hi\r\n\r\nJust mail.\r\n"))).toBe("ignored");
+    expect((await w.message(original.messageId)).status).toBe("delivered");
+    expect(w.events(original.messageId)).toEqual(["message.sent", "message.delivered"]);
+  });
+
+  test("over SMTP from the null sender: accepted at the return path, acted on, not stored, and nothing is sent back", async () => {
+    const original = await delivered(["yul@remote.test"]);
+    const smtp = w.server.running.parts.find((part) => part.name === "smtp")!;
+    const before = { sink: w.sink.messages.length, inboxMessages: (await w.server.api.get(`/v1/inboxes/${w.inbox.id}/messages`, w.apiKey)).body.length };
+    const client = new SMTPConnection({ host: "127.0.0.1", port: smtp.address!.port, ignoreTLS: true, logger: false });
+    await new Promise<void>((resolve, reject) => {
+      client.once("error", reject);
+      client.connect(() => resolve());
+    });
+    const report = dsn(original, [{ address: "yul@remote.test", action: "failed", status: "5.1.1" }]);
+    // RFC 3464 §2: a DSN goes out with the null reverse-path <>.
+    const info = await new Promise<{ accepted: string[] }>((resolve, reject) => client.send({ from: "", to: [original.returnPath] }, report, (error, result) => (error ? reject(error) : resolve(result))));
+    client.quit();
+    expect(info.accepted).toEqual([original.returnPath]);
+    expect((await w.message(original.messageId)).status).toBe("bounced");
+    await w.queue.runDueNow();
+    expect(w.sink.messages.length).toBe(before.sink);
+    expect((await w.server.api.get(`/v1/inboxes/${w.inbox.id}/messages`, w.apiKey)).body.length).toBe(before.inboxMessages);
+  });
+});
+
+describe("complaint reports (ARF)", () => {
+  test("an abuse report moves the message to complained once and suppresses the complaining address", async () => {
+    const original = await delivered(["zed@remote.test"]);
+    expect(await processReturnedReport(w.server.app, original.deliveryId, arf(original, "abuse", "zed@remote.test"))).toBe("complained");
+    expect((await w.message(original.messageId)).status).toBe("complained");
+    expect((await suppressed()).find((s) => s.address === "zed@remote.test")).toMatchObject({ reason: "complained", detail: "feedback report: abuse" });
+    // A redacted recipient: the return path still names who it was.
+    expect(await processReturnedReport(w.server.app, original.deliveryId, arf(original, "abuse"))).toBe("complained");
+    expect(w.events(original.messageId)).toEqual(["message.sent", "message.delivered", "message.complained"]);
+  });
+
+  test("not-spam and auth-failure reports are not complaints", async () => {
+    const original = await delivered(["abe@remote.test"]);
+    expect(await processReturnedReport(w.server.app, original.deliveryId, arf(original, "not-spam"))).toBe("ignored");
+    expect(await processReturnedReport(w.server.app, original.deliveryId, arf(original, "auth-failure"))).toBe("ignored");
+    expect((await w.message(original.messageId)).status).toBe("delivered");
+  });
+
+  test("return paths name a delivery on INBOXD_HOSTNAME", () => {
+    expect(returnPathFor(w.server.app, "dlv_abc123")).toBe("bounces+dlv_abc123@mx.inboxd.test");
+  });
+});

@@ -1,0 +1,146 @@
+// inboxd as a child process: nothing that got its 250 is lost to kill -9, SIGTERM lets a message
+// in DATA finish, and where port 25 may not be bound the server says so and takes 2525.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { chmodSync, existsSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { register, repoRoot, startChildServer, tempDir, testEnv, type ApiClient } from "../harness";
+import { startDnsServer, type DnsServer } from "../peers/dns-server";
+import { sendMail } from "./mail-client";
+import { openSession } from "./raw-client";
+
+let dns: DnsServer;
+const dirs: string[] = [];
+const freshDir = (label: string) => {
+  const dir = tempDir(label);
+  dirs.push(dir);
+  return dir;
+};
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+});
+
+afterAll(async () => {
+  await dns.close();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * One client session sending messages back to back (MAIL, RCPT and DATA pipelined, RFC 2920)
+ * until the connection goes away; each subject that got its 250 is added to `acknowledged`.
+ */
+async function sendUntilClosed(port: number, to: string, prefix: string, acknowledged: Set<string>): Promise<void> {
+  const session = await openSession(port);
+  try {
+    await session.command("EHLO client.example");
+    for (let i = 0; ; i++) {
+      const subject = `${prefix}-${i}`;
+      session.write(`MAIL FROM:<alice@sender.test>\r\nRCPT TO:<${to}>\r\nDATA\r\n`);
+      for (const expected of [250, 250, 354]) expect((await session.reply()).code).toBe(expected);
+      session.write(`From: alice@sender.test\r\nSubject: ${subject}\r\n\r\nMessage ${i}.\r\n.\r\n`);
+      if ((await session.reply()).code === 250) acknowledged.add(subject);
+    }
+  } catch {
+    // The server was killed: the connection is gone.
+  } finally {
+    session.end();
+  }
+}
+
+async function storedSubjects(api: ApiClient, inboxId: string, apiKey: string): Promise<Set<string>> {
+  const subjects = new Set<string>();
+  for (let page = 1; ; page++) {
+    const list = await api.get(`/v1/inboxes/${inboxId}/messages?per=100&page=${page}`, apiKey);
+    expect(list.status).toBe(200);
+    for (const message of list.body) subjects.add(message.subject);
+    if (list.body.length < 100) return subjects;
+  }
+}
+
+describe("durability", () => {
+  test("kill -9 at a random moment never loses a message that got its 250 (4 rounds)", async () => {
+    const env = testEnv(freshDir("smtp-crash"), { INBOXD_DNS_SERVERS: dns.address });
+    let child = await startChildServer(env);
+    const account = await register(child.api);
+    const acknowledged = new Set<string>();
+    for (let round = 0; round < 4; round++) {
+      const senders = Array.from({ length: 4 }, (_, session) => sendUntilClosed(child.smtpPort!, account.inbox.email, `r${round}s${session}`, acknowledged));
+      // The kill lands after a random number of acknowledged messages, while four sessions have
+      // messages in flight, whatever the speed of the machine.
+      const killAfter = acknowledged.size + 50 + Math.floor(Math.random() * 70);
+      for (const deadline = Date.now() + 10_000; acknowledged.size < killAfter && Date.now() < deadline; ) await Bun.sleep(2);
+      await child.kill("SIGKILL");
+      await Promise.all(senders);
+      child = await startChildServer(env);
+      const stored = await storedSubjects(child.api, account.inbox.id, account.apiKey.key);
+      const lost = [...acknowledged].filter((subject) => !stored.has(subject));
+      expect(lost).toEqual([]);
+    }
+    expect(acknowledged.size).toBeGreaterThan(200);
+    expect(await child.kill("SIGTERM")).toBe(0);
+  }, 40_000);
+});
+
+describe("shutdown", () => {
+  test("SIGTERM: an idle session gets 421 at once, a message in DATA still gets its 250, then the process exits 0", async () => {
+    const dataDir = freshDir("smtp-term");
+    const child = await startChildServer(testEnv(dataDir, { INBOXD_DNS_SERVERS: dns.address }));
+    const account = await register(child.api);
+    const idle = await openSession(child.smtpPort!);
+    const busy = await openSession(child.smtpPort!);
+    for (const line of ["EHLO client.example", "MAIL FROM:<alice@sender.test>", `RCPT TO:<${account.inbox.email}>`]) expect((await busy.command(line)).code).toBe(250);
+    expect((await busy.command("DATA")).code).toBe(354);
+    busy.write("From: alice@sender.test\r\nSubject: in flight at shutdown\r\n\r\nfirst half, ");
+    const exited = child.kill("SIGTERM");
+    expect((await idle.reply()).text).toMatch(/^421 4\.3\.2 /);
+    await Bun.sleep(200);
+    busy.write("second half\r\n.\r\n");
+    expect((await busy.reply()).code).toBe(250);
+    expect((await busy.command("NOOP")).code).toBe(421);
+    expect(await exited).toBe(0);
+    const db = new Database(join(dataDir, "inboxd.db"), { readonly: true });
+    expect(db.query("SELECT subject FROM messages WHERE subject = 'in flight at shutdown'").all()).toHaveLength(1);
+    db.close();
+  });
+});
+
+describe("port", () => {
+  const isRoot = process.getuid?.() === 0;
+  const unprivilegedStart = Number(Bun.spawnSync(["cat", "/proc/sys/net/ipv4/ip_unprivileged_port_start"]).stdout.toString().trim() || 1024);
+  const canDropPrivileges = isRoot && Bun.which("setpriv") !== null;
+  const reason = unprivilegedStart <= 25 ? "this host lets any user bind port 25" : !isRoot || canDropPrivileges ? "" : "setpriv is missing";
+  test.skipIf(reason !== "")(`where port 25 may not be bound: one log line, then 2525${reason ? ` (skipped: ${reason})` : ""}`, async () => {
+    const dataDir = freshDir("smtp-port");
+    chmodSync(dataDir, 0o777);
+    const asNobody = isRoot ? ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] : [];
+    const env = { ...testEnv(dataDir), INBOXD_SMTP_PORT: "25", HOME: dataDir, BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0" };
+    const child = await startChildServer(env, { command: [...asNobody, process.execPath, join(repoRoot, "src/main.ts")] });
+    try {
+      expect(child.smtpPort).toBe(2525);
+      const lines = child.output().split("\n").filter((line) => line.includes("port 25 may not be bound"));
+      expect(lines).toHaveLength(1);
+      const session = await openSession(2525);
+      expect((await session.command("EHLO client.example")).code).toBe(250);
+      session.end();
+    } finally {
+      expect(await child.kill("SIGTERM")).toBe(0);
+    }
+  });
+});
+
+describe("single executable", () => {
+  const binary = join(repoRoot, "dist/inboxd");
+  test.skipIf(!existsSync(binary))("dist/inboxd receives mail with its analysis workers bundled", async () => {
+    const cwd = freshDir("smtp-binary");
+    const child = await startChildServer(testEnv(join(cwd, "data"), { INBOXD_DNS_SERVERS: dns.address }), { command: [binary], cwd });
+    try {
+      const account = await register(child.api);
+      const sent = await sendMail(child.smtpPort!, { from: "alice@sender.test", to: [account.inbox.email], raw: "From: alice@sender.test\r\nSubject: to the binary\r\n\r\nHi.\r\n" });
+      expect(sent.response).toMatch(/^250 /);
+      expect(child.output()).not.toContain("analysis worker");
+    } finally {
+      expect(await child.kill("SIGTERM")).toBe(0);
+    }
+  });
+});

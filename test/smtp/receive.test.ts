@@ -1,0 +1,379 @@
+// Inbound SMTP against the real server over real sockets: delivery in plain text and over
+// STARTTLS, the recipient policy, parsing round trips through the API, threading, limits, the
+// SMTP smuggling vectors, and the authentication results with a DNS server on loopback.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { sealMessage } from "mailauth";
+import MailComposer from "nodemailer/lib/mail-composer";
+import { dkimTxtValue, generateDkimKeys } from "../../src/dkim/keys";
+import { signMessage } from "../../src/dkim/sign";
+import { insertInbox } from "../../src/inboxes/service";
+import { loadTlsCertificate } from "../../src/smtp/tls";
+import type { Inbox } from "../../src/inboxes/present";
+import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { startDnsServer, type DnsServer } from "../peers/dns-server";
+import { sendMail } from "./mail-client";
+import { openSession, startTransaction } from "./raw-client";
+
+const MAX_SIZE = 256 * 1024;
+let dns: DnsServer;
+let server: TestServer;
+let apiKey: string;
+let bob: Inbox;
+let carol: Inbox;
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address, INBOXD_SMTP_MAX_SIZE: String(MAX_SIZE) } });
+  const org = seedOrganization(server.app);
+  apiKey = org.apiKey;
+  bob = insertInbox(server.app, org.organizationId, { email: "bob@inboxd.test" });
+  carol = insertInbox(server.app, org.organizationId, { email: "carol@inboxd.test" });
+});
+
+afterAll(async () => {
+  await server.cleanup();
+  await dns.close();
+});
+
+const plainMessage = (subject: string, extraHeaders = "") =>
+  `From: Alice <alice@sender.test>\r\nTo: bob@inboxd.test\r\nSubject: ${subject}\r\nMessage-ID: <${crypto.randomUUID()}@sender.test>\r\n${extraHeaders}\r\nHello Bob.\r\n`;
+
+async function messagesOf(inbox: Inbox): Promise<any[]> {
+  const list = await server.api.get(`/v1/inboxes/${inbox.id}/messages?per=100`, apiKey);
+  expect(list.status).toBe(200);
+  return list.body;
+}
+
+async function findBySubject(inbox: Inbox, subject: string): Promise<any | undefined> {
+  const summary = (await messagesOf(inbox)).find((message) => message.subject === subject);
+  if (!summary) return undefined;
+  return (await server.api.get(`/v1/inboxes/${inbox.id}/messages/${summary.id}`, apiKey)).body;
+}
+
+const rawSource = (messageId: string) => server.app.store.messages.rawSource(messageId)!.toString("latin1");
+
+describe("delivery", () => {
+  test("plain SMTP: the message is stored for the inbox, with its message.received event, before the 250", async () => {
+    const sent = await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: plainMessage("plain delivery") });
+    const transaction = /^250 2\.6\.0 Message accepted as (\S+)$/.exec(sent.response)![1];
+    expect(sent.secure).toBe(false);
+    const message = await findBySubject(bob, "plain delivery");
+    expect(message).toMatchObject({ status: "received", from: "alice@sender.test", to: ["bob@inboxd.test"], inboxId: bob.id, toInboxId: bob.id, text: "Hello Bob.\n" });
+    const event = server.app.store.sqlite.query<{ type: string }, [string]>("SELECT type FROM events WHERE message_id = ?").get(message.id);
+    expect(event?.type).toBe("message.received");
+    expect(rawSource(message.id)).toMatch(/^Authentication-Results: mx\.inboxd\.test;[^]*\r\nReceived: from client\.example \(\[127\.0\.0\.1\]\)\r\n\tby mx\.inboxd\.test \(inboxd\) with ESMTP id \S+\r\n\tfor <bob@inboxd\.test>; [^\r]+\r\nFrom: Alice/);
+    expect(rawSource(message.id)).toContain(`with ESMTP id ${transaction}\r\n`);
+  });
+
+  test("STARTTLS with the self-signed certificate generated into the data dir, once", async () => {
+    const ca = readFileSync(join(server.dataDir, "smtp-tls.crt"), "utf8");
+    expect(loadTlsCertificate(server.app).cert).toBe(ca);
+    const sent = await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: plainMessage("over tls"), tls: { mode: "starttls", ca, servername: "mx.inboxd.test" } });
+    expect(sent.secure).toBe(true);
+    const message = await findBySubject(bob, "over tls");
+    expect(rawSource(message.id)).toMatch(/\r\nReceived: from client\.example \(\[127\.0\.0\.1\]\)\r\n\t\(using TLSv1\.[23] with cipher \S+\)\r\n\tby mx\.inboxd\.test \(inboxd\) with ESMTPS id /);
+  });
+
+  test("EHLO offers SIZE, 8BITMIME, SMTPUTF8, PIPELINING, STARTTLS and ENHANCEDSTATUSCODES, and no AUTH", async () => {
+    const session = await openSession(server.smtpPort);
+    const ehlo = await session.command("EHLO client.example");
+    session.end();
+    expect(ehlo.lines[0]).toStartWith("250-mx.inboxd.test");
+    const extensions = ehlo.lines.slice(1).map((line) => line.slice(4));
+    expect(extensions).toEqual(expect.arrayContaining(["PIPELINING", "8BITMIME", "SMTPUTF8", "ENHANCEDSTATUSCODES", "STARTTLS", `SIZE ${MAX_SIZE}`]));
+    expect(extensions.some((extension) => extension.startsWith("AUTH"))).toBe(false);
+  });
+
+  test("one copy per recipient inbox: two inboxes get one each, two tags of one inbox get one", async () => {
+    await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob+a@inboxd.test", "BOB+b@inboxd.test", "carol@inboxd.test"], raw: plainMessage("to several") });
+    const forBob = (await messagesOf(bob)).filter((message) => message.subject === "to several");
+    const forCarol = (await messagesOf(carol)).filter((message) => message.subject === "to several");
+    expect([forBob.length, forCarol.length]).toEqual([1, 1]);
+    // Each copy's Received names its own recipient only (RFC 5321 §7.2).
+    expect(rawSource(forCarol[0].id)).toContain("for <carol@inboxd.test>;");
+    expect(rawSource(forCarol[0].id)).not.toContain("for <bob");
+  });
+});
+
+describe("recipient policy at RCPT", () => {
+  test.each([
+    ["unknown user on the service domain", "nobody@inboxd.test", /^550 5\.1\.1 /],
+    ["another domain: never a relay", "someone@elsewhere.test", /^550 5\.7\.1 Relaying denied/],
+    ["a subdomain of the service domain", "bob@sub.inboxd.test", /^550 5\.7\.1 /],
+    ["a case variant of an inbox address", "Bob@InboxD.Test", /^250 /],
+    ["a +tag of an inbox address", "bob+newsletters@inboxd.test", /^250 /],
+    ["a return path of one of our deliveries", "bounces+dlv_0123abcd@mx.inboxd.test", /^250 /],
+  ])("%s", async (_name, address, expected) => {
+    const session = await openSession(server.smtpPort);
+    await startTransaction(session, "alice@sender.test", []);
+    expect((await session.command(`RCPT TO:<${address}>`)).text).toMatch(expected);
+    session.end();
+  });
+
+  test("a message for a return path goes to the report handling, not into an inbox", async () => {
+    const before = server.app.store.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
+    const sent = await sendMail(server.smtpPort, { from: "", to: ["bounces+dlv_0123abcd@mx.inboxd.test"], raw: plainMessage("a bounce") });
+    expect(sent.response).toMatch(/^250 /);
+    expect(server.app.store.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n).toBe(before);
+  });
+
+  test("at most 100 recipients per transaction: the 101st gets 452", async () => {
+    const session = await openSession(server.smtpPort);
+    await startTransaction(session, "alice@sender.test", []);
+    for (let i = 0; i < 100; i++) session.write(`RCPT TO:<bob+${i}@inboxd.test>\r\n`);
+    for (let i = 0; i < 100; i++) expect((await session.reply()).code).toBe(250);
+    expect((await session.command("RCPT TO:<bob+extra@inboxd.test>")).text).toMatch(/^452 4\.5\.3 /);
+    session.end();
+  });
+});
+
+describe("parsing round trips through the API", () => {
+  test("multipart with attachments and an inline image: content byte for byte, names and types", async () => {
+    const pdf = crypto.getRandomValues(new Uint8Array(40_000));
+    const image = crypto.getRandomValues(new Uint8Array(3_000));
+    const raw = await new MailComposer({
+      from: "alice@sender.test",
+      to: "bob@inboxd.test",
+      subject: "with attachments",
+      text: "See the attached report.",
+      html: '<p>See the attached report.</p><img src="cid:logo@sender.test">',
+      attachments: [
+        { filename: "report.pdf", content: Buffer.from(pdf), contentType: "application/pdf" },
+        { filename: "logo.png", content: Buffer.from(image), contentType: "image/png", cid: "logo@sender.test" },
+      ],
+    })
+      .compile()
+      .build();
+    await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw });
+    const message = await findBySubject(bob, "with attachments");
+    expect(message.text).toBe("See the attached report.");
+    expect(message.html).toContain('src="cid:logo@sender.test"');
+    const byName = Object.fromEntries(message.attachments.map((attachment: any) => [attachment.name, attachment]));
+    expect(Object.keys(byName).sort()).toEqual(["logo.png", "report.pdf"]);
+    expect(byName["report.pdf"]).toMatchObject({ contentType: "application/pdf", inline: false });
+    expect(byName["logo.png"]).toMatchObject({ contentType: "image/png", contentId: "logo@sender.test", inline: true });
+    expect(Buffer.from(byName["report.pdf"].content, "base64").equals(Buffer.from(pdf))).toBe(true);
+    expect(Buffer.from(byName["logo.png"].content, "base64").equals(Buffer.from(image))).toBe(true);
+    // The stored source ends with the message exactly as sent.
+    expect(server.app.store.messages.rawSource(message.id)!.subarray(-raw.length).equals(raw)).toBe(true);
+  });
+
+  test("RFC 2047 encoded words and a non-UTF-8 body charset", async () => {
+    const raw = Buffer.concat([
+      Buffer.from("From: =?ISO-8859-1?Q?Andr=E9?= <andre@sender.test>\r\nTo: bob@inboxd.test\r\nSubject: =?ISO-8859-1?Q?Caf=E9_cr=E8me?=\r\nContent-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"),
+      Buffer.from([0x76, 0x6f, 0x69, 0x6c, 0xe0, 0x0d, 0x0a]), // "voilà" in Latin-1
+    ]);
+    await sendMail(server.smtpPort, { from: "andre@sender.test", to: ["bob@inboxd.test"], raw });
+    const message = await findBySubject(bob, "Café crème");
+    expect(message.text).toBe("voilà\n");
+  });
+
+  test("HTML-only mail gets a text version; text-only mail has no html", async () => {
+    await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: "From: alice@sender.test\r\nSubject: html only\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>Hello <b>there</b></p>\r\n" });
+    const htmlOnly = await findBySubject(bob, "html only");
+    expect(htmlOnly.html).toContain("<b>there</b>");
+    expect(htmlOnly.text).toContain("Hello there");
+    const textOnly = await findBySubject(bob, "plain delivery");
+    expect(textOnly.html).toBeUndefined();
+  });
+
+  test("an inbound reply joins the thread of the message sent from the API", async () => {
+    const sent = await server.api.post(`/v1/inboxes/${bob.id}/messages/send`, { to: ["dave@remote.test"], subject: "Question", text: "Any news?", html: "<p>Any news?</p>" }, apiKey);
+    expect(sent.status).toBe(201);
+    const messageId = server.app.store.messages.find(sent.body.organizationId, bob.id, sent.body.id)!.messageIdHeader;
+    const reply = `From: dave@remote.test\r\nTo: bob@inboxd.test\r\nSubject: Re: Question\r\nIn-Reply-To: ${messageId}\r\nReferences: ${messageId}\r\n\r\nYes.\r\n`;
+    await sendMail(server.smtpPort, { from: "dave@remote.test", to: ["bob@inboxd.test"], raw: reply });
+    const received = await findBySubject(bob, "Re: Question");
+    expect(received.threadId).toBe(sent.body.threadId);
+  });
+});
+
+describe("limits", () => {
+  test("a SIZE= over the limit is refused at MAIL FROM with 552", async () => {
+    const session = await openSession(server.smtpPort);
+    await session.command("EHLO client.example");
+    expect((await session.command(`MAIL FROM:<alice@sender.test> SIZE=${MAX_SIZE + 1}`)).text).toMatch(/^552 5\.3\.4 /);
+    session.end();
+  });
+
+  test("a message found over the limit during DATA gets 552 and nothing is stored", async () => {
+    const line = "x".repeat(998) + "\r\n";
+    const raw = plainMessage("too big") + line.repeat(Math.ceil(MAX_SIZE / line.length) + 1);
+    const error = await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw }).catch((e) => e);
+    expect(error.responseCode).toBe(552);
+    expect(error.response).toMatch(/^552 5\.3\.4 /);
+    expect(await findBySubject(bob, "too big")).toBeUndefined();
+  });
+
+  test("a text line far over 1000 octets is taken whole, memory bounded by SIZE", async () => {
+    const long = "y".repeat(100_000);
+    await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: `From: alice@sender.test\r\nSubject: long line\r\n\r\n${long}\r\n` });
+    expect((await findBySubject(bob, "long line")).text).toBe(`${long}\n`);
+  });
+
+  test("a message past the parser's limits (over 500 MIME parts) gets 552 and nothing is stored", async () => {
+    const parts = Array.from({ length: 501 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}\r\n`).join("");
+    const raw = `From: alice@sender.test\r\nSubject: too many parts\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n${parts}--b--\r\n`;
+    const error = await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw }).catch((e) => e);
+    expect(error.response).toMatch(/^552 5\.3\.4 Message too complex/);
+    expect(await findBySubject(bob, "too many parts")).toBeUndefined();
+  });
+
+  test("a command line over 512 octets closes the connection, buffering nothing more", async () => {
+    const session = await openSession(server.smtpPort);
+    await session.command("EHLO client.example");
+    session.write(`MAIL FROM:<${"a".repeat(600)}@sender.test>\r\n`);
+    expect((await session.reply()).code).toBe(421);
+    await session.closed();
+  });
+});
+
+describe("SMTP smuggling (CVE-2023-51764 and the mox and smtpsmug lists)", () => {
+  const smuggled = "MAIL FROM:<mallory@sender.test>\r\nRCPT TO:<carol@inboxd.test>\r\nDATA\r\nSubject: smuggled\r\n\r\nsmuggled\r\n.\r\n";
+  // Each vector goes inside the data; a server that took any of them for the end of the data
+  // would run the smuggled commands that follow as a second transaction.
+  const vectors: [string, string][] = [
+    ["<LF>.<LF>", "\n.\n"],
+    ["<LF>.<CR><LF>", "\n.\r\n"],
+    ["<CR>.<CR>", "\r.\r"],
+    ["<CR>.<LF>", "\r.\n"],
+    ["<LF>.<CR>", "\n.\r"],
+    ["<CR><LF>.<LF>", "\r\n.\n"],
+    ["<CR>.<CR><LF>", "\r.\r\n"],
+    ["<CR><LF>.<CR>", "\r\n.\r"],
+    ["<CR><LF><NUL>.<CR><LF>", "\r\n\x00.\r\n"],
+    ["a bare CR in a line", "bare \r is bad\r\n"],
+    ["a bare LF in a line", "bare \n is bad\r\n"],
+  ];
+
+  /** Sends `data` after DATA; expects one 554 for all of it, a session still in step, and no smuggled message. */
+  async function assertSmugglingRefused(data: string) {
+    const session = await openSession(server.smtpPort);
+    await startTransaction(session, "alice@sender.test", ["bob@inboxd.test"]);
+    expect((await session.command("DATA")).code).toBe(354);
+    session.write(data);
+    expect((await session.reply()).text).toMatch(/^554 5\.[56]\.\d /);
+    // The next reply is the NOOP's: no smuggled command was answered in between.
+    expect((await session.command("NOOP")).text).toMatch(/^250 /);
+    expect((await session.command("QUIT")).code).toBe(221);
+    expect(await findBySubject(carol, "smuggled")).toBeUndefined();
+  }
+
+  test.each(vectors)("%s inside the data is refused and never ends it", (_name, vector) => assertSmugglingRefused(`Subject: vector\r\n\r\nbody${vector}${smuggled}`));
+
+  test.each([
+    [".<LF>", ".\n"],
+    [".<CR>", ".\r"],
+    ["<LF>.<CR><LF>", "\n.\r\n"],
+    ["<CR>.<CR><LF>", "\r.\r\n"],
+  ])("%s at the very start of the data is refused", (_name, vector) => assertSmugglingRefused(`${vector}${smuggled}`));
+
+  test.each([
+    ["a command ending in a bare LF", "EHLO client.example\n"],
+    ["a bare LF between pipelined commands", "EHLO client.example\r\nMAIL FROM:<alice@sender.test>\nRCPT TO:<bob@inboxd.test>\r\n"],
+    ["a bare CR between commands", "EHLO client.example\rNOOP\r\n"],
+  ])("%s gets 521 and the connection is closed", async (_name, input) => {
+    const session = await openSession(server.smtpPort);
+    session.write(input);
+    expect((await session.reply()).text).toMatch(/^521 5\.5\.2 /);
+    await session.closed();
+  });
+
+  test("a CRLF split across two packets is one line break, a CR followed by anything else is not", async () => {
+    const session = await openSession(server.smtpPort);
+    session.write("EHLO client.example\r");
+    await Bun.sleep(50);
+    session.write("\nNOOP\r");
+    expect((await session.reply()).code).toBe(250);
+    await Bun.sleep(50);
+    session.write("X\r\n");
+    expect((await session.reply()).text).toMatch(/^521 5\.5\.2 /);
+    await session.closed();
+  });
+
+  test("pipelining after the real end of the data is still a second, valid message (RFC 2920)", async () => {
+    const session = await openSession(server.smtpPort);
+    await startTransaction(session, "alice@sender.test", ["bob@inboxd.test"]);
+    expect((await session.command("DATA")).code).toBe(354);
+    session.write("Subject: first of two\r\n\r\none\r\n.\r\nMAIL FROM:<alice@sender.test>\r\nRCPT TO:<bob@inboxd.test>\r\nDATA\r\n");
+    expect((await session.reply()).code).toBe(250);
+    expect((await session.reply()).code).toBe(250);
+    expect((await session.reply()).code).toBe(250);
+    expect((await session.reply()).code).toBe(354);
+    expect((await session.command("Subject: second of two\r\n\r\ntwo\r\n.")).code).toBe(250);
+    session.end();
+    expect(await findBySubject(bob, "first of two")).toBeDefined();
+    expect(await findBySubject(bob, "second of two")).toBeDefined();
+  });
+});
+
+describe("authentication results", () => {
+  let keys: Awaited<ReturnType<typeof generateDkimKeys>>;
+  beforeAll(async () => {
+    keys = await generateDkimKeys(new Date());
+    dns.set("auth.test", "TXT", ["v=spf1 ip4:127.0.0.1 -all"]);
+    dns.set("_dmarc.auth.test", "TXT", ["v=DMARC1; p=reject"]);
+    for (const key of keys) dns.set(`${key.selector}._domainkey.auth.test`, "TXT", [dkimTxtValue(key)]);
+    dns.set("strict.test", "TXT", ["v=spf1 ip4:192.0.2.1 -all"]);
+    dns.set("_dmarc.strict.test", "TXT", ["v=DMARC1; p=reject"]);
+  });
+
+  test("SPF, DKIM (RSA and Ed25519) and DMARC pass for a signed message from an authorised address", async () => {
+    const raw = await signMessage(Buffer.from("From: alice@auth.test\r\nTo: bob@inboxd.test\r\nSubject: signed\r\nDate: Mon, 1 Jan 2024 10:00:00 +0000\r\n\r\nSigned body.\r\n"), { domain: "auth.test", keys });
+    await sendMail(server.smtpPort, { from: "alice@auth.test", to: ["bob@inboxd.test"], raw });
+    const message = await findBySubject(bob, "signed");
+    expect(message.authentication).toEqual({ spf: "pass", dkim: "pass", dmarc: "pass", arc: "none" });
+    const results = rawSource(message.id).split("\r\nReceived:")[0];
+    expect(results).toStartWith("Authentication-Results: mx.inboxd.test;");
+    expect(results.match(/dkim=pass/g)).toHaveLength(2);
+    expect(results).toMatch(/spf=pass[^;]*smtp\.mailfrom=alice@auth\.test/);
+    expect(results).toContain("dmarc=pass");
+  });
+
+  test("a forged sender fails SPF and DMARC, and is stored since enforcement is off by default", async () => {
+    await sendMail(server.smtpPort, { from: "ceo@strict.test", to: ["bob@inboxd.test"], raw: "From: ceo@strict.test\r\nTo: bob@inboxd.test\r\nSubject: wire the money\r\n\r\nNow.\r\n" });
+    const message = await findBySubject(bob, "wire the money");
+    expect(message.authentication).toMatchObject({ spf: "fail", dkim: "none", dmarc: "fail" });
+  });
+
+  test("an Authentication-Results field claiming to be ours is removed; ours is the only one", async () => {
+    const forged = "Authentication-Results: MX.INBOXD.TEST; dkim=pass; spf=pass; dmarc=pass\r\n";
+    const other = "Authentication-Results: mx.elsewhere.test; spf=pass\r\n";
+    await sendMail(server.smtpPort, { from: "ceo@strict.test", to: ["bob@inboxd.test"], raw: `${forged}${other}From: ceo@strict.test\r\nSubject: forged results\r\n\r\nTrust me.\r\n` });
+    const raw = rawSource((await findBySubject(bob, "forged results")).id);
+    expect(raw.match(/^Authentication-Results: mx\.inboxd\.test;/gim)).toHaveLength(1);
+    expect(raw).toContain(other);
+    expect(raw).toMatch(/^Authentication-Results: mx\.inboxd\.test;[^]*spf=fail/);
+  });
+
+  test("an ARC set added by a forwarder is verified", async () => {
+    const [rsa] = keys;
+    dns.set(`${rsa.selector}._domainkey.forwarder.test`, "TXT", [dkimTxtValue(rsa)]);
+    const raw = Buffer.from("From: alice@auth.test\r\nTo: bob@inboxd.test\r\nSubject: forwarded\r\n\r\nPassed along.\r\n");
+    const seal = await sealMessage(raw, { signingDomain: "forwarder.test", selector: rsa.selector, privateKey: rsa.privateKeyPem, cv: "none", authResults: "forwarder.test; spf=pass smtp.mailfrom=alice@auth.test" });
+    await sendMail(server.smtpPort, { from: "list@forwarder.test", to: ["bob@inboxd.test"], raw: Buffer.concat([seal, raw]) });
+    expect((await findBySubject(bob, "forwarded")).authentication.arc).toBe("pass");
+  });
+
+  test("at most 10 DKIM signatures of a message are checked", async () => {
+    const signature = "DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=auth.test; s=missing; h=from; bh=AAAA; b=AAAA\r\n";
+    await sendMail(server.smtpPort, { from: "alice@auth.test", to: ["bob@inboxd.test"], raw: `${signature.repeat(12)}From: alice@auth.test\r\nSubject: many signatures\r\n\r\nx\r\n` });
+    const results = rawSource((await findBySubject(bob, "many signatures")).id).split("\r\nReceived:")[0];
+    expect(results.match(/dkim=/g)).toHaveLength(10);
+  });
+});
+
+describe("a real MTA client by hand", () => {
+  const swaks = Bun.which("swaks");
+  test.skipIf(!swaks)(`swaks delivers over STARTTLS${swaks ? "" : " (skipped: swaks is not installed; apt-get install swaks)"}`, async () => {
+    const run = Bun.spawn([swaks!, "--server", `127.0.0.1:${server.smtpPort}`, "--tls", "--ehlo", "client.example", "--from", "alice@sender.test", "--to", "bob@inboxd.test", "--header", "Subject: via swaks", "--body", "Sent by swaks."], { stdout: "pipe", stderr: "pipe" });
+    const output = await new Response(run.stdout).text();
+    expect(await run.exited).toBe(0);
+    expect(output).toContain("=== TLS started with cipher");
+    expect(output).toMatch(/<~ +250 2\.6\.0 Message accepted/);
+    const message = await findBySubject(bob, "via swaks");
+    expect(message.text).toContain("Sent by swaks.");
+  });
+});
