@@ -60,6 +60,20 @@ describe("create", () => {
     expect(res.body.error).toContain("inboxd.test");
   });
 
+  test("a custom domain of the organization takes inboxes once its MX verified; another organization's never", async () => {
+    const now = server.clock.now();
+    const org = seedOrganization(server.app);
+    const domain = (name: string, receiving: boolean) =>
+      server.app.store.domains.insert({ id: `dom_${name}`, organizationId: org.organizationId, name, status: receiving ? "verified" : "pending", receiving, sending: false, recordChecks: {}, verifiedAt: null, recordsChangedAt: now, checkedAt: null, nextCheckAt: now + 3_600_000, createdAt: now, updatedAt: now });
+    domain("mail.example.org", true);
+    domain("pending.example.org", false);
+    expect((await create({ email: "Hello@Mail.Example.org" }, org.apiKey)).body.email).toBe("hello@mail.example.org");
+    expect((await create({ email: "hello@pending.example.org" }, org.apiKey)).status).toBe(422);
+    const res = await create({ email: "other@mail.example.org" }, key);
+    expect(res.status).toBe(422);
+    expect(res.body.error).toStartWith("email:");
+  });
+
   test.each([[{ name: 5 }, "body.name"], [{ email: ["x"] }, "body.email"], [{ name: "x".repeat(257) }, "body.name"]])("wrong type %j is 422 naming the field", async (body, field) => {
     const res = await create(body);
     expect(res.status).toBe(422);

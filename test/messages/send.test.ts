@@ -70,16 +70,15 @@ describe("send to remote recipients", () => {
   });
 
   test("get shows every field; the list shows the description's subset, newest first", async () => {
-    const first = (await send(validSend({ subject: "first" }))).body;
+    // To a local inbox: no delivery for the outbound worker to move on while the test reads.
+    const peer = await createInbox(server, key);
+    const first = (await send(validSend({ to: [peer.email], subject: "first", labels: ["a"], attachments: [{ content: "aGk=", name: "hi.txt" }] }))).body;
     server.clock.advance(1);
-    const second = (await send(validSend({ subject: "second" }))).body;
+    const second = (await send(validSend({ to: [peer.email], subject: "second" }))).body;
     const got = await server.api.get(`/v1/inboxes/${inbox.id}/messages/${first.id}`, key);
     expect(got.status).toBe(200);
-    // Deliveries show the rows as they are now: the outbound worker may have tried them since.
-    const { deliveries, ...rest } = got.body;
-    expect(rest).toEqual({ ...first, deliveries: undefined });
-    expect(deliveries.map((d: { recipient: string }) => d.recipient)).toEqual(["someone@example.com"]);
-    expect(["queued", "delivered", "bounced", "rejected"]).toContain(deliveries[0].status);
+    expect(got.body).toEqual(first);
+    expect(first.deliveries).toEqual([]);
 
     const list = await server.api.get(`/v1/inboxes/${inbox.id}/messages?per=2`, key);
     expect(list.status).toBe(200);

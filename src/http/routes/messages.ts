@@ -62,7 +62,7 @@ export const messageRoutes = (app: App) =>
       body: replyBody,
       detail: { summary: "Reply in the message's thread, to its sender (or to its recipients for a message the inbox sent); rate-limited" },
     })
-    .get("/", ({ organizationId, params, query }) => listMessages(app, organizationId, params.inboxId, { ...pageOf(query), query: query.query }), {
+    .get("", ({ organizationId, params, query }) => listMessages(app, organizationId, params.inboxId, { ...pageOf(query), query: query.query }), {
       query: listQuery,
       detail: { summary: "List messages newest first, optionally filtered by query" },
     })

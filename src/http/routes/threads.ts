@@ -8,7 +8,7 @@ import { pageOf, paginationQuery } from "../pagination";
 export const threadRoutes = (app: App) =>
   new Elysia({ prefix: "/v1/inboxes/:inboxId/threads", detail: { tags: ["threads"], security: [{ bearer: [] }] } })
     .use(apiKeyGuard(app))
-    .get("/", ({ organizationId, params, query }) => listThreads(app, organizationId, params.inboxId, pageOf(query)), {
+    .get("", ({ organizationId, params, query }) => listThreads(app, organizationId, params.inboxId, pageOf(query)), {
       query: paginationQuery,
       detail: { summary: "List the threads of an inbox, newest activity first" },
     })
