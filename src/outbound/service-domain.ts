@@ -5,7 +5,7 @@
 import type { App } from "../app";
 import type { Config } from "../config";
 import { generateDkimKeys } from "../dkim/keys";
-import { domainRecords, type RecordSpec } from "../domains/records";
+import { domainRecords, spfValue, type RecordSpec } from "../domains/records";
 import { newId } from "../ids";
 import type { Store } from "../store";
 import type { DkimKeyRow } from "../store/dkim-keys";
@@ -41,6 +41,9 @@ export function zoneFileLines(config: Config, records: RecordSpec[]): string {
   for (const record of records) {
     lines.push(record.type === "MX" ? line(record.name, "MX", `${record.priority ?? 10} ${fqdn(record.value)}`) : line(record.name, "TXT", txtData(record.value)));
   }
+  // Every return path (bounces+...@INBOXD_HOSTNAME) and the EHLO name are the host name, so
+  // receivers check SPF against it (RFC 7208 §2.3, §2.4): without its own record they get "none".
+  if (hostname.toLowerCase() !== mailDomain.toLowerCase()) lines.push(line(hostname, "TXT", txtData(spfValue({ hostname, publicIps }))));
   // The MX target must resolve to this server; only the operator knows its public address.
   if (publicIps.length > 0) {
     for (const ip of publicIps) lines.push(line(hostname, ip.includes(":") ? "AAAA" : "A", ip));

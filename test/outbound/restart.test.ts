@@ -58,6 +58,8 @@ test("inboxd dns, then serve: delivered, DKIM-valid, and after kill -9 the waiti
   expect(zone).toContain('inboxd.test.\t3600\tIN\tTXT\t"v=spf1 ip4:127.0.0.1 -all"');
   expect(zone.match(/^inboxd\d{8}[re]\._domainkey\.inboxd\.test\.\t3600\tIN\tTXT\t"v=DKIM1; k=(rsa|ed25519); p=/gm)).toHaveLength(2);
   expect(zone).toContain('_dmarc.inboxd.test.\t3600\tIN\tTXT\t"v=DMARC1; p=quarantine; adkim=r; aspf=r"');
+  // Return paths are on the host name: receivers check SPF there too.
+  expect(zone).toContain('mx.inboxd.test.\t3600\tIN\tTXT\t"v=spf1 ip4:127.0.0.1 -all"');
   expect(zone).toContain("mx.inboxd.test.\t3600\tIN\tA\t127.0.0.1");
   dns.setZoneFile(zone);
 
