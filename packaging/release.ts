@@ -8,8 +8,9 @@ import { basename, join } from "node:path";
 import packageJson from "../package.json";
 
 const root = join(import.meta.dir, "..");
-// The entry points of `bun run build`: the worker threads (SMTP analysis, DKIM signing) are entry
-// points of their own, and an executable built without them does that work on its main thread.
+// The entry points of `bun run build`: the worker threads (SMTP analysis, DKIM signing, WAL
+// checkpoints) are entry points of their own, and an executable built without them does that
+// work on its main thread.
 const entryPoints = packageJson.scripts.build.split(/\s+/).filter((argument) => argument.endsWith(".ts"));
 const targets = [
   { target: "bun-linux-x64", file: "dist/inboxd-linux-x64" },

@@ -4,7 +4,11 @@
  */
 export function resource<T extends { id: string }>(fields: T): T & { _id: string } {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(fields)) if (value !== null && value !== undefined) out[key] = value;
+  // for-in rather than Object.entries: no array per field, on every resource of every response.
+  for (const key in fields) {
+    const value = fields[key];
+    if (value !== null && value !== undefined) out[key] = value;
+  }
   out._id = fields.id;
   return out as T & { _id: string };
 }

@@ -3,6 +3,7 @@
  * join) and stops them in reverse order, bounded by INBOXD_SHUTDOWN_TIMEOUT_MS.
  */
 import type { App } from "./app";
+import { startCheckpoints } from "./db/checkpoints";
 import { createHttpApp } from "./http/app";
 import { startOutboundQueue } from "./outbound/queue";
 import { ensureServiceDkimKeys } from "./outbound/service-domain";
@@ -47,6 +48,8 @@ function startHttp(app: App): RunningPart {
 export async function startServices(app: App): Promise<Running> {
   const parts: RunningPart[] = [];
   try {
+    // First, so it stops last: it writes the database until every other part is done with it.
+    parts.push(startCheckpoints(app));
     parts.push(startHttp(app));
     parts.push(await startSmtp(app));
     await ensureServiceDkimKeys(app);

@@ -3,14 +3,15 @@
 // event), and in the same run to Postfix's smtp-sink and to a bare smtp-server that discards.
 // Two modes: (a) connections reused (smtp-source -d), 20 sessions; (b) one message per
 // connection, 100 sessions. Installs Debian's postfix for smtp-source/smtp-sink when missing.
-// Run: bun bench/smtp-ingest/run.ts [messages]   (BENCH_PROFILE=1: inboxd writes a CPU profile of its main thread)
+// Run: bun bench/smtp-ingest/run.ts [messages]   (BENCH_PROFILE=1: inboxd writes a CPU profile of
+// its main thread, as Markdown and as a .cpuprofile for Chrome's DevTools)
 import { Database } from "bun:sqlite";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, connect, type AddressInfo } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { register, startChildServer, tempDir, testEnv } from "../../test/harness";
 import { startDnsServer } from "../../test/peers/dns-server";
+import { freePort, waitForPort } from "../lib";
 import { benchMessage, senderDomain } from "./message";
 
 const messages = Number(process.argv[2] ?? 20_000);
@@ -29,26 +30,6 @@ function ensureSmtpSource(): void {
   if (install.exitCode !== 0 || !Bun.which("smtp-source")) throw new Error("smtp-source is missing and postfix could not be installed (apt-get install postfix, as root)");
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function waitForPort(port: number): Promise<void> {
-  for (let tries = 0; tries < 200; tries++) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, "127.0.0.1", () => (socket.destroy(), resolve(true)));
-      socket.on("error", () => resolve(false));
-    });
-    if (open) return;
-    await Bun.sleep(25);
-  }
-  throw new Error(`nothing listens on port ${port}`);
-}
-
 type Target = { name: string; port: number; pid: number };
 
 // This machine may be shared: beside the rate, the CPU time each server spent per message (all
@@ -60,12 +41,12 @@ function cpuSeconds(statPath: string): number {
   return (Number(fields[11]) + Number(fields[12])) / clockTicks; // utime and stime, fields 14 and 15
 }
 
-/** CPU seconds of a process by kind of thread: its event loop, its Workers, the runtime's own (JIT, GC). */
+/** CPU seconds of a process by kind of thread: its event loop, its Workers, the runtime's own (JIT, GC, I/O). */
 function cpuByThread(pid: number): Record<string, number> {
   const byKind: Record<string, number> = {};
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
-    const kind = Number(tid) === pid ? "event loop" : comm === "Worker" ? "analysis worker" : "JIT, GC, runtime";
+    const kind = Number(tid) === pid ? "event loop" : comm === "Worker" ? "workers (analysis, WAL checkpoints)" : "runtime (JIT, GC, I/O pool)";
     byKind[kind] = (byKind[kind] ?? 0) + cpuSeconds(`/proc/${pid}/task/${tid}/stat`);
   }
   return byKind;
@@ -99,7 +80,7 @@ async function startInboxd(dataDir: string, dnsServer: string) {
     INBOXD_SMTP_MAX_CONNECTIONS: "1000",
     INBOXD_SMTP_MAX_CONNECTIONS_PER_IP: "1000",
   });
-  const profile = process.env.BENCH_PROFILE ? ["--cpu-prof-md", `--cpu-prof-dir=${profileDir}`] : [];
+  const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`] : [];
   const child = await startChildServer(env, { command: [process.execPath, ...profile, join(import.meta.dir, "../../src/main.ts")] });
   const { apiKey } = await register(child.api);
   const inbox = await child.api.post("/v1/inboxes", { email: recipient }, apiKey.key);
@@ -162,7 +143,7 @@ try {
   console.log(`  inboxd stored all ${stored.toLocaleString("en-US")} messages it accepted`);
 } finally {
   await inboxd?.kill("SIGTERM");
-  if (process.env.BENCH_PROFILE) console.log(`  inboxd's CPU profile (markdown): ${profileDir}`);
+  if (process.env.BENCH_PROFILE) console.log(`  inboxd's CPU profile (.md and .cpuprofile): ${profileDir}`);
   sink.kill();
   bare.proc.kill();
   await dns.close();

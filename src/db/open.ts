@@ -5,6 +5,15 @@ import { join } from "node:path";
 
 export class DataDirLockedError extends Error {}
 
+const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+/** SQLite's default: a commit that takes the WAL past this many pages checkpoints it. */
+const CHECKPOINT_ON_COMMIT_PAGES = 1000;
+/**
+ * Past this many pages (64 MiB of 4 KiB pages) a WAL that never emptied under a steady stream of
+ * commits is emptied by a RESTART checkpoint, which holds the writer for the last pages only.
+ */
+const RESTART_WAL_PAGES = 16 * 1024;
+
 export interface OpenedDatabase {
   sqlite: Database;
   close(): void;
@@ -40,6 +49,9 @@ export function openDatabase(dataDir: string): OpenedDatabase {
   sqlite.exec("PRAGMA foreign_keys = ON");
   sqlite.exec("PRAGMA busy_timeout = 5000");
   sqlite.exec("PRAGMA temp_store = MEMORY");
+  // The WAL file is reused after each checkpoint that empties it; past this size it is also
+  // truncated then, so that one long burst of mail does not hold its disk space for good.
+  sqlite.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
   return {
     sqlite,
     close() {
@@ -47,4 +59,47 @@ export function openDatabase(dataDir: string): OpenedDatabase {
       lock.close();
     },
   };
+}
+
+/**
+ * Runs `commit` (a whole transaction) with `synchronous = NORMAL`: in WAL mode its COMMIT then
+ * writes the WAL without waiting for the disk, and the caller owes an fsync of the WAL before it
+ * reports the commit (store/group-commit.ts does it off the event loop). FULL again afterwards, so
+ * every other commit is on disk when it returns.
+ */
+export function commitWithoutWaitingForDisk<T>(sqlite: Database, commit: () => T): T {
+  sqlite.exec("PRAGMA synchronous = NORMAL");
+  try {
+    return commit();
+  } finally {
+    sqlite.exec("PRAGMA synchronous = FULL");
+  }
+}
+
+/**
+ * Whether commits on this connection checkpoint the WAL themselves (SQLite's default), or leave it
+ * to a connection of their own on another thread (./checkpoints).
+ */
+export function setCheckpointOnCommit(sqlite: Database, enabled: boolean): void {
+  sqlite.exec(`PRAGMA wal_autocheckpoint = ${enabled ? CHECKPOINT_ON_COMMIT_PAGES : 0}`);
+}
+
+/** A second connection to the data dir's database that only checkpoints its WAL (./checkpoint-worker). */
+export function openCheckpointConnection(dataDir: string): Database {
+  const sqlite = new Database(join(dataDir, "inboxd.db"), { create: false, strict: true });
+  // A checkpoint syncs the WAL before it copies pages into the database, and the database after.
+  sqlite.exec("PRAGMA synchronous = FULL");
+  // Only the RESTART checkpoint waits, for the writer's current transaction.
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  return sqlite;
+}
+
+/**
+ * Copies what the WAL holds into the database file. PASSIVE neither waits for the writer nor
+ * holds it up; the writer starts the WAL over at its next transaction once all of it is copied.
+ * A WAL that grew past RESTART_WAL_PAGES because that moment never came is emptied by RESTART.
+ */
+export function checkpointWal(sqlite: Database): void {
+  const { log } = sqlite.query<{ log: number }, []>("PRAGMA wal_checkpoint(PASSIVE)").get()!;
+  if (log > RESTART_WAL_PAGES) sqlite.query("PRAGMA wal_checkpoint(RESTART)").get();
 }

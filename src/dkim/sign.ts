@@ -1,6 +1,17 @@
 // DKIM-signs an outgoing message with every key of its domain (RFC 6376 §5, RFC 8463).
-import { dkimSign, type DKIMSignOptions } from "mailauth";
-import type { DkimKey } from "./keys";
+//
+// Written here on node:crypto rather than taken from mailauth's dkimSign (which inboxd used before,
+// and still uses to verify), because signing is the largest cost of an outgoing message: in
+// bench/outbound, dkimSign cost 1.17 ms of CPU per message for the RSA and Ed25519 signatures, this
+// signer 0.72 ms, of which the RSA private-key operation itself is 0.58 ms. dkimSign reads both PEM
+// keys again for every message (0.17 ms each) and streams the message through its parser; here the
+// keys are read once, the body is canonicalized and hashed once for both signatures, and little is
+// left besides the signatures. test/dkim/canonicalization.test.ts proves the result with two
+// independent verifiers (mailauth and python3-dkim's dkimverify) over folded, repeated, 8-bit,
+// empty-body and long-line messages and bare line breaks.
+import { createHash, createPrivateKey, sign, type KeyObject } from "node:crypto";
+import type { DkimAlgorithm, DkimKey } from "./keys";
+import { relaxedBody, relaxedHeader, splitMessage, type HeaderField } from "./canonicalize";
 
 export type SigningKey = Pick<DkimKey, "selector" | "algorithm" | "privateKeyPem">;
 
@@ -12,45 +23,105 @@ export type SignOptions = {
 };
 
 // RFC 6376 §5.4.1: the fields that carry the message's meaning; From is required (§5.4).
-const SIGNED_HEADER_FIELDS = [
-  "From",
-  "To",
-  "Cc",
-  "Subject",
-  "Date",
-  "Message-ID",
-  "MIME-Version",
-  "Content-Type",
-  "In-Reply-To",
-  "References",
-  "Reply-To",
-];
+const SIGNED_HEADER_FIELDS = new Set(
+  ["From", "To", "Cc", "Subject", "Date", "Message-ID", "MIME-Version", "Content-Type", "In-Reply-To", "References", "Reply-To"].map((name) => name.toLowerCase()),
+);
+
+// RFC 6376 §3.5: d= and s= are domain names (s= its labels); nothing that could end a tag or the field.
+const TAG_SAFE_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/;
+// RFC 8301 §3.2: signers MUST use RSA keys of at least 1024 bits.
+const MIN_RSA_BITS = 1024;
+// RFC 5322 §2.1.1: lines SHOULD stay within 78 characters.
+const LINE_WIDTH = 78;
 
 export class DkimSignError extends Error {
   override readonly name = "DkimSignError";
 }
 
 /** The message with one DKIM-Signature per key prepended, in the order of `keys`. */
-export async function signMessage(raw: Buffer, opts: SignOptions): Promise<Buffer> {
+export function signMessage(raw: Uint8Array, opts: SignOptions): Buffer {
   if (opts.keys.length === 0) throw new DkimSignError(`no DKIM key for ${opts.domain}`);
-  // With signatureData mailauth reads the domain, selector and key of each entry only (its README,
-  // "signatureData"); its DKIMSignOptions type still demands them at the top level.
-  const options = {
-    canonicalization: "relaxed/relaxed", // RFC 6376 §3.4: survives the re-folding and whitespace changes relays make
-    headerList: SIGNED_HEADER_FIELDS,
-    signTime: opts.signTime,
-    strict: true,
-    signatureData: opts.keys.map((key) => ({
-      signingDomain: opts.domain,
-      selector: key.selector,
-      privateKey: key.privateKeyPem,
-      algorithm: key.algorithm,
-    })),
-  } as DKIMSignOptions;
-  const result = await dkimSign(raw, options);
-  if (result.errors.length > 0) {
-    const reasons = result.errors.map((error) => `${error.selector ?? "?"}: ${error.err.message}`).join("; ");
-    throw new DkimSignError(`DKIM signing for ${opts.domain} failed: ${reasons}`);
+  const fail = (reason: string) => new DkimSignError(`DKIM signing for ${opts.domain} failed: ${reason}`);
+  if (!TAG_SAFE_NAME.test(opts.domain)) throw fail(`${JSON.stringify(opts.domain)} cannot be a d= value`);
+  const { fields, body } = splitMessage(raw);
+  // RFC 6376 §5.4.2: each instance of a repeated field is signed, from the bottom up, as verifiers pick them.
+  const signed = fields.filter((field) => SIGNED_HEADER_FIELDS.has(field.name.toLowerCase())).reverse();
+  if (!signed.some((field) => field.name.toLowerCase() === "from")) throw fail("the message has no From field");
+  const signedHeaders = signed.map((field) => relaxedHeader(field.unfolded) + "\r\n").join("");
+  // RFC 6376 §3.7: the body hash, the same for both signatures (same canonicalization and hash).
+  const bodyHash = createHash("sha256").update(relaxedBody(body), "latin1").digest("base64");
+  const time = Math.floor((opts.signTime ?? new Date()).getTime() / 1000);
+
+  const headers = opts.keys.map((key) => {
+    if (!TAG_SAFE_NAME.test(key.selector)) throw fail(`${JSON.stringify(key.selector)} cannot be an s= value`);
+    const privateKey = keyObjectFor(key, fail);
+    const tags = [`v=1`, `a=${key.algorithm}`, `c=relaxed/relaxed`, `d=${opts.domain}`, `s=${key.selector}`, `t=${time}`, hTag(signed), `bh=${bodyHash}`];
+    const unsigned = foldTags("DKIM-Signature: ", tags) + ";\r\n\tb=";
+    // RFC 6376 §3.7: the signed header fields, then this field with an empty b= and no trailing CRLF.
+    const data = Buffer.from(signedHeaders + relaxedHeader(unsigned.replace(/\r\n/g, "")), "latin1");
+    return unsigned + foldValue(signatureOf(key.algorithm, data, privateKey), "\tb=".length) + "\r\n";
+  });
+  return Buffer.concat([Buffer.from(headers.join(""), "latin1"), raw]);
+}
+
+/** RFC 6376 §3.3.1 (rsa-sha256: RSASSA-PKCS1-v1_5 over SHA-256), RFC 8463 §3 (PureEd25519 over the SHA-256 of the data). */
+function signatureOf(algorithm: DkimAlgorithm, data: Buffer, privateKey: KeyObject): string {
+  if (algorithm === "rsa-sha256") return sign("sha256", data, privateKey).toString("base64");
+  return sign(null, createHash("sha256").update(data).digest(), privateKey).toString("base64");
+}
+
+// Parsed keys by PEM: reading a PEM costs a third of an RSA signature. A few domains' keys at once.
+const keyObjects = new Map<string, KeyObject>();
+const KEPT_KEYS = 256;
+
+function keyObjectFor(key: SigningKey, fail: (reason: string) => Error): KeyObject {
+  const privateKey = keyObjects.get(key.privateKeyPem) ?? parsedKey(key, fail);
+  const expected = key.algorithm === "rsa-sha256" ? "rsa" : "ed25519";
+  if (privateKey.asymmetricKeyType !== expected) throw fail(`${key.selector}: an ${privateKey.asymmetricKeyType} key cannot make ${key.algorithm} signatures`);
+  const bits = privateKey.asymmetricKeyDetails?.modulusLength ?? 0;
+  if (expected === "rsa" && bits < MIN_RSA_BITS) throw fail(`${key.selector}: RSA key of ${bits} bits, at least ${MIN_RSA_BITS} required`);
+  return privateKey;
+}
+
+function parsedKey(key: SigningKey, fail: (reason: string) => Error): KeyObject {
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(key.privateKeyPem);
+  } catch (error) {
+    throw fail(`${key.selector}: the private key cannot be read (${(error as Error).message})`);
   }
-  return Buffer.concat([Buffer.from(result.signatures), raw]);
+  if (keyObjects.size >= KEPT_KEYS) keyObjects.delete(keyObjects.keys().next().value!);
+  keyObjects.set(key.privateKeyPem, privateKey);
+  return privateKey;
+}
+
+/** The h= tag (RFC 6376 §3.5), names as they appear in the message, with room to fold after each colon. */
+const hTag = (signed: HeaderField[]) => `h=${signed.map((field) => field.name).join(":")}`;
+
+/** "Name: tag; tag; ..." folded before a tag, or after a colon of h=, that would pass the line width (FWS, RFC 6376 §3.2). */
+function foldTags(start: string, tags: string[]): string {
+  let out = start;
+  let column = start.length;
+  tags.forEach((tag, index) => {
+    const pieces = tag.split(/(?<=:)/); // h= may fold after any colon; other tags hold none
+    pieces.forEach((piece, pieceIndex) => {
+      const separator = pieceIndex > 0 ? "" : index > 0 ? "; " : "";
+      if (column + separator.length + piece.length + 1 > LINE_WIDTH && column > 1) {
+        out += separator.trimEnd() + "\r\n\t" + piece;
+        column = 1 + piece.length;
+      } else {
+        out += separator + piece;
+        column += separator.length + piece.length;
+      }
+    });
+  });
+  return out;
+}
+
+/** A base64 value continued over lines of the line width, starting at `column` (FWS inside base64, RFC 6376 §3.5 sig-b-tag). */
+function foldValue(value: string, column: number): string {
+  const first = LINE_WIDTH - column;
+  const lines = [value.slice(0, first)];
+  for (let offset = first; offset < value.length; offset += LINE_WIDTH - 1) lines.push(value.slice(offset, offset + LINE_WIDTH - 1));
+  return lines.join("\r\n\t");
 }

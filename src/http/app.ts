@@ -19,7 +19,11 @@ import { consoleRoutes } from "./routes/console";
 export const rateLimitHeaders = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy", "Retry-After"];
 
 export function createHttpApp(app: App) {
-  return new Elysia()
+  // Elysia's builder methods return the instance itself: `http.routes` holds every route added below.
+  const http = new Elysia();
+  /** Whether the route (method and path pattern) declares a body schema. */
+  const hasBodySchema = (method: string, path: string) => http.routes.some((route) => route.method === method && route.path === path && route.hooks.body !== undefined);
+  return http
     .use(
       cors({
         origin: "*",
@@ -29,7 +33,7 @@ export function createHttpApp(app: App) {
         exposeHeaders: rateLimitHeaders,
       }),
     )
-    .onParse(({ request, contentType }) => parseJsonBody(request, contentType))
+    .onParse(({ request, contentType, route }) => parseJsonBody(request, contentType, () => hasBodySchema(request.method, route)))
     .onError(({ code, error, set, request }) => {
       const reply = toErrorReply(code, error, app.log, `${request.method} ${new URL(request.url).pathname}`);
       set.status = reply.status;

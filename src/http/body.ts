@@ -2,7 +2,7 @@
  * Request bodies: JSON only, at most 20 MiB, counted while streaming so an oversized upload is
  * refused at the byte that crosses the limit instead of after buffering all of it.
  */
-import { ServiceError } from "../errors";
+import { invalid, ServiceError } from "../errors";
 
 export const maxBodyBytes = 20 * 1024 * 1024;
 
@@ -28,15 +28,25 @@ async function readLimited(request: Request): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** Elysia's parse hook: undefined for an empty body, a parsed value for JSON, 400 otherwise. */
-export async function parseJsonBody(request: Request, contentType: string): Promise<unknown> {
+const isJsonObject = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * Elysia's parse hook: undefined for an empty body, a parsed value for JSON, 400 otherwise. On a
+ * route with a body schema, JSON that is not an object (`"x"`, `[]`, `3`, `null`) is 422: Elysia's
+ * normalising would read it as `{}`, which a schema of optional fields accepts. `hasBodySchema`
+ * is asked only then.
+ */
+export async function parseJsonBody(request: Request, contentType: string, hasBodySchema: () => boolean): Promise<unknown> {
   const text = await readLimited(request);
   if (text.length === 0) return undefined;
   const mediaType = contentType.split(";")[0]!.trim().toLowerCase();
   if (mediaType !== "application/json") throw new ServiceError("malformed", "Content-Type must be application/json");
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw new ServiceError("malformed", "Malformed JSON body");
   }
+  if (!isJsonObject(value) && hasBodySchema()) throw invalid("body: must be a JSON object");
+  return value;
 }

@@ -1,9 +1,11 @@
 // Outgoing messages: turns plain values into the RFC 5322 bytes inboxd stores,
-// signs and delivers, via nodemailer's MailComposer.
+// signs and delivers, via nodemailer's MailComposer (or, for the common 7bit
+// message, compose-7bit.ts, which writes the same bytes directly).
 
 import { randomBytes } from "node:crypto";
 import MailComposer from "nodemailer/lib/mail-composer";
 import { parseAddress } from "./address";
+import { compose7bit } from "./compose-7bit";
 
 export interface ComposeAttachment {
   filename?: string;
@@ -61,29 +63,43 @@ export function envelopeRecipients(input: Pick<ComposeInput, "to" | "cc" | "bcc"
   return [...byMailbox.values()];
 }
 
+/** A message ready to write: addresses in wire form, header text cleaned, ids in brackets. */
+export interface PreparedMessage {
+  from: string;
+  /** Empty when there is none. */
+  fromName: string;
+  to: string[];
+  cc: string[];
+  subject: string;
+  messageId: string;
+  date: Date;
+  /** Empty when there is none. */
+  inReplyTo: string;
+  references: string[];
+  text?: string;
+  html?: string;
+  attachments: ComposeAttachment[];
+}
+
 /**
- * Builds the message: text/plain, text/html, or multipart/alternative when both
- * are given, wrapped in multipart/mixed when there are attachments. Addresses
- * must be valid (it throws otherwise); text that ends up in headers is cleaned
- * of control characters so no input can add a header field.
+ * Checks and cleans the input: addresses must be valid (it throws otherwise); text that ends up
+ * in headers is cleaned of control characters so no input can add a header field.
  */
-export async function composeMessage(input: ComposeInput): Promise<Buffer> {
+export function prepareMessage(input: ComposeInput): PreparedMessage {
   const messageId = cleanMessageId(input.messageId);
   if (!messageId) throw new Error("composeMessage: messageId is empty");
-  const inReplyTo = input.inReplyTo === undefined ? "" : cleanMessageId(input.inReplyTo);
-  const references = (input.references ?? []).map(cleanMessageId).filter((id) => id !== "");
   // Bcc goes in no header, but an invalid one is still refused.
   (input.bcc ?? []).forEach((address, i) => wireAddress(address, `bcc ${i + 1}`));
-
-  const composer = new MailComposer({
-    from: { name: cleanHeaderText(input.fromName ?? ""), address: wireAddress(input.from, "from") },
-    to: input.to.map((address, i) => ({ address: wireAddress(address, `to ${i + 1}`) })),
-    cc: (input.cc ?? []).map((address, i) => ({ address: wireAddress(address, `cc ${i + 1}`) })),
+  return {
+    from: wireAddress(input.from, "from"),
+    fromName: cleanHeaderText(input.fromName ?? ""),
+    to: input.to.map((address, i) => wireAddress(address, `to ${i + 1}`)),
+    cc: (input.cc ?? []).map((address, i) => wireAddress(address, `cc ${i + 1}`)),
     subject: cleanHeaderText(input.subject),
     messageId,
     date: input.date,
-    inReplyTo: inReplyTo || undefined,
-    references: references.length > 0 ? references : undefined,
+    inReplyTo: input.inReplyTo === undefined ? "" : cleanMessageId(input.inReplyTo),
+    references: (input.references ?? []).map(cleanMessageId).filter((id) => id !== ""),
     text: input.text,
     html: input.html,
     attachments: (input.attachments ?? []).map((attachment) => ({
@@ -91,6 +107,33 @@ export async function composeMessage(input: ComposeInput): Promise<Buffer> {
       contentType: cleanContentType(attachment.contentType),
       content: attachment.content,
     })),
+  };
+}
+
+/**
+ * Builds the message: text/plain, text/html, or multipart/alternative when both
+ * are given, wrapped in multipart/mixed when there are attachments. Throws on an
+ * invalid address (see prepareMessage).
+ */
+export async function composeMessage(input: ComposeInput): Promise<Buffer> {
+  const message = prepareMessage(input);
+  return compose7bit(message) ?? composeMime(message);
+}
+
+/** Any message, through nodemailer's MailComposer. */
+export function composeMime(message: PreparedMessage): Promise<Buffer> {
+  const composer = new MailComposer({
+    from: { name: message.fromName, address: message.from },
+    to: message.to.map((address) => ({ address })),
+    cc: message.cc.map((address) => ({ address })),
+    subject: message.subject,
+    messageId: message.messageId,
+    date: message.date,
+    inReplyTo: message.inReplyTo || undefined,
+    references: message.references.length > 0 ? message.references : undefined,
+    text: message.text,
+    html: message.html,
+    attachments: message.attachments,
     // RFC 5322 §2.1: lines end in CRLF, whatever the text fields contain.
     newline: "win",
   });

@@ -29,8 +29,14 @@ export interface OutboundQueue extends RunningPart {
 
 /** How often the database is asked for newly due deliveries. */
 const pollIntervalMs = 250;
-/** Messages a lane holds claimed ahead, so that it never waits for a turn between two of them. */
-const laneBacklog = 32;
+/**
+ * Messages a lane holds claimed ahead, so that it never waits for a turn between two of them: its
+ * claims are signed ahead on the signing threads, which a short backlog leaves without work while
+ * the lane sends its last ones and waits for the next turn. Measured with bench/outbound: 32 made
+ * four times the turns (each a commit) and 10 to 20 % fewer messages a second than 128. Claimed
+ * messages that a crash leaves unsent go out when their retry falls due, as any claimed try does.
+ */
+const laneBacklog = 128;
 /**
  * While every lane has work, outcomes are recorded at most this often: one commit (one fsync)
  * then covers several messages. It bounds what a crash can make inboxd send twice.

@@ -16,7 +16,7 @@ export type SignRequest =
 export type SignReply = { id: number; signed: Uint8Array } | { id: number; error: string };
 
 export interface Signer {
-  sign(raw: Buffer, options: Required<SignOptions>): Promise<Buffer>;
+  sign(raw: Uint8Array, options: Required<SignOptions>): Promise<Buffer>;
   close(): void;
 }
 
@@ -35,7 +35,7 @@ export function createSigner(log: Logger, threads = defaultSigningThreads()): Si
   return {
     sign(raw, options) {
       const alive = closed ? [] : usable();
-      if (alive.length === 0) return signMessage(raw, options);
+      if (alive.length === 0) return new Promise((resolve) => resolve(signMessage(raw, options)));
       // The least busy thread: messages differ in size.
       return alive.reduce((best, thread) => (thread.pending < best.pending ? thread : best)).sign(raw, options);
     },
@@ -70,7 +70,7 @@ class SigningThread {
     return this.waiting.size;
   }
 
-  sign(raw: Buffer, options: Required<SignOptions>): Promise<Buffer> {
+  sign(raw: Uint8Array, options: Required<SignOptions>): Promise<Buffer> {
     let keySet = this.keySets.get(options.keys);
     if (keySet === undefined) {
       keySet = this.nextId++;

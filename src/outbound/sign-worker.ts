@@ -9,7 +9,7 @@ declare const self: Worker;
 const keySets = new Map<number, { domain: string; keys: SigningKey[] }>();
 const keptKeySets = 256;
 
-self.onmessage = async ({ data: request }: MessageEvent<SignRequest>) => {
+self.onmessage = ({ data: request }: MessageEvent<SignRequest>) => {
   if (request.type === "keys") {
     keySets.set(request.keySet, { domain: request.domain, keys: request.keys });
     if (keySets.size > keptKeySets) keySets.delete(keySets.keys().next().value!);
@@ -19,7 +19,7 @@ self.onmessage = async ({ data: request }: MessageEvent<SignRequest>) => {
   try {
     const keySet = keySets.get(request.keySet);
     if (!keySet) throw new Error(`unknown key set ${request.keySet}`);
-    const signed = await signMessage(Buffer.from(request.raw), { ...keySet, signTime: new Date(request.signTime) });
+    const signed = signMessage(request.raw, { ...keySet, signTime: new Date(request.signTime) });
     reply = { id: request.id, signed };
   } catch (error) {
     reply = { id: request.id, error: (error as Error).message };

@@ -10,9 +10,9 @@ export class NoSigningKeyError extends Error {
 }
 
 /**
- * The active keys of each From domain, read for every message (a rotation takes effect at once),
- * handed out as the same array while they stay the same, so the signing threads receive each key
- * set once (sign-pool.ts).
+ * The active keys of each From domain, checked for every message (a rotation takes effect at once)
+ * by their ids alone, read in full only when they changed, and handed out as the same array while
+ * they stay the same, so the signing threads receive each key set once (sign-pool.ts).
  */
 export class SigningKeys {
   private readonly current = new Map<string, { ids: string; keys: DkimKeyRow[] }>();
@@ -20,17 +20,18 @@ export class SigningKeys {
   constructor(private readonly app: App) {}
 
   forDomain(domain: string): DkimKeyRow[] {
-    const keys = this.app.store.dkimKeys.activeForDomain(domain);
-    const ids = keys.map((key) => key.id).join(",");
+    const { dkimKeys } = this.app.store;
+    const ids = dkimKeys.activeIdsForDomain(domain).join(",");
     const known = this.current.get(domain);
     if (known?.ids === ids) return known.keys;
-    this.current.set(domain, { ids, keys });
+    const keys = dkimKeys.activeForDomain(domain);
+    this.current.set(domain, { ids: keys.map((key) => key.id).join(","), keys });
     return keys;
   }
 }
 
 /** The message with an RSA and an Ed25519 DKIM-Signature of d=<From domain> prepended (RFC 6376, RFC 8463). */
-export async function signOutgoing(keys: SigningKeys, signer: Signer, from: string, raw: Buffer, signTime: Date): Promise<Buffer> {
+export async function signOutgoing(keys: SigningKeys, signer: Signer, from: string, raw: Uint8Array, signTime: Date): Promise<Buffer> {
   const domain = parseAddress(from)?.domain;
   if (!domain) throw new NoSigningKeyError(`the From address ${JSON.stringify(from)} has no domain to sign for`);
   const active = keys.forDomain(domain);

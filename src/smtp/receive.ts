@@ -9,7 +9,6 @@ import { processReturnedReport } from "../outbound/return-path";
 import type { InboxRow } from "../store/inboxes";
 import type { AnalysisPool } from "./analysis-pool";
 import type { Analysis } from "./analyze";
-import type { GroupCommit } from "./group-commit";
 import { dataDefect, type DataDefect } from "./line-breaks";
 import type { RecipientTarget } from "./recipients";
 import { SmtpReply } from "./replies";
@@ -18,7 +17,6 @@ import { receivedField, type TraceDetails } from "./trace";
 export interface Receiver {
   app: App;
   analysis: AnalysisPool;
-  commits: GroupCommit;
 }
 
 /** An accepted RCPT: the address as it will show in our Received field, and where it goes. */
@@ -77,7 +75,8 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
   const id = transactionId(session);
   const time = app.clock.date();
   const copies = forInboxes.map(({ inbox, address }) => ({ inbox, raw: tracedCopy(app, session, analysis, { id, recipient: address, time }) }));
-  await receiver.commits.run(() => {
+  // Sessions whose messages are ready together share one commit; the 250 waits until it is on disk.
+  await app.store.transactionBatched(() => {
     for (const { inbox, raw } of copies) storeReceivedMessage(app, { inbox, parsed: analysis.parsed, raw, authentication: analysis.authentication });
   });
   return `Message accepted as ${id}`;

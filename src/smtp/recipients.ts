@@ -3,7 +3,8 @@
 // is refused in the dialogue, so inboxd never relays and never bounces to a forged sender.
 import type { App } from "../app";
 import { isHostedDomain } from "../domains/hosted";
-import { baseAddress, normalizeAddress, parseAddress } from "../mail/address";
+import { inboxForAddress } from "../inboxes/service";
+import { parseAddress } from "../mail/address";
 import { parseReturnPath } from "../outbound/return-path";
 import type { InboxRow } from "../store/inboxes";
 import { SmtpReply } from "./replies";
@@ -21,9 +22,7 @@ export function routeRecipient(app: App, address: string): RecipientTarget {
   if (!isHostedDomain(app, parsed.domain)) throw new SmtpReply(550, "5.7.1", "Relaying denied");
 
   // RFC 5233 subaddressing: `name+tag@domain` reaches `name@domain` unless `name+tag` is an inbox itself.
-  const exact = normalizeAddress(parsed.address)!;
-  const base = baseAddress(parsed.address)!;
-  const inbox = app.store.inboxes.findByEmail(exact) ?? (base === exact ? undefined : app.store.inboxes.findByEmail(base));
+  const inbox = inboxForAddress(app, parsed.address);
   if (!inbox) throw new SmtpReply(550, "5.1.1", "No such user here");
   return { kind: "inbox", inbox };
 }

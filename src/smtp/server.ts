@@ -8,7 +8,6 @@ import type { App } from "../app";
 import { normalizeAddress } from "../mail/address";
 import type { RunningPart } from "../serve";
 import { createAnalysisPool } from "./analysis-pool";
-import { createGroupCommit } from "./group-commit";
 import { InboxdSmtpServer } from "./inboxd-server";
 import { readMessageData, receiveMessage, type Receiver, type Recipient } from "./receive";
 import { routeRecipient } from "./recipients";
@@ -30,7 +29,7 @@ const QUIET_ERRORS = new Set(["ECONNRESET", "EPIPE", "ETIMEDOUT", "ERR_TLS_HANDS
 export async function startSmtp(app: App): Promise<RunningPart> {
   const { config, log } = app;
   const analysis = createAnalysisPool({ workers: config.smtpWorkers, authservId: config.hostname, dnsServers: config.dnsServers, log });
-  const receiver: Receiver = { app, analysis, commits: createGroupCommit(app.store) };
+  const receiver: Receiver = { app, analysis };
   const recipients = new WeakMap<SMTPServerAddress, Recipient>();
   const { cert, key } = loadTlsCertificate(app);
 

@@ -9,65 +9,79 @@ export type MembershipRow = typeof memberships.$inferSelect;
 export type AccessTokenRow = typeof accessTokens.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
-export const accountsStore = (db: Db) => ({
-  insertUser(row: UserRow) {
-    db.insert(users).values(row).run();
-  },
-  /** The column is `COLLATE NOCASE`: emails match case-insensitively. */
-  findUserByEmail(email: string): UserRow | undefined {
-    return db.select().from(users).where(eq(users.email, email)).get();
-  },
-  findUser(id: string): UserRow | undefined {
-    return db.select().from(users).where(eq(users.id, id)).get();
-  },
+export const accountsStore = (db: Db) => {
+  // Prepared once: the auth guards run these on every request (building a drizzle query costs
+  // more than the indexed look-up itself).
+  const apiKeyByHash = db.select().from(apiKeys).where(eq(apiKeys.keyHash, sql.placeholder("keyHash"))).prepare();
+  const touchApiKey = db.update(apiKeys).set({ lastUsedAt: sql`${sql.placeholder("now")}` }).where(eq(apiKeys.id, sql.placeholder("id"))).prepare();
+  const accessTokenByHash = db.select().from(accessTokens).where(eq(accessTokens.tokenHash, sql.placeholder("tokenHash"))).prepare();
+  const organizationById = db.select().from(organizations).where(eq(organizations.id, sql.placeholder("id"))).prepare();
+  const membership = db
+    .select()
+    .from(memberships)
+    .where(and(eq(memberships.userId, sql.placeholder("userId")), eq(memberships.organizationId, sql.placeholder("organizationId"))))
+    .prepare();
 
-  createOrganization(org: { id: string; name: string }, now: number): OrganizationRow {
-    const row = { ...org, createdAt: now, updatedAt: now };
-    db.insert(organizations).values(row).run();
-    return row;
-  },
-  findOrganization(id: string): OrganizationRow | undefined {
-    return db.select().from(organizations).where(eq(organizations.id, id)).get();
-  },
+  return {
+    insertUser(row: UserRow) {
+      db.insert(users).values(row).run();
+    },
+    /** The column is `COLLATE NOCASE`: emails match case-insensitively. */
+    findUserByEmail(email: string): UserRow | undefined {
+      return db.select().from(users).where(eq(users.email, email)).get();
+    },
+    findUser(id: string): UserRow | undefined {
+      return db.select().from(users).where(eq(users.id, id)).get();
+    },
 
-  insertMembership(row: MembershipRow) {
-    db.insert(memberships).values(row).run();
-  },
-  findMembership(userId: string, organizationId: string): MembershipRow | undefined {
-    return db.select().from(memberships).where(and(eq(memberships.userId, userId), eq(memberships.organizationId, organizationId))).get();
-  },
-  /** Oldest membership first, so the default organization leads. */
-  organizationIdsOfUser(userId: string): string[] {
-    return db.select({ id: memberships.organizationId }).from(memberships).where(eq(memberships.userId, userId)).orderBy(memberships.createdAt, sql`rowid`).all().map((r) => r.id);
-  },
+    createOrganization(org: { id: string; name: string }, now: number): OrganizationRow {
+      const row = { ...org, createdAt: now, updatedAt: now };
+      db.insert(organizations).values(row).run();
+      return row;
+    },
+    findOrganization(id: string): OrganizationRow | undefined {
+      return organizationById.get({ id });
+    },
 
-  insertAccessToken(row: AccessTokenRow) {
-    db.insert(accessTokens).values(row).run();
-  },
-  findAccessTokenByHash(tokenHash: string): AccessTokenRow | undefined {
-    return db.select().from(accessTokens).where(eq(accessTokens.tokenHash, tokenHash)).get();
-  },
-  deleteExpiredAccessTokens(userId: string, now: number) {
-    db.delete(accessTokens).where(and(eq(accessTokens.userId, userId), lte(accessTokens.expiresAt, now))).run();
-  },
+    insertMembership(row: MembershipRow) {
+      db.insert(memberships).values(row).run();
+    },
+    findMembership(userId: string, organizationId: string): MembershipRow | undefined {
+      return membership.get({ userId, organizationId });
+    },
+    /** Oldest membership first, so the default organization leads. */
+    organizationIdsOfUser(userId: string): string[] {
+      return db.select({ id: memberships.organizationId }).from(memberships).where(eq(memberships.userId, userId)).orderBy(memberships.createdAt, sql`rowid`).all().map((r) => r.id);
+    },
 
-  insertApiKey(key: Omit<ApiKeyRow, "lastUsedAt">) {
-    db.insert(apiKeys).values(key).run();
-  },
-  findApiKeyByHash(keyHash: string): ApiKeyRow | undefined {
-    return db.select().from(apiKeys).where(eq(apiKeys.keyHash, keyHash)).get();
-  },
-  touchApiKey(id: string, now: number) {
-    db.update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, id)).run();
-  },
-  findApiKey(organizationId: string, id: string): ApiKeyRow | undefined {
-    return db.select().from(apiKeys).where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.id, id))).get();
-  },
-  /** Newest first; rowid breaks ties between keys created in the same millisecond. */
-  listApiKeys(organizationId: string, page: number, per: number): ApiKeyRow[] {
-    return db.select().from(apiKeys).where(eq(apiKeys.organizationId, organizationId)).orderBy(desc(apiKeys.createdAt), desc(sql`rowid`)).limit(per).offset((page - 1) * per).all();
-  },
-  deleteApiKey(organizationId: string, id: string) {
-    db.delete(apiKeys).where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.id, id))).run();
-  },
-});
+    insertAccessToken(row: AccessTokenRow) {
+      db.insert(accessTokens).values(row).run();
+    },
+    findAccessTokenByHash(tokenHash: string): AccessTokenRow | undefined {
+      return accessTokenByHash.get({ tokenHash });
+    },
+    deleteExpiredAccessTokens(userId: string, now: number) {
+      db.delete(accessTokens).where(and(eq(accessTokens.userId, userId), lte(accessTokens.expiresAt, now))).run();
+    },
+
+    insertApiKey(key: Omit<ApiKeyRow, "lastUsedAt">) {
+      db.insert(apiKeys).values(key).run();
+    },
+    findApiKeyByHash(keyHash: string): ApiKeyRow | undefined {
+      return apiKeyByHash.get({ keyHash });
+    },
+    touchApiKey(id: string, now: number) {
+      touchApiKey.run({ id, now });
+    },
+    findApiKey(organizationId: string, id: string): ApiKeyRow | undefined {
+      return db.select().from(apiKeys).where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.id, id))).get();
+    },
+    /** Newest first; rowid breaks ties between keys created in the same millisecond. */
+    listApiKeys(organizationId: string, page: number, per: number): ApiKeyRow[] {
+      return db.select().from(apiKeys).where(eq(apiKeys.organizationId, organizationId)).orderBy(desc(apiKeys.createdAt), desc(sql`rowid`)).limit(per).offset((page - 1) * per).all();
+    },
+    deleteApiKey(organizationId: string, id: string) {
+      db.delete(apiKeys).where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.id, id))).run();
+    },
+  };
+};

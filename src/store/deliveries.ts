@@ -32,9 +32,9 @@ export interface OutboundMessage {
   status: string;
 }
 
-/** A message with the bytes to send. */
+/** A message with the bytes to send (bun:sqlite reads a BLOB as a plain Uint8Array). */
 export interface SendableMessage extends OutboundMessage {
-  raw: Buffer;
+  raw: Uint8Array;
 }
 
 export interface DeliveryUpdate {

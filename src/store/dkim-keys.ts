@@ -6,25 +6,34 @@ import type { Db } from "./db";
 export type DkimKeyRow = typeof dkimKeys.$inferSelect;
 export type DkimKeyStatus = DkimKeyRow["status"];
 
-export const dkimKeysStore = (db: Db) => ({
-  insert(rows: DkimKeyRow[]) {
-    if (rows.length) db.insert(dkimKeys).values(rows).run();
-  },
-  /** Every key of a domain, oldest first: what its DNS must publish. */
-  forDomain(domain: string): DkimKeyRow[] {
-    return db.select().from(dkimKeys).where(eq(dkimKeys.domain, domain)).orderBy(asc(dkimKeys.createdAt), asc(dkimKeys.selector)).all();
-  },
-  /** The keys that sign mail from a domain now. */
-  activeForDomain(domain: string): DkimKeyRow[] {
-    return db.select().from(dkimKeys).where(and(eq(dkimKeys.domain, domain), eq(dkimKeys.status, "active"))).orderBy(asc(dkimKeys.algorithm)).all();
-  },
-  setStatus(id: string, status: DkimKeyStatus, now: number) {
-    db.update(dkimKeys).set({ status, updatedAt: now }).where(eq(dkimKeys.id, id)).run();
-  },
-  remove(id: string) {
-    db.delete(dkimKeys).where(eq(dkimKeys.id, id)).run();
-  },
-  removeForDomain(domain: string) {
-    db.delete(dkimKeys).where(eq(dkimKeys.domain, domain)).run();
-  },
-});
+export const dkimKeysStore = (db: Db) => {
+  // Asked for every outgoing message (outbound/signing.ts): prepared once, and the ids alone are
+  // cheap to compare with the keys the signer holds, without reading the private keys again.
+  const activeIds = db.$client.query<{ id: string }, [string]>("SELECT id FROM dkim_keys WHERE domain = ?1 AND status = 'active' ORDER BY algorithm, id");
+  return {
+    insert(rows: DkimKeyRow[]) {
+      if (rows.length) db.insert(dkimKeys).values(rows).run();
+    },
+    /** Every key of a domain, oldest first: what its DNS must publish. */
+    forDomain(domain: string): DkimKeyRow[] {
+      return db.select().from(dkimKeys).where(eq(dkimKeys.domain, domain)).orderBy(asc(dkimKeys.createdAt), asc(dkimKeys.selector)).all();
+    },
+    /** The keys that sign mail from a domain now. */
+    activeForDomain(domain: string): DkimKeyRow[] {
+      return db.select().from(dkimKeys).where(and(eq(dkimKeys.domain, domain), eq(dkimKeys.status, "active"))).orderBy(asc(dkimKeys.algorithm), asc(dkimKeys.id)).all();
+    },
+    /** The ids of activeForDomain, in its order. */
+    activeIdsForDomain(domain: string): string[] {
+      return activeIds.all(domain).map((row) => row.id);
+    },
+    setStatus(id: string, status: DkimKeyStatus, now: number) {
+      db.update(dkimKeys).set({ status, updatedAt: now }).where(eq(dkimKeys.id, id)).run();
+    },
+    remove(id: string) {
+      db.delete(dkimKeys).where(eq(dkimKeys.id, id)).run();
+    },
+    removeForDomain(domain: string) {
+      db.delete(dkimKeys).where(eq(dkimKeys.domain, domain)).run();
+    },
+  };
+};

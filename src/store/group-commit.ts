@@ -1,11 +1,17 @@
 /**
- * Group commit. Under `synchronous = FULL` every commit waits for an fsync, which caps
- * one-transaction-per-request writes at the disk's fsync rate. Writes queued here during one
- * turn of the event loop run together in one transaction, each in its own savepoint (a write
- * that throws is rolled back alone), and share one commit. Each caller's promise settles only
- * after that commit, so nothing is reported accepted before it is on disk.
+ * Group commit. A durable commit waits for an fsync of the WAL, and bun:sqlite would wait for it
+ * on the event loop, where it holds up every SMTP session and request for the disk's latency.
+ * Writes queued here run together in one transaction, each in its own savepoint (a write that
+ * throws is rolled back alone), committed without that wait (db/open.ts); the WAL is then synced
+ * by an fdatasync on the runtime's thread pool, and each caller's promise settles only once that
+ * sync is done: nothing is reported accepted before it is on disk, as under `synchronous = FULL`.
+ * One sync runs at a time, and the writes queued meanwhile commit together when it ends: a slow
+ * disk makes larger batches instead of a longer queue, one fsync each. A batch that changed no
+ * row (a queue's turn that found nothing to do) has nothing to sync.
  */
 import type { Database } from "bun:sqlite";
+import { closeSync, fdatasync, openSync } from "node:fs";
+import { commitWithoutWaitingForDisk } from "../db/open";
 
 interface Job {
   write: () => unknown;
@@ -15,40 +21,106 @@ interface Job {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
-export function groupCommit(sqlite: Database) {
-  let queued: Job[] = [];
+/** Makes the commits made so far durable. */
+export type SyncCommits = () => Promise<void>;
 
-  const flush = () => {
-    const jobs = queued;
-    queued = [];
-    const outcomes: Outcome[] = [];
-    try {
-      sqlite.transaction(() => {
-        for (const job of jobs) {
-          try {
-            // Nested: a savepoint inside the shared transaction.
-            outcomes.push({ ok: true, value: sqlite.transaction(job.write).immediate() });
-          } catch (error) {
-            outcomes.push({ ok: false, error });
-          }
-        }
-      }).immediate();
-    } catch (error) {
-      for (const job of jobs) job.reject(error);
-      return;
-    }
-    jobs.forEach((job, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome.ok) job.resolve(outcome.value);
-      else job.reject(outcome.error);
-    });
+export interface GroupCommitOptions {
+  /** Runs in each batch's transaction after its writes (the search index catches up). */
+  beforeCommit?: () => void;
+  /**
+   * Defaults to an fdatasync of the database's WAL. A database that is not in WAL mode (an
+   * in-memory one) commits as its connection is set up, and needs no sync of its own.
+   */
+  syncCommits?: SyncCommits;
+}
+
+export function groupCommit(sqlite: Database, { beforeCommit = () => {}, syncCommits = walSync(sqlite) }: GroupCommitOptions = {}) {
+  let queued: Job[] = [];
+  /** A batch is scheduled, or committed and waiting for its sync. */
+  let busy = false;
+
+  const schedule = () => {
+    if (busy || queued.length === 0) return;
+    busy = true;
+    // setImmediate: after this turn's I/O callbacks, so concurrent requests join the same commit.
+    setImmediate(flush);
   };
 
-  /** Runs `write` (synchronous) in the next shared transaction; settles after its commit. */
+  const totalChanges = sqlite.query<{ changes: number }, []>("SELECT total_changes() AS changes");
+  const changesSoFar = () => totalChanges.get()!.changes;
+
+  /** The outcome of each job, and whether the batch changed any row (table changes do not count). */
+  const commit = (jobs: Job[]): { outcomes: Outcome[]; changed: boolean } => {
+    const before = changesSoFar();
+    const run = () =>
+      sqlite
+        .transaction(() => {
+          const outcomes = jobs.map(({ write }) => runAlone(sqlite, write));
+          beforeCommit();
+          return outcomes;
+        })
+        .immediate();
+    const outcomes = syncCommits ? commitWithoutWaitingForDisk(sqlite, run) : run();
+    return { outcomes, changed: changesSoFar() !== before };
+  };
+
+  async function flush() {
+    const jobs = queued;
+    queued = [];
+    let outcomes: Outcome[];
+    let syncError: unknown;
+    try {
+      const committed = commit(jobs);
+      outcomes = committed.outcomes;
+      if (syncCommits && committed.changed) await syncCommits().catch((error: unknown) => (syncError = error ?? new Error("sync failed")));
+    } catch (error) {
+      outcomes = jobs.map(() => ({ ok: false, error }));
+    }
+    busy = false;
+    schedule();
+    jobs.forEach((job, i) => {
+      const outcome = outcomes[i]!;
+      if (!outcome.ok) job.reject(outcome.error);
+      else if (syncError !== undefined) job.reject(syncError);
+      else job.resolve(outcome.value);
+    });
+  }
+
+  /** Runs `write` (synchronous) in the next shared transaction; settles once its commit is on disk. */
   return <T>(write: () => T): Promise<T> =>
     new Promise<T>((resolve, reject) => {
-      // setImmediate: after this turn's I/O callbacks, so concurrent requests join the same commit.
-      if (queued.length === 0) setImmediate(flush);
       queued.push({ write, resolve: resolve as (value: unknown) => void, reject });
+      schedule();
+    });
+}
+
+/** A failing write rolls back its own savepoint only; the others in the batch still commit. */
+function runAlone(sqlite: Database, write: () => unknown): Outcome {
+  try {
+    // Nested: a savepoint inside the shared transaction.
+    return { ok: true, value: sqlite.transaction(write).immediate() };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/**
+ * fdatasync of the WAL file: it covers every frame written before it, so every commit made so far.
+ * A checkpoint that copies frames into the database file syncs the WAL first and the database after
+ * (SQLite's order), and the WAL starts over only once all of it is in the database, so a commit
+ * never leaves the WAL before it is on disk. Undefined when the database has no WAL.
+ */
+function walSync(sqlite: Database): SyncCommits | undefined {
+  const mode = sqlite.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()?.journal_mode;
+  if (mode !== "wal") return undefined;
+  const walPath = `${sqlite.filename}-wal`;
+  return () =>
+    new Promise<void>((resolve, reject) => {
+      const fd = openSync(walPath, "r");
+      fdatasync(fd, (error) => {
+        closeSync(fd);
+        if (error) reject(error);
+        else resolve();
+      });
     });
 }

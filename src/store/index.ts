@@ -18,19 +18,32 @@ import { webhookQueueStore } from "./webhook-queue";
 import { webhooksStore } from "./webhooks";
 import { messageSearchStore } from "./message-search";
 import { messagesStore } from "./messages";
+import { searchIndexStore } from "./search-index";
 import { sendWindowsStore } from "./send-windows";
 import { suppressionsStore } from "./suppressions";
 import { threadsStore } from "./threads";
 
 export function createStore(sqlite: Database) {
   const db = drizzleOf(sqlite);
+  const searchIndex = searchIndexStore(sqlite);
   return {
     sqlite,
     transaction<T>(fn: () => T): T {
-      return sqlite.transaction(fn).immediate();
+      // Nested: a savepoint of the enclosing transaction, which catches the index up itself.
+      if (sqlite.inTransaction) return sqlite.transaction(fn).immediate();
+      return sqlite
+        .transaction(() => {
+          const value = fn();
+          searchIndex.catchUp();
+          return value;
+        })
+        .immediate();
     },
-    /** Like `transaction`, but shares its commit (one fsync) with the writes queued in the same event-loop turn; see group-commit.ts. */
-    transactionBatched: groupCommit(sqlite),
+    /**
+     * Like `transaction`, but shares its commit with the writes queued meanwhile, and settles once
+     * that commit is on disk, synced off the event loop; see group-commit.ts.
+     */
+    transactionBatched: groupCommit(sqlite, { beforeCommit: searchIndex.catchUp }),
     accounts: accountsStore(db),
     deliveries: deliveriesStore(db),
     dkimKeys: dkimKeysStore(db),

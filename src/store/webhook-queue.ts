@@ -8,6 +8,8 @@ import type { Db } from "./db";
 /** A delivery that is due, with what sending it needs: endpoint, secret and the event. */
 export interface DueDelivery {
   deliveryId: number;
+  /** When it fell due: where it goes back in the queue should its claim be given back. */
+  dueAt: number;
   attempts: number;
   webhookId: string;
   url: string;
@@ -27,6 +29,8 @@ export interface ClaimedAttempt {
   event: string;
   url: string;
   attemptNumber: number;
+  /** The delivery's due time before the claim (DueDelivery.dueAt). */
+  dueAt: number;
   createdAt: number;
   /** When the delivery is tried again should the outcome never be recorded (a crash). */
   retryAt: number;
@@ -47,10 +51,10 @@ export interface AttemptOutcome {
 export const webhookQueueStore = (db: Db) => {
   const sqlite = db.$client;
   // Ordered by due time, then creation order: events to one webhook that are due together go in
-  // the order they happened. Deliveries to URLs already at their concurrency limit are skipped
+  // the order they happened. Deliveries to URLs already at their claim limit are skipped
   // so that they cannot hold the head of the queue, and so are those in flight.
   const due = sqlite.query<DueDelivery, [number, string, string, number]>(`
-    SELECT d.id AS deliveryId, d.attempts AS attempts, d.webhook_id AS webhookId, w.url AS url, w.secret AS secret,
+    SELECT d.id AS deliveryId, d.next_attempt_at AS dueAt, d.attempts AS attempts, d.webhook_id AS webhookId, w.url AS url, w.secret AS secret,
            e.id AS eventId, e.type AS type, e.created_at AS eventCreatedAt, e.inbox_id AS inboxId, e.message_id AS messageId, e.payload AS payload
     FROM webhook_deliveries d
     JOIN webhooks w ON w.id = d.webhook_id
@@ -71,8 +75,8 @@ export const webhookQueueStore = (db: Db) => {
   );
   const setDelivery = sqlite.query<never, [number, string, number | null, number]>("UPDATE webhook_deliveries SET status = ?2, next_attempt_at = ?3, updated_at = ?4 WHERE id = ?1");
   const dropAttempt = sqlite.query<never, [string]>("DELETE FROM webhook_attempts WHERE id = ?1");
-  const unbumpDelivery = sqlite.query<never, [number, number, number]>(`
-    UPDATE webhook_deliveries SET attempts = ?2, updated_at = ?3, next_attempt_at = CASE WHEN status = 'pending' THEN ?3 ELSE next_attempt_at END
+  const unbumpDelivery = sqlite.query<never, [number, number, number, number]>(`
+    UPDATE webhook_deliveries SET attempts = ?2, updated_at = ?3, next_attempt_at = CASE WHEN status = 'pending' THEN ?4 ELSE next_attempt_at END
     WHERE id = ?1`);
   const notPending = sqlite.query<{ id: number }, [string]>(`
     SELECT value AS id FROM json_each(?1) WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = value AND status = 'pending')`);
@@ -97,11 +101,14 @@ export const webhookQueueStore = (db: Db) => {
         bumpDelivery.run(a.deliveryId, a.attemptNumber, a.retryAt, a.createdAt);
       }
     },
-    /** Undoes claims that were never sent: no attempt row, and a pending delivery is due again as before. */
+    /**
+     * Undoes claims that were never sent: no attempt row, and a pending delivery is due again as
+     * before, in its place among those due at the same time (order per webhook holds).
+     */
     releaseAttempts(attempts: ClaimedAttempt[]) {
       for (const a of attempts) {
         dropAttempt.run(a.id);
-        unbumpDelivery.run(a.deliveryId, a.attemptNumber - 1, a.createdAt);
+        unbumpDelivery.run(a.deliveryId, a.attemptNumber - 1, a.createdAt, a.dueAt);
       }
     },
     /** Those of the deliveries that are no longer pending (discarded when their webhook was disabled, or deleted). */

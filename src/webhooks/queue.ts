@@ -2,20 +2,25 @@
  * The webhook queue worker, in charge of every delivery row from the moment it is due. A turn,
  * run from a timer in the process and whenever tries come back, writes in one transaction the
  * outcomes that came back and the claims it makes: for each due delivery, its attempt row, its
- * attempts count and the time of its next try should this one never report back. Only then are
- * the claimed deliveries sent, with bounded concurrency overall and per URL. A turn claims up to
- * `claimAhead` rounds of requests, so that one commit serves many deliveries and a free slot
- * never waits for a commit. The same code path runs after a restart: what is due goes out at once.
+ * attempts count and the time of its next try should this one never report back. The claimed
+ * deliveries are sent only once that transaction is on disk, with bounded concurrency overall and
+ * per URL. The transaction goes through the store's group commit, whose fsync runs off the event
+ * loop: tries in flight go on while a turn's commit reaches the disk. A turn claims up to
+ * `claimAhead` rounds of requests (per URL, only for URLs that answer promptly: url-load.ts), so
+ * that one commit serves many deliveries and a free slot never waits for a commit. One turn runs
+ * at a time. The same code path runs after a restart: what is due goes out at once.
  */
 import type { App } from "../app";
 import { createResolver } from "../dns/resolver";
 import { randomToken } from "../ids";
 import type { RunningPart } from "../serve";
-import type { AttemptOutcome, ClaimedAttempt, DueDelivery } from "../store/webhook-queue";
-import { tryDelivery } from "./deliver";
+import type { ClaimedAttempt, DueDelivery } from "../store/webhook-queue";
+import { createDeliverer } from "./deliver";
 import { envelopeBody } from "./envelope";
-import { failingPeriodBeforeDisableMs, failingReason, goneReason, isGone, isSuccess, maxAttempts, retryDelayMs, type TryResult } from "./policy";
+import { recordOutcomes, type Finished } from "./outcomes";
+import { isGone, maxAttempts, retryDelayMs, type TryResult } from "./policy";
 import type { Lookup } from "./ssrf";
+import { ClaimDepth, UrlCounts } from "./url-load";
 
 export interface WebhookQueue extends RunningPart {
   /** Sends everything due now (by the App's clock) and resolves once every outcome is recorded. */
@@ -24,10 +29,12 @@ export interface WebhookQueue extends RunningPart {
 
 /** How often the database is asked for newly due deliveries. */
 const pollIntervalMs = 250;
-/** Claims made ahead, in rounds of the concurrency limits (overall and per URL). */
-const claimAhead = 4;
+/** Claims made ahead, in rounds of the concurrency limits (overall, and per URL that answers promptly). */
+const claimAhead = 16;
+/** A try that takes this long, or longer, makes its URL slow (url-load.ts: ClaimDepth). */
+const promptTryMs = 1000;
 /** Longest wait before outcomes that came back are written, so that they share a commit. */
-const batchWindowMs = 20;
+const batchWindowMs = 50;
 export const unfinishedAttemptError = "inboxd stopped before the outcome of this try was recorded";
 
 interface Claim {
@@ -35,65 +42,122 @@ interface Claim {
   due: DueDelivery;
 }
 
-interface Finished {
-  attempt: ClaimedAttempt;
-  result: TryResult;
-  finishedAt: number;
+interface Sending {
+  url: string;
+  startedAt: number;
+  done: Promise<void>;
+}
+
+/** What a turn's transaction changed, which the queue's memory follows once it is on disk. */
+interface TurnChanges {
+  /** Claims not sent yet that the turn gave back (their attempt rows deleted). */
+  givenBack: Set<number>;
+  /** New claims, recorded: sent once the commit is on disk. */
+  claims: Claim[];
 }
 
 export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): WebhookQueue {
   const { config, store, clock, log } = app;
-  const lookup = options.lookup ?? createResolver(config.dnsServers).lookupHostAddresses;
+  const deliver = createDeliverer({
+    lookup: options.lookup ?? createResolver(config.dnsServers).lookupHostAddresses,
+    allowPrivate: config.webhookAllowPrivate,
+    timeoutMs: config.webhookTimeoutMs,
+    now: () => clock.now(),
+  });
   const attemptsAllowed = maxAttempts(config.webhookRetryDelays);
   const limits = { sending: config.webhookConcurrency, sendingPerUrl: config.webhookConcurrencyPerUrl };
   const claimLimit = limits.sending * claimAhead;
-  const claimLimitPerUrl = limits.sendingPerUrl * claimAhead;
+  const claimDepth = new ClaimDepth(limits.sendingPerUrl, claimAhead, promptTryMs);
+  const claimLimitOf = (url: string) => claimDepth.limit(url);
 
-  /** Claimed deliveries whose outcome is not recorded yet: waiting, sending, or back. */
+  /** Claimed deliveries whose outcome is not recorded yet: being committed, waiting, sending, or back. */
   const claimed = new Set<number>();
-  const claimedPerUrl = new Counter();
-  /** Claimed and recorded, waiting for a sending slot, in claim order. */
+  const claimedPerUrl = new UrlCounts();
+  /** Claimed and on disk, waiting for a sending slot, in claim order. */
   let waiting: Claim[] = [];
-  const sending = new Map<number, Promise<void>>();
-  const sendingPerUrl = new Counter();
-  /** Webhooks that answered 410 Gone since the last turn: nothing more is sent to them until it disables them. */
+  /** Waiting claims that the turn in progress gives back: not to be sent. */
+  const withheld = new Set<number>();
+  /** Claims of the turn in progress, on their way to disk. */
+  let committing = 0;
+  const sending = new Map<number, Sending>();
+  const sendingPerUrl = new UrlCounts();
+  /** Webhooks that answered 410 Gone: nothing more is sent to them until a turn disables them. */
   const gone = new Set<string>();
   let finished: Finished[] = [];
   /** Whether the last turn left due deliveries behind for want of claim slots. */
   let moreDue = false;
   let stopped = false;
+  /** The turn in progress, and whether another one is wanted right after it. */
+  let current: Promise<void> | undefined;
+  let again = false;
   let soonTurn: ReturnType<typeof setImmediate> | undefined;
   let laterTurn: ReturnType<typeof setTimeout> | undefined;
   let idleWaiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
 
   store.webhookQueue.closeUnfinishedAttempts(clock.now(), unfinishedAttemptError);
 
-  function turn() {
+  /** Starts a turn now, or right after the one in progress. */
+  function requestTurn() {
     cancelScheduledTurn();
+    if (current) {
+      again = true;
+      return;
+    }
+    current = turn()
+      .catch((error: unknown) => {
+        log.error("webhook queue turn failed", { error });
+        settleIdleWaiters(error);
+      })
+      .finally(() => {
+        current = undefined;
+        if (again) {
+          again = false;
+          requestTurn();
+        } else if (claimed.size === 0 && finished.length === 0) settleIdleWaiters();
+      });
+  }
+
+  async function turn() {
     const batch = finished;
     finished = [];
     for (const { attempt } of batch) unclaim(attempt);
-    let changes: { cancelled: Set<number>; claims: Claim[] };
+    const now = clock.now();
+    for (const { url, startedAt } of sending.values()) claimDepth.inFlight(url, now - startedAt);
+    let changes: TurnChanges | undefined;
     try {
-      changes = store.transaction(() => {
-        recordOutcomes(batch);
-        return { cancelled: cancelUnwanted(), claims: stopped ? [] : claimDue() };
+      await store.transactionBatched(() => {
+        recordOutcomes(app, batch);
+        const givenBack = giveBackUnwanted();
+        const claims = stopped ? [] : claimDue();
+        // The queue's memory follows the database at once: given-back claims are not sent, and
+        // new ones count against the limits while their commit reaches the disk.
+        changes = { givenBack, claims };
+        for (const id of givenBack) withheld.add(id);
+        for (const { attempt } of claims) claim(attempt);
+        committing = claims.length;
       });
     } catch (error) {
-      // Rolled back: the outcomes are written by a later turn.
+      // Rolled back: the outcomes are written by a later turn, and the claims stay as they were.
+      committing = 0;
       finished = batch.concat(finished);
       for (const { attempt } of batch) claim(attempt);
+      if (changes) {
+        for (const id of changes.givenBack) withheld.delete(id);
+        for (const { attempt } of changes.claims) unclaim(attempt);
+      }
       throw error;
     }
-    if (changes.cancelled.size > 0) {
-      for (const { attempt } of waiting) if (changes.cancelled.has(attempt.deliveryId)) unclaim(attempt);
-      waiting = waiting.filter((c) => !changes.cancelled.has(c.attempt.deliveryId));
+    const { givenBack, claims } = changes!;
+    committing = 0;
+    if (givenBack.size > 0) {
+      for (const { attempt } of waiting) if (givenBack.has(attempt.deliveryId)) unclaim(attempt);
+      waiting = waiting.filter((c) => !givenBack.has(c.attempt.deliveryId));
+      for (const id of givenBack) withheld.delete(id);
     }
-    gone.clear();
-    for (const { attempt } of changes.claims) claim(attempt);
-    waiting = waiting.concat(changes.claims);
+    // The turn disabled the webhooks that answered 410 in its batch, and gave back their claims.
+    for (const { attempt, result } of batch) if (isGone(result)) gone.delete(attempt.webhookId);
+    waiting = waiting.concat(claims);
     startSending();
-    if (claimed.size === 0 && finished.length === 0) settleIdleWaiters();
   }
 
   function claim(attempt: ClaimedAttempt) {
@@ -106,33 +170,44 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
     claimedPerUrl.decrement(attempt.url);
   }
 
-  /** Claims not sent yet whose delivery was discarded meanwhile (webhook disabled or deleted) are undone. */
-  function cancelUnwanted(): Set<number> {
-    const cancelled = store.webhookQueue.notPending(waiting.map((c) => c.attempt.deliveryId));
-    store.webhookQueue.releaseAttempts(waiting.filter((c) => cancelled.has(c.attempt.deliveryId)).map((c) => c.attempt));
-    return cancelled;
+  /**
+   * Claims not sent yet are given back when their delivery was discarded meanwhile (webhook
+   * disabled or deleted), or when their URL turned slow and they exceed its claim limit now.
+   */
+  function giveBackUnwanted(): Set<number> {
+    const unwanted = store.webhookQueue.notPending(waiting.map((c) => c.attempt.deliveryId));
+    for (const { attempt } of claimsOverLimit()) unwanted.add(attempt.deliveryId);
+    store.webhookQueue.releaseAttempts(waiting.filter((c) => unwanted.has(c.attempt.deliveryId)).map((c) => c.attempt));
+    return unwanted;
   }
 
-  function runScheduledTurn() {
-    try {
-      turn();
-    } catch (error) {
-      log.error("webhook queue turn failed", { error });
-      settleIdleWaiters(error);
+  /** The newest waiting claims of each URL over its claim limit, as many as it is over. */
+  function claimsOverLimit(): Claim[] {
+    const excess = claimedPerUrl.excess(claimLimitOf);
+    const over: Claim[] = [];
+    for (let i = waiting.length - 1; i >= 0 && excess.size > 0; i--) {
+      const claim = waiting[i]!;
+      const left = excess.get(claim.attempt.url);
+      if (left === undefined) continue;
+      over.push(claim);
+      if (left > 1) excess.set(claim.attempt.url, left - 1);
+      else excess.delete(claim.attempt.url);
     }
+    return over;
   }
 
   /**
-   * Soon when the sending slots would otherwise run dry of claims, or when half the claim slots
-   * are held by outcomes waiting to be written; otherwise after a window that lets many outcomes
-   * share one commit.
+   * Soon when the sending slots would otherwise run dry of claims, when half the claim slots are
+   * held by outcomes waiting to be written, or when every claim has come back (no other outcome
+   * to wait for); otherwise after a window that lets many outcomes share one commit.
    */
   function scheduleTurn() {
     if (stopped) return;
-    const runningDry = moreDue && waiting.length < limits.sending;
+    const runningDry = moreDue && waiting.length + committing < limits.sending;
     const slotsHeld = finished.length >= claimLimit / 2;
-    if ((runningDry || slotsHeld) && soonTurn === undefined) soonTurn = setImmediate(runScheduledTurn);
-    else if (laterTurn === undefined) laterTurn = setTimeout(runScheduledTurn, batchWindowMs);
+    const allBack = finished.length > 0 && finished.length === claimed.size;
+    if ((runningDry || slotsHeld || allBack) && soonTurn === undefined) soonTurn = setImmediate(requestTurn);
+    else if (laterTurn === undefined) laterTurn = setTimeout(requestTurn, batchWindowMs);
   }
 
   function cancelScheduledTurn() {
@@ -156,10 +231,10 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
     let free = claimLimit - claimed.size;
     while (free > 0) {
       const asked = free;
-      const rows = store.webhookQueue.due(now, load.atLeast(claimLimitPerUrl), busy, asked);
+      const rows = store.webhookQueue.due(now, load.atLimit(claimLimitOf), busy, asked);
       let heldBack = false;
       for (const due of rows) {
-        if (load.get(due.url) >= claimLimitPerUrl) {
+        if (load.get(due.url) >= claimLimitOf(due.url)) {
           heldBack = true;
           continue;
         }
@@ -177,7 +252,7 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
       // Fewer rows than asked for and none held back by a per-URL limit: nothing more is due.
       if (rows.length === 0 || (rows.length < asked && !heldBack)) break;
     }
-    moreDue = free === 0 || load.atLeast(claimLimitPerUrl).length > 0;
+    moreDue = free === 0 || load.atLimit(claimLimitOf).length > 0;
     store.webhookQueue.recordAttempts(claims.map((c) => c.attempt));
     return claims;
   }
@@ -190,6 +265,7 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
       event: due.type,
       url: due.url,
       attemptNumber,
+      dueAt: due.dueAt,
       createdAt: now,
       // Should the outcome never be recorded, the next try comes when a timed-out try's would.
       retryAt: now + config.webhookTimeoutMs + retryDelayMs(config.webhookRetryDelays, attemptNumber),
@@ -200,7 +276,8 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
   function startSending() {
     for (let i = 0; i < waiting.length && sending.size < limits.sending; ) {
       const claim = waiting[i]!;
-      if (sendingPerUrl.get(claim.due.url) < limits.sendingPerUrl && !gone.has(claim.due.webhookId)) {
+      const sendable = !withheld.has(claim.attempt.deliveryId) && !gone.has(claim.due.webhookId);
+      if (sendable && sendingPerUrl.get(claim.due.url) < limits.sendingPerUrl) {
         waiting.splice(i, 1);
         send(claim);
       } else i++;
@@ -210,57 +287,25 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
   function send({ attempt, due }: Claim) {
     const body = envelopeBody({ id: due.eventId, type: due.type, createdAt: due.eventCreatedAt, inboxId: due.inboxId, messageId: due.messageId, payload: due.payload });
     sendingPerUrl.increment(due.url);
-    const done = tryDelivery(
-      { url: due.url, secret: due.secret, eventId: due.eventId, body },
-      { lookup, allowPrivate: config.webhookAllowPrivate, timeoutMs: config.webhookTimeoutMs, now: () => clock.now() },
-    )
+    const startedAt = clock.now();
+    const done = deliver({ url: due.url, secret: due.secret, eventId: due.eventId, body })
       .catch((error: unknown): TryResult => ({ statusCode: null, response: null, error: error instanceof Error ? error.message : String(error) }))
       .then((result) => {
+        const finishedAt = clock.now();
         sending.delete(attempt.deliveryId);
         sendingPerUrl.decrement(attempt.url);
-        finished.push({ attempt, result, finishedAt: clock.now() });
+        claimDepth.finished(attempt.url, finishedAt - startedAt);
+        finished.push({ attempt, result, finishedAt });
         if (isGone(result)) gone.add(attempt.webhookId);
         startSending();
         scheduleTurn();
       });
-    sending.set(attempt.deliveryId, done);
+    sending.set(attempt.deliveryId, { url: attempt.url, startedAt, done });
   }
 
-  function recordOutcomes(batch: Finished[]) {
-    const outcomes: AttemptOutcome[] = [];
-    for (const [webhookId, group] of groupByWebhook(batch)) {
-      updateWebhookHealth(webhookId, group);
-      const enabled = store.webhookQueue.isEnabled(webhookId);
-      for (const { attempt, result, finishedAt } of group) {
-        const success = isSuccess(result);
-        const retry = !success && enabled && attempt.attemptNumber < attemptsAllowed;
-        outcomes.push({
-          attemptId: attempt.id,
-          deliveryId: attempt.deliveryId,
-          ...result,
-          success,
-          finishedAt,
-          deliveryStatus: success ? "succeeded" : retry ? "pending" : "failed",
-          nextAttemptAt: retry ? finishedAt + retryDelayMs(config.webhookRetryDelays, attempt.attemptNumber) : null,
-        });
-      }
-    }
-    store.webhookQueue.recordOutcomes(outcomes);
-  }
-
-  /** A success ends a run of failures; 410 Gone, or 5 days of nothing but failures, disables the webhook. */
-  function updateWebhookHealth(webhookId: string, outcomes: Finished[]) {
-    const now = Math.max(...outcomes.map((o) => o.finishedAt));
-    const disable = (reason: string) => {
-      if (store.webhooks.disable(webhookId, reason, now)) log.warn("webhook disabled", { webhookId, reason });
-    };
-    if (outcomes.some((o) => isGone(o.result))) disable(goneReason);
-    if (outcomes.some((o) => isSuccess(o.result))) {
-      store.webhookQueue.endFailureRun(webhookId);
-      return;
-    }
-    const since = store.webhookQueue.extendFailureRun(webhookId, Math.min(...outcomes.map((o) => o.attempt.createdAt)));
-    if (since !== undefined && now - since >= failingPeriodBeforeDisableMs) disable(failingReason(since));
+  /** Waits for the turn in progress, and the ones it asked for, to finish. */
+  async function turnsDone() {
+    while (current) await current;
   }
 
   const timer = setInterval(scheduleTurn, pollIntervalMs);
@@ -269,14 +314,15 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
   return {
     name: "webhooks",
     async runDueNow() {
-      turn();
-      if (claimed.size === 0) return;
-      await new Promise<void>((resolve, reject) => idleWaiters.push({ resolve, reject }));
+      const idle = new Promise<void>((resolve, reject) => idleWaiters.push({ resolve, reject }));
+      requestTurn();
+      await idle;
     },
     async stop() {
       stopped = true;
       clearInterval(timer);
       cancelScheduledTurn();
+      await turnsDone();
       const unsent = waiting;
       waiting = [];
       for (const { attempt } of unsent) unclaim(attempt);
@@ -285,48 +331,14 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
       } catch (error) {
         log.error("webhook queue: releasing unsent claims failed; they go out at their retry time", { error });
       }
-      const inFlight = Promise.all(sending.values());
+      const inFlight = Promise.all([...sending.values()].map((s) => s.done));
       await Promise.race([inFlight, new Promise((resolve) => setTimeout(resolve, config.shutdownTimeoutMs).unref())]);
-      try {
-        turn();
-      } catch (error) {
-        log.error("webhook queue: recording the last outcomes failed", { error });
-      }
+      // The last outcomes; a failure is logged by requestTurn.
+      requestTurn();
+      await turnsDone();
     },
   };
 }
 
 /** `wha_`, the time in base 36 (fixed width), then random: new rows append to the primary key index. */
 const attemptId = (now: number) => `wha_${now.toString(36).padStart(9, "0")}${randomToken(8)}`;
-
-/** Counts per URL, with the URLs at or over a limit. */
-class Counter {
-  constructor(private readonly counts = new Map<string, number>()) {}
-  copy(): Counter {
-    return new Counter(new Map(this.counts));
-  }
-  get(key: string): number {
-    return this.counts.get(key) ?? 0;
-  }
-  increment(key: string) {
-    this.counts.set(key, this.get(key) + 1);
-  }
-  decrement(key: string) {
-    const count = this.get(key) - 1;
-    if (count > 0) this.counts.set(key, count);
-    else this.counts.delete(key);
-  }
-  atLeast(limit: number): string[] {
-    return [...this.counts].filter(([, count]) => count >= limit).map(([key]) => key);
-  }
-}
-
-function groupByWebhook(batch: Finished[]): Map<string, Finished[]> {
-  const groups = new Map<string, Finished[]>();
-  for (const finished of batch) {
-    const group = groups.get(finished.attempt.webhookId);
-    if (group) group.push(finished);
-    else groups.set(finished.attempt.webhookId, [finished]);
-  }
-  return groups;
-}

@@ -54,7 +54,7 @@ describe("POST /auth/login", () => {
     ["empty password", { username: "ada@example.com", password: "" }, "password: must not be empty"],
     ["username not an email", { username: "ada", password: testPassword }, "username: must be an email address"],
     ["password of 10 kB", { username: "ada@example.com", password: "x".repeat(10_240) }, "password: must be at most 1024 characters"],
-    ["body an array instead of an object", ["ada@example.com", testPassword], "username: is required"],
+    ["body an array instead of an object", ["ada@example.com", testPassword], "body: must be a JSON object"],
     ["no body", undefined, "body: Expected object"],
   ];
   test.each(badInput)("%s is 422 naming the field", async (_, body, error) => {

@@ -80,10 +80,38 @@ describe("signMessage", () => {
     }
   });
 
-  test("refuses to sign without a key or without a From field", async () => {
-    await expect(signMessage(MESSAGE, { domain: DOMAIN, keys: [] })).rejects.toThrow(/no DKIM key/);
+  test("refuses to sign without a key or without a From field", () => {
+    expect(() => signMessage(MESSAGE, { domain: DOMAIN, keys: [] })).toThrow(/no DKIM key/);
     const withoutFrom = Buffer.from(MESSAGE.toString().replace(/^From: .*\r\n/, ""));
-    await expect(signMessage(withoutFrom, { domain: DOMAIN, keys })).rejects.toThrow(/DKIM signing/);
+    expect(() => signMessage(withoutFrom, { domain: DOMAIN, keys })).toThrow(/DKIM signing for sender.example.test failed: the message has no From field/);
+  });
+
+  test("refuses a d= or s= value that would break out of its tag, and a key of the wrong type", () => {
+    expect(() => signMessage(MESSAGE, { domain: "sender.example.test; x=1", keys })).toThrow(/cannot be a d= value/);
+    expect(() => signMessage(MESSAGE, { domain: DOMAIN, keys: [{ ...keys[0], selector: "a b" }] })).toThrow(/cannot be an s= value/);
+    expect(() => signMessage(MESSAGE, { domain: DOMAIN, keys: [{ ...keys[0], algorithm: "ed25519-sha256" }] })).toThrow(/an rsa key cannot make ed25519-sha256 signatures/);
+  });
+
+  test("t= is the signing time; a plain Uint8Array (a bun:sqlite BLOB) signs like a Buffer", () => {
+    const signTime = new Date("2026-03-15T08:00:00Z");
+    const fromBuffer = signMessage(MESSAGE, { domain: DOMAIN, keys, signTime });
+    const fromBytes = signMessage(new Uint8Array(MESSAGE), { domain: DOMAIN, keys, signTime });
+    expect(fromBytes.equals(fromBuffer)).toBe(true);
+    expect(fromBuffer.toString()).toContain(`t=${signTime.getTime() / 1000};`);
+  });
+
+  test("long runs of whitespace cost linear time (no backtracking regular expression)", () => {
+    const run = " \t".repeat(500_000);
+    const hostile = Buffer.from(`From: a@${DOMAIN}\r\nX-Name${run}x${run}: v${run}x\r\nSubject: s${run}x${run}\r\n\r\n${run}x${run}x\r\n${run}\r\n`);
+    const started = performance.now();
+    signMessage(hostile, { domain: DOMAIN, keys });
+    // Linear: well under a second here; a quadratic pass over these runs would take hours.
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  test("the signature fields keep within 78 characters a line", () => {
+    const headers = signed.toString().split("\r\n\r\n")[0]!.split("\r\n");
+    expect(headers.every((line) => line.length <= 78)).toBe(true);
   });
 });
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { maxBodyBytes } from "../../src/http/body";
 import { createHttpApp } from "../../src/http/app";
-import { startTestServer, type TestServer } from "../harness";
+import { insertInbox } from "../../src/inboxes/service";
+import { seedOrganization, startTestServer, type TestServer } from "../harness";
 
 let server: TestServer;
 // The real envelope with one fixture route that echoes the size of the body it parsed.
@@ -100,5 +101,40 @@ describe("request bodies", () => {
     const res = await fetch(echoUrl, { method: "POST", headers: { "content-type": "application/json" }, body: stream });
     expect(res.status).toBe(413);
     expect(sent).toBeLessThan(maxBodyBytes * 3);
+  });
+});
+
+describe("a JSON body that is not an object", () => {
+  const notObjects = ['"x"', "[]", "3", "null"];
+  // A schema of optional fields (which Elysia would let `{}` through), one of required fields,
+  // a rename, and a route outside /v1.
+  const routes = (inboxId: string) => [
+    ["POST", "/v1/inboxes"],
+    ["PATCH", `/v1/inboxes/${inboxId}`],
+    ["POST", `/v1/inboxes/${inboxId}/messages/send`],
+    ["POST", "/auth/login"],
+  ];
+
+  test("is 422 on every route with a body schema, and changes nothing", async () => {
+    const { organizationId, apiKey } = seedOrganization(server.app);
+    const inbox = insertInbox(server.app, organizationId, { email: "not-objects@inboxd.test" });
+    const inboxCount = () => server.app.store.inboxes.list(organizationId, 1, 100).length;
+    for (const [method, path] of routes(inbox.id)) {
+      for (const rawBody of notObjects) {
+        const res = await server.api.request(method!, path!, { rawBody, token: apiKey, headers: { "content-type": "application/json" } });
+        expect({ method, path, rawBody, status: res.status, body: res.body }).toEqual({ method, path, rawBody, status: 422, body: { error: "body: must be a JSON object" } });
+        expectCors(res.headers);
+      }
+    }
+    expect(inboxCount()).toBe(1);
+    expect(server.app.store.inboxes.find(organizationId, inbox.id)).toMatchObject({ name: null });
+  });
+
+  test("passes to a route without a body schema as it is", async () => {
+    for (const rawBody of notObjects) {
+      const res = await fetch(echoUrl, { method: "POST", headers: { "content-type": "application/json" }, body: rawBody });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ length: rawBody.length });
+    }
   });
 });

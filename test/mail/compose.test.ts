@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { composeMessage, envelopeRecipients, newMessageId, type ComposeInput } from "../../src/mail/compose";
+import { composeMessage, composeMime, envelopeRecipients, newMessageId, prepareMessage, type ComposeInput } from "../../src/mail/compose";
+import { compose7bit } from "../../src/mail/compose-7bit";
 import { parseMessage } from "../../src/mail/parse";
 
 const base: ComposeInput = {
@@ -164,5 +165,49 @@ describe("newMessageId", () => {
   test("refuses a host name that would break the header", () => {
     expect(() => newMessageId("host\r\nX-Injected: yes")).toThrow();
     expect(() => newMessageId("")).toThrow();
+  });
+});
+
+describe("the 7bit writer (the common message without nodemailer's pipeline)", () => {
+  /** The same bytes, but for the random multipart boundary. */
+  const withoutBoundary = (raw: Buffer) => raw.toString("latin1").replace(/--_NmP-[0-9a-f]{16}-Part_1/g, "<boundary>");
+
+  const shapes: [name: string, change: Partial<ComposeInput>][] = [
+    ["text only", {}],
+    ["html only", { text: undefined, html: "<p>h</p>" }],
+    ["text and html", { html: '<p>See <a href="https://x.example/?a=1&b=2">this</a></p>' }],
+    ["a display name", { fromName: "Alice  Liddell_2" }],
+    ["cc", { cc: ["c@example.com", "d@example.org"] }],
+    ["threading headers", { inReplyTo: "<p@example.com>", references: ["<r@example.com>", "<p@example.com>"] }],
+    ["references folded", { references: Array.from({ length: 12 }, (_, i) => `<ref${i}.abcdef@mail.example.com>`) }],
+    ["recipients folded", { to: Array.from({ length: 9 }, (_, i) => `recipient.number${i}@example.com`), cc: ["O'Neil+tag@example.com"] }],
+    ["a long subject folded", { subject: "A rather long subject line that certainly goes beyond the seventy six character limit" }],
+    ["a subject of one long word", { subject: "x".repeat(120) }],
+    ["no subject", { subject: "" }],
+    ["an IDN domain, in its ASCII form", { to: ["b@Bücher.de"] }],
+    ["LF, CRLF and lone CR line ends", { text: "a\nb\r\nc\rd\n\n", html: "\n<p>\r</p>\r" }],
+    ["a body ending without a line break, or in CR", { text: "abc\r", html: "<p>x</p>" }],
+    ["tabs and a line of 76 characters", { text: `a\tb\n${"y".repeat(76)}` }],
+  ];
+  test.each(shapes)("%s: exactly nodemailer's bytes", async (_name, change) => {
+    const message = prepareMessage({ ...base, ...change });
+    const direct = compose7bit(message);
+    expect(direct).toBeDefined();
+    expect(withoutBoundary(direct!)).toBe(withoutBoundary(await composeMime(message)));
+  });
+
+  const others: [name: string, change: Partial<ComposeInput>][] = [
+    ["a non-ASCII subject", { subject: "Grüße" }],
+    ["a subject that looks like an encoded word", { subject: "=?utf-8?q?x?=" }],
+    ["a display name that needs quotes", { fromName: "Liddell, Alice" }],
+    ["a non-ASCII body", { text: "ünïcödé" }],
+    ["a line longer than 76 characters", { html: "<p>" + "z".repeat(80) + "</p>" }],
+    ["an attachment", { attachments: [{ filename: "a.txt", content: Buffer.from("a") }] }],
+    ["a quoted local part", { to: ['"john doe"@example.com'] }],
+    ["an empty body", { text: "" }],
+    ["no body at all", { text: undefined }],
+  ];
+  test.each(others)("%s is left to nodemailer", (_name, change) => {
+    expect(compose7bit(prepareMessage({ ...base, ...change }))).toBeUndefined();
   });
 });

@@ -1,6 +1,38 @@
 import { Database } from "bun:sqlite";
-import { expect, test } from "bun:test";
+import { afterAll, expect, test } from "bun:test";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { openDatabase } from "../../src/db/open";
 import { groupCommit } from "../../src/store/group-commit";
+import { tempDir } from "../harness";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** inboxd's own database (WAL, synchronous = FULL) with a table to write to. */
+function walDatabase() {
+  const dir = tempDir("group-commit");
+  dirs.push(dir);
+  const database = openDatabase(dir);
+  database.sqlite.exec("CREATE TABLE t (v TEXT)");
+  return { ...database, dir };
+}
+
+const values = (sqlite: Database) => sqlite.query<{ v: string }, []>("SELECT v FROM t ORDER BY v").all().map((row) => row.v);
+
+/** A sync the test finishes by hand, counting how often it was asked for. */
+function manualSync() {
+  const pending: { resolve: () => void; reject: (error: Error) => void }[] = [];
+  return {
+    calls: () => pending.length,
+    sync: () => new Promise<void>((resolve, reject) => pending.push({ resolve, reject })),
+    finish: (index: number, error?: Error) => (error ? pending[index]!.reject(error) : pending[index]!.resolve()),
+  };
+}
+
+const settledSoon = async (promise: Promise<unknown>) => Promise.race([promise.then(() => true, () => true), Bun.sleep(20).then(() => false)]);
 
 test("writes of one event-loop turn share a transaction; one that throws is rolled back alone", async () => {
   const sqlite = new Database(":memory:");
@@ -24,9 +56,65 @@ test("writes of one event-loop turn share a transaction; one that throws is roll
     }),
   ]);
   expect(results.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message))).toEqual(["first", "refused", "third"]);
-  expect(sqlite.query("SELECT v FROM t ORDER BY v").all()).toEqual([{ v: "a" }, { v: "c" }]);
+  expect(values(sqlite)).toEqual(["a", "c"]);
   expect(sawOpenTransaction).toBe(true);
   expect(sqlite.inTransaction).toBe(false);
   // A later turn starts a new batch.
   expect(await batched(() => (insert("d"), "later"))).toBe("later");
+});
+
+test("a write settles only once the WAL is synced after its commit; writes queued meanwhile wait for the next sync", async () => {
+  const { sqlite, close, dir } = walDatabase();
+  const sync = manualSync();
+  const batched = groupCommit(sqlite, { syncCommits: sync.sync });
+  const insert = (v: string) => () => void sqlite.query("INSERT INTO t VALUES (?)").run(v);
+
+  const first = batched(insert("a"));
+  await Bun.sleep(5);
+  // Committed (a second connection sees it) but not reported: the sync has not finished.
+  const reader = new Database(join(dir, "inboxd.db"), { readonly: true });
+  expect(values(reader)).toEqual(["a"]);
+  expect(sync.calls()).toBe(1);
+  expect(await settledSoon(first)).toBe(false);
+  // The connection is back to synchronous = FULL (2) for every other commit.
+  expect(sqlite.query<{ synchronous: number }, []>("PRAGMA synchronous").get()!.synchronous).toBe(2);
+
+  // Queued while the first sync runs: neither committed nor synced until it ends.
+  const second = batched(insert("b"));
+  const third = batched(insert("c"));
+  await Bun.sleep(5);
+  expect(values(reader)).toEqual(["a"]);
+  sync.finish(0);
+  await first;
+  await Bun.sleep(5);
+  expect(values(reader)).toEqual(["a", "b", "c"]);
+  expect(sync.calls()).toBe(2);
+  expect(await settledSoon(second)).toBe(false);
+
+  // A failed sync fails every write of its batch: none may be reported as on disk.
+  sync.finish(1, new Error("EIO"));
+  expect(await Promise.allSettled([second, third])).toEqual([
+    { status: "rejected", reason: new Error("EIO") },
+    { status: "rejected", reason: new Error("EIO") },
+  ]);
+  reader.close();
+  close();
+});
+
+test("a batch that changed no row settles without a sync", async () => {
+  const { sqlite, close } = walDatabase();
+  const sync = manualSync();
+  const batched = groupCommit(sqlite, { syncCommits: sync.sync });
+  expect(await batched(() => values(sqlite))).toEqual([]);
+  expect(sync.calls()).toBe(0);
+  close();
+});
+
+test("by default the WAL file itself is synced (fdatasync)", async () => {
+  const { sqlite, close } = walDatabase();
+  const batched = groupCommit(sqlite);
+  const results = await Promise.all(["a", "b"].map((v) => batched(() => sqlite.query("INSERT INTO t VALUES (?)").run(v).changes)));
+  expect(results).toEqual([1, 1]);
+  expect(values(sqlite)).toEqual(["a", "b"]);
+  close();
 });

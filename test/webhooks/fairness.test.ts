@@ -1,5 +1,6 @@
 // Load and fairness with the default concurrency settings (64 overall, 4 per URL): a receiver
-// that never answers holds at most its own 4 slots and never delays another receiver.
+// that never answers holds at most its own 4 slots and never delays another receiver, and one that
+// stops answering gives back the tries claimed ahead for it.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
@@ -8,16 +9,57 @@ import { emitEvent, webhookQueue } from "./helpers";
 let server: TestServer;
 let dead: WebhookReceiver;
 let alive: WebhookReceiver;
+let stalling: WebhookReceiver;
 
 beforeAll(async () => {
   dead = startWebhookReceiver();
   alive = startWebhookReceiver();
+  stalling = startWebhookReceiver();
   server = await startTestServer({ env: { INBOXD_WEBHOOK_TIMEOUT_MS: "20000" } });
 });
 afterAll(async () => {
   await dead.close();
   await alive.close();
+  await stalling.close();
   await server.cleanup();
+});
+
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 8000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+// First in the file: the dead receiver's requests below never end, so runDueNow would not return after them.
+test("a receiver that stops answering gives back the tries claimed ahead for it; they go out later, in order", async () => {
+  const org = seedOrganization(server.app);
+  const created = await server.api.post("/v1/webhooks", { url: stalling.url("/hook"), events: ["message.received"] }, org.apiKey);
+  const attempts = async () => ((await server.api.get(`/v1/webhooks/${created.body.id}/attempts?per=100`, org.apiKey)).body as any[]).reverse();
+  const queue = webhookQueue(server);
+  // A prompt answer first: the URL's claims may then run ahead of its 4 sending slots.
+  emitEvent(server.app, org.organizationId, "message.received", { n: 0 });
+  await queue.runDueNow();
+
+  // More events than a prompt URL's claim limit (4 slots, 16 rounds: 64): 16 stay unclaimed.
+  stalling.respond("/hook", { delayMs: 2500 });
+  for (let n = 1; n <= 80; n++) emitEvent(server.app, org.organizationId, "message.received", { n });
+  const done = queue.runDueNow();
+  await stalling.waitFor(5);
+  expect(await attempts()).toHaveLength(65);
+  // Tries in flight for a second make the URL slow: the next turn gives back the 60 claims behind
+  // them, due again as they were before, so still before the 16 never claimed.
+  server.clock.advance(1000);
+  await until("the claims to be given back", async () => (await attempts()).length === 5);
+  expect(stalling.requests).toHaveLength(5);
+
+  stalling.respond("/hook", {});
+  await done;
+  const all = await attempts();
+  expect(all.map((a) => a.success)).toEqual(Array(81).fill(true));
+  expect(all.map((a) => a.payload.data.n)).toEqual(Array.from({ length: 81 }, (_, n) => n));
+  expect(stalling.requests).toHaveLength(81);
 });
 
 test("a receiver that never answers does not hold back another, and gets at most 4 requests at once", async () => {

@@ -112,6 +112,8 @@ describe("pinnedPost with endless or trickling bodies", () => {
       hostname: "127.0.0.1",
       port: 0,
       fetch(request) {
+        // A small compressed body (its Content-Length far below the limit) that inflates past it.
+        if (new URL(request.url).pathname === "/compressed") return new Response(Bun.gzipSync("z".repeat(100_000)), { headers: { "content-encoding": "gzip" } });
         const trickle = new URL(request.url).pathname === "/trickle";
         const chunk = new Uint8Array(trickle ? 10 : 65_536).fill(122);
         const body = new ReadableStream({
@@ -128,6 +130,11 @@ describe("pinnedPost with endless or trickling bodies", () => {
 
   test("stops reading an endless body at 4 kB", async () => {
     const result = await post(`http://${HOOK_HOST}:${server.port}/endless`);
+    expect(result).toEqual({ status: 200, body: "z".repeat(RESPONSE_BODY_LIMIT) });
+  });
+
+  test("stops reading a compressed body at 4 kB of what it inflates to", async () => {
+    const result = await post(`http://${HOOK_HOST}:${server.port}/compressed`);
     expect(result).toEqual({ status: 200, body: "z".repeat(RESPONSE_BODY_LIMIT) });
   });
 

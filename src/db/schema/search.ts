@@ -1,4 +1,4 @@
-import { sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
  * The FTS5 index of messages (migration 0040): external content on messages' rowid, kept in step
@@ -9,4 +9,9 @@ export const messagesFts = sqliteTable("messages_fts", {
   subject: text("subject"),
   text: text("text"),
   fromAddress: text("from_address"),
+});
+
+/** Messages written in the current transaction and not indexed yet (migration 0050); empty between transactions. */
+export const messagesFtsPending = sqliteTable("messages_fts_pending", {
+  messageRowid: integer("message_rowid").primaryKey(),
 });

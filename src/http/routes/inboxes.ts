@@ -1,15 +1,9 @@
 /** `/v1/inboxes`: create, list, get, rename and delete inboxes. */
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
-import { invalid } from "../../errors";
 import { createInbox, deleteInbox, getInbox, listInboxes, updateInbox } from "../../inboxes/service";
 import { apiKeyGuard } from "../auth";
 import { pageOf, paginationQuery } from "../pagination";
-
-/** Elysia's normalising would turn a JSON body that is not an object (`"x"`, `[]`) into `{}`: refused instead. */
-function refuseNonObject(body: unknown) {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw invalid("body: must be a JSON object");
-}
 
 const name = t.String({ maxLength: 256, error: "must be a string of at most 256 characters" });
 
@@ -27,7 +21,6 @@ export const inboxRoutes = (app: App) =>
         // Every field is optional, so a request without a body means `{}`.
         transform(context) {
           context.body ??= {};
-          refuseNonObject(context.body);
         },
         body: t.Object({
           name: t.Optional(name),
@@ -44,7 +37,6 @@ export const inboxRoutes = (app: App) =>
       detail: { summary: "Get an inbox" },
     })
     .patch("/inboxes/:inboxId", ({ organizationId, params, body }) => updateInbox(app, organizationId, params.inboxId, body), {
-      transform: ({ body }) => refuseNonObject(body),
       body: t.Object({ name: t.Optional(t.Union([name, t.Null()], { error: "must be a string of at most 256 characters, or null to remove it" })) }),
       detail: { summary: "Rename an inbox (null or \"\" removes the name); emits inbox.updated" },
     })

@@ -1,0 +1,63 @@
+/**
+ * Recording what tries came back with: each attempt's outcome, each delivery's next step
+ * (succeeded, retried after its delay, or failed for good), and each webhook's health (a success
+ * ends a run of failures; 410 Gone, or 5 days of nothing but failures, disables the webhook).
+ * Runs inside the queue's transaction.
+ */
+import type { App } from "../app";
+import type { AttemptOutcome, ClaimedAttempt } from "../store/webhook-queue";
+import { failingPeriodBeforeDisableMs, failingReason, goneReason, isGone, isSuccess, maxAttempts, retryDelayMs, type TryResult } from "./policy";
+
+export interface Finished {
+  attempt: ClaimedAttempt;
+  result: TryResult;
+  finishedAt: number;
+}
+
+export function recordOutcomes(app: App, batch: Finished[]) {
+  const { config, store } = app;
+  const attemptsAllowed = maxAttempts(config.webhookRetryDelays);
+  const outcomes: AttemptOutcome[] = [];
+  for (const [webhookId, group] of groupByWebhook(batch)) {
+    updateWebhookHealth(app, webhookId, group);
+    const enabled = store.webhookQueue.isEnabled(webhookId);
+    for (const { attempt, result, finishedAt } of group) {
+      const success = isSuccess(result);
+      const retry = !success && enabled && attempt.attemptNumber < attemptsAllowed;
+      outcomes.push({
+        attemptId: attempt.id,
+        deliveryId: attempt.deliveryId,
+        ...result,
+        success,
+        finishedAt,
+        deliveryStatus: success ? "succeeded" : retry ? "pending" : "failed",
+        nextAttemptAt: retry ? finishedAt + retryDelayMs(config.webhookRetryDelays, attempt.attemptNumber) : null,
+      });
+    }
+  }
+  store.webhookQueue.recordOutcomes(outcomes);
+}
+
+function updateWebhookHealth({ store, log }: App, webhookId: string, outcomes: Finished[]) {
+  const now = Math.max(...outcomes.map((o) => o.finishedAt));
+  const disable = (reason: string) => {
+    if (store.webhooks.disable(webhookId, reason, now)) log.warn("webhook disabled", { webhookId, reason });
+  };
+  if (outcomes.some((o) => isGone(o.result))) disable(goneReason);
+  if (outcomes.some((o) => isSuccess(o.result))) {
+    store.webhookQueue.endFailureRun(webhookId);
+    return;
+  }
+  const since = store.webhookQueue.extendFailureRun(webhookId, Math.min(...outcomes.map((o) => o.attempt.createdAt)));
+  if (since !== undefined && now - since >= failingPeriodBeforeDisableMs) disable(failingReason(since));
+}
+
+function groupByWebhook(batch: Finished[]): Map<string, Finished[]> {
+  const groups = new Map<string, Finished[]>();
+  for (const finished of batch) {
+    const group = groups.get(finished.attempt.webhookId);
+    if (group) group.push(finished);
+    else groups.set(finished.attempt.webhookId, [finished]);
+  }
+  return groups;
+}

@@ -1,0 +1,40 @@
+// The DKIM signer of the queue: its threads and the main thread make the same bytes (RSA PKCS#1 v1.5
+// and Ed25519 signatures are deterministic), from a Buffer or from a plain Uint8Array (bun:sqlite's BLOB).
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { generateDkimKeys, type DkimKey } from "../../src/dkim/keys";
+import { signMessage } from "../../src/dkim/sign";
+import { createLogger } from "../../src/log";
+import { createSigner, type Signer } from "../../src/outbound/sign-pool";
+
+const DOMAIN = "pool.example.test";
+const MESSAGE = Buffer.from(`From: a@${DOMAIN}\r\nTo: b@example.test\r\nSubject: pool\r\nDate: Sat, 14 Mar 2026 23:30:00 +0000\r\n\r\nHello.\r\n`);
+const signTime = new Date("2026-03-15T08:00:00Z");
+const log = createLogger("text", "silent");
+
+let keys: DkimKey[];
+let onThreads: Signer;
+let onMainThread: Signer;
+
+beforeAll(async () => {
+  keys = await generateDkimKeys(signTime);
+  onThreads = createSigner(log, 2);
+  onMainThread = createSigner(log, 0);
+});
+afterAll(() => {
+  onThreads.close();
+  onMainThread.close();
+});
+
+test("threads and main thread sign alike, Buffer or Uint8Array", async () => {
+  const expected = signMessage(MESSAGE, { domain: DOMAIN, keys, signTime });
+  const options = { domain: DOMAIN, keys, signTime };
+  const results = await Promise.all([onThreads.sign(MESSAGE, options), onThreads.sign(new Uint8Array(MESSAGE), options), onMainThread.sign(new Uint8Array(MESSAGE), options)]);
+  for (const result of results) expect(Buffer.from(result).equals(expected)).toBe(true);
+});
+
+test("a refusal comes back as a rejected promise, from a thread and from the main thread", async () => {
+  const withoutFrom = Buffer.from(MESSAGE.toString().replace(/^From: .*\r\n/, ""));
+  const options = { domain: DOMAIN, keys, signTime };
+  await expect(onThreads.sign(withoutFrom, options)).rejects.toThrow(/has no From field/);
+  await expect(onMainThread.sign(withoutFrom, options)).rejects.toThrow(/has no From field/);
+});
