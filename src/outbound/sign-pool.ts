@@ -1,8 +1,11 @@
 /**
- * DKIM signing off the event loop: an RSA-2048 signature and the canonicalization around it cost
- * about a millisecond of CPU, more than everything else a delivery does, so the signatures are
- * made on worker threads (./sign-worker), one per core, while the event loop keeps the SMTP
- * sessions moving. With one core, or when no thread can run, they are made on this thread.
+ * DKIM signing off the event loop: the RSA-2048 and Ed25519 signatures of a message cost about
+ * 0.7 ms of CPU, twice what everything else a delivery does on the event loop, so they are made on
+ * worker threads (./sign-worker), one per core, while the event loop keeps the SMTP sessions
+ * moving. Handing a message to a thread and back costs the event loop about 0.05 ms; signing on it
+ * instead took its CPU per message from 0.3 to 1 ms, and the queue sent a fifth to a half fewer
+ * messages a second (bench/outbound).
+ * With one core, or when no thread can run, they are made on this thread.
  */
 import { availableParallelism } from "node:os";
 import { signMessage, type SignOptions, type SigningKey } from "../dkim/sign";
