@@ -78,6 +78,16 @@ export function storeReceivedMessage(app: App, input: ReceivedMessageInput): Mes
   });
 }
 
+/**
+ * Whether the inbox already holds this message: a sender whose 250 was lost (connection cut, our
+ * crash after the commit) sends the same message again (RFC 5321 §4.1.1.4; RFC 1047), and it
+ * should be accepted without a second copy. A message without a Message-ID is never a duplicate.
+ */
+export function alreadyReceived(app: App, inboxId: string, parsed: Pick<ReceivedContent, "messageId">): boolean {
+  const messageId = normalizeMessageId(parsed.messageId);
+  return messageId !== undefined && app.store.messages.hasReceived(inboxId, messageId);
+}
+
 /** The thread the message continues in this inbox, counted one message more; else a new thread. */
 function attachToThread(app: App, inbox: InboxRow, parsed: ReceivedContent, now: number): string {
   const threadId = existingThread(app.store, inbox.id, parsed);

@@ -4,7 +4,7 @@
 import type { SMTPServerDataStream, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
 import { parseAddress } from "../mail/address";
-import { storeReceivedMessage } from "../messages/receive";
+import { alreadyReceived, storeReceivedMessage } from "../messages/receive";
 import { processReturnedReport } from "../outbound/return-path";
 import type { InboxRow } from "../store/inboxes";
 import type { AnalysisPool } from "./analysis-pool";
@@ -77,7 +77,9 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
   const copies = forInboxes.map(({ inbox, address }) => ({ inbox, raw: tracedCopy(app, session, analysis, { id, recipient: address, time }) }));
   // Sessions whose messages are ready together share one commit; the 250 waits until it is on disk.
   await app.store.transactionBatched(() => {
-    for (const { inbox, raw } of copies) storeReceivedMessage(app, { inbox, parsed: analysis.parsed, raw, authentication: analysis.authentication });
+    for (const { inbox, raw } of copies) {
+      if (!alreadyReceived(app, inbox.id, analysis.parsed)) storeReceivedMessage(app, { inbox, parsed: analysis.parsed, raw, authentication: analysis.authentication });
+    }
   });
   return `Message accepted as ${id}`;
 }

@@ -23,7 +23,7 @@ export const binaryMissing = existsSync(binaryPath) ? undefined : "dist/inboxd i
 const address = "127.0.0.1";
 
 /** SMTP connections one appliance opens to the other at once, each with one message in flight. */
-export const deliveryLanesPerDomain = 4;
+const deliveryLanesPerDomain = 4;
 
 /**
  * Settings that shorten what a test cannot wait for; the rest are the production defaults

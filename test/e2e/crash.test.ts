@@ -1,7 +1,7 @@
 // beta dies by kill -9 while alpha is sending it 200 messages; once beta is back, alpha's queue
 // retries what beta never acknowledged, and every message is in beta's inbox.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { binaryMissing, deliveryLanesPerDomain, startAppliances, waitFor, type Appliances } from "./appliances";
+import { binaryMissing, startAppliances, waitFor, type Appliances } from "./appliances";
 
 let world: Appliances;
 
@@ -13,7 +13,7 @@ describe.skipIf(binaryMissing !== undefined)(`an appliance killed mid-stream${bi
   }, 30_000);
   afterAll(() => world?.close());
 
-  test(`kill -9 beta while alpha sends it ${count} messages: after the restart all ${count} are there, twice only what the kill left unacknowledged`, async () => {
+  test(`kill -9 beta while alpha sends it ${count} messages: after the restart all ${count} are there exactly once`, async () => {
     const { alpha, beta } = world;
     const from = alpha.account.inbox;
     const to = beta.account.inbox;
@@ -39,7 +39,6 @@ describe.skipIf(binaryMissing !== undefined)(`an appliance killed mid-stream${bi
     const sentIds = await sending;
     expect(storedBeforeKill).toBeLessThan(count);
 
-    const restartedAt = Date.now();
     await beta.start();
     await waitFor(`alpha's ${count} messages to be delivered`, 60_000, async () => {
       const statuses = (await alpha.messages(from.id)).filter((message) => sentIds.includes(message.id)).map((message) => message.status);
@@ -47,36 +46,13 @@ describe.skipIf(binaryMissing !== undefined)(`an appliance killed mid-stream${bi
       return statuses.every((status) => status === "delivered") ? true : undefined;
     });
 
-    // Everything alpha counts as delivered is in beta's inbox.
+    // Everything alpha counts as delivered is in beta's inbox, exactly once: a message whose 250
+    // the kill cut off comes again after the restart, and beta recognises its Message-ID.
     const stored = await beta.messages(to.id);
-    expect([...new Set(stored.map((message) => message.subject))].sort()).toEqual(subjects);
-
-    // A second copy is possible only of a message committed in beta's last moments, whose 250 the
-    // kill cut off (the duplicate of RFC 1047, never a loss): each of alpha's lanes to beta had
-    // at most one such message, and it is among the last that beta stored before the kill.
-    const storedAt = (message: any) => Date.parse(message.createdAt);
-    const lastStoredBeforeKill = stored.map(storedAt).filter((time) => time < restartedAt).sort((a, b) => b - a);
-    const unacknowledgedSince = lastStoredBeforeKill[deliveryLanesPerDomain - 1];
-    const copiesStoredAt = new Map<string, number[]>();
-    for (const message of stored) copiesStoredAt.set(message.subject, [...(copiesStoredAt.get(message.subject) ?? []), storedAt(message)]);
-    const duplicated = [...copiesStoredAt.values()].filter((times) => times.length > 1);
-    expect(duplicated.length).toBeLessThanOrEqual(deliveryLanesPerDomain);
-    for (const times of duplicated) {
-      const [first, second] = times.sort((a, b) => a - b);
-      expect({ copies: times.length, firstBeforeKill: first < restartedAt, firstAmongLast: first >= unacknowledgedSince, secondAfterRestart: second >= restartedAt }).toEqual({
-        copies: 2,
-        firstBeforeKill: true,
-        firstAmongLast: true,
-        secondAfterRestart: true,
-      });
-    }
+    expect(stored.map((message) => message.subject).sort()).toEqual(subjects);
 
     // The kill made alpha retry: some delivery took more than one try.
     const attempts = await Promise.all(sentIds.map(async (id) => (await alpha.message(from.id, id)).deliveries[0].attempts as number));
     expect(Math.max(...attempts)).toBeGreaterThan(1);
   }, 90_000);
-
-  // Exactly once needs beta to recognise alpha's retry of a message it already committed (same
-  // Message-ID in the same inbox) and answer 250 without storing it again; inboxd does not yet.
-  test.todo("kill -9 beta mid-stream: every message arrives exactly once");
 });

@@ -55,6 +55,21 @@ async function findBySubject(inbox: Inbox, subject: string): Promise<any | undef
 const rawSource = (messageId: string) => server.app.store.messages.rawSource(messageId)!.toString("latin1");
 
 describe("delivery", () => {
+  test("a message sent again after a lost 250 (same Message-ID) is accepted once more but stored once", async () => {
+    const raw = `From: alice@sender.test\r\nTo: bob@inboxd.test, carol@inboxd.test\r\nSubject: retried after a lost reply\r\nMessage-ID: <${crypto.randomUUID()}@sender.test>\r\n\r\nOnce.\r\n`;
+    for (let i = 0; i < 2; i++) {
+      const sent = await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test", "carol@inboxd.test"], raw });
+      expect(sent.response).toStartWith("250 ");
+    }
+    for (const inbox of [bob, carol]) expect((await messagesOf(inbox)).filter((message) => message.subject === "retried after a lost reply")).toHaveLength(1);
+  });
+
+  test("two different messages without a Message-ID are both stored", async () => {
+    const raw = "From: alice@sender.test\r\nTo: bob@inboxd.test\r\nSubject: no message id\r\n\r\nHi.\r\n";
+    for (let i = 0; i < 2; i++) await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw });
+    expect((await messagesOf(bob)).filter((message) => message.subject === "no message id")).toHaveLength(2);
+  });
+
   test("plain SMTP: the message is stored for the inbox, with its message.received event, before the 250", async () => {
     const sent = await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: plainMessage("plain delivery") });
     const transaction = /^250 2\.6\.0 Message accepted as (\S+)$/.exec(sent.response)![1];
