@@ -20,6 +20,8 @@ export interface Delivery {
   status: string;
   attempts: number;
   lastResponse?: string;
+  /** When the next try is due; absent once the delivery is final. */
+  nextAttemptAt?: string;
   updatedAt: string;
 }
 
@@ -37,6 +39,7 @@ export const presentDelivery = (row: DeliveryRow): Delivery => ({
   status: row.status,
   attempts: row.attempts,
   lastResponse: row.lastResponse ?? undefined,
+  nextAttemptAt: row.nextAttemptAt === null ? undefined : iso(row.nextAttemptAt),
   updatedAt: iso(row.updatedAt),
 });
 

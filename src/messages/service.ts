@@ -29,6 +29,13 @@ export function getMessage(app: App, organizationId: string, inboxId: string, me
   return presentStoredMessages(app.store, [row])[0]!;
 }
 
+/** The RFC 5322 source as stored: for a received message, with our Received and Authentication-Results on top. */
+export function getMessageSource(app: App, organizationId: string, inboxId: string, messageId: string): Buffer {
+  const source = app.store.messages.find(organizationId, inboxId, messageId) && app.store.messages.rawSource(messageId);
+  if (!source) throw notFound("Message not found");
+  return source;
+}
+
 export function listThreads(app: App, organizationId: string, inboxId: string, page: Page): Thread[] {
   requireInbox(app, organizationId, inboxId);
   return app.store.threads.list(inboxId, page.page, page.per).map(presentThread);

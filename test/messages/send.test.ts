@@ -15,6 +15,22 @@ afterAll(() => server.cleanup());
 const send = (body: unknown, inboxId = inbox.id, token = key) => server.api.post(`/v1/inboxes/${inboxId}/messages/send`, body, token);
 const messageCount = () => server.app.store.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
 
+describe("GET .../messages/{messageId}/raw", () => {
+  test("answers the stored RFC 5322 source as message/rfc822, with CORS; another organization gets 404", async () => {
+    const message = (await send(validSend({ to: ["raw@example.org"], subject: "Raw source" }))).body;
+    const res = await fetch(`${server.api.baseUrl}/v1/inboxes/${inbox.id}/messages/${message.id}/raw`, { headers: { authorization: `Bearer ${key}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("message/rfc822");
+    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    expect(await res.text()).toBe(rawSource(server, message.id));
+
+    const other = seedOrganization(server.app).apiKey;
+    const foreign = await server.api.get(`/v1/inboxes/${inbox.id}/messages/${message.id}/raw`, other);
+    expect(foreign.status).toBe(404);
+    expect((await server.api.get(`/v1/inboxes/${inbox.id}/messages/msg_unknown/raw`, key)).body).toEqual({ error: "Message not found" });
+  });
+});
+
 describe("send to remote recipients", () => {
   test("201: a sent message in a new thread, one queued delivery per remote recipient, the composed source stored", async () => {
     const attachment = Buffer.from("%PDF-1.4 fake pdf bytes\n");
@@ -46,7 +62,7 @@ describe("send to remote recipients", () => {
     expect(message.attachments).toEqual([{ name: "invoice.pdf", contentType: "application/pdf", size: attachment.length, inline: false, content: attachment.toString("base64") }]);
     // Alice appears twice (To and Bcc, in two cases): one delivery.
     expect(message.deliveries.map((d: { recipient: string }) => d.recipient)).toEqual(["Alice@example.com", "bob@example.org", "carol@example.net", "dave@example.com"]);
-    expect(message.deliveries[0]).toEqual({ recipient: "Alice@example.com", status: "queued", attempts: 0, updatedAt: message.createdAt });
+    expect(message.deliveries[0]).toEqual({ recipient: "Alice@example.com", status: "queued", attempts: 0, nextAttemptAt: message.createdAt, updatedAt: message.createdAt });
     // The rows the outbound worker takes over (it may already be at work on them).
     const rows = server.app.store.sqlite.query<{ recipient: string; domain: string; created_at: number }, [string]>("SELECT recipient, domain, created_at FROM deliveries WHERE message_id = ? ORDER BY rowid").all(message.id);
     expect(rows.map((d) => `${d.recipient} ${d.domain}`)).toEqual(["Alice@example.com example.com", "bob@example.org example.org", "carol@example.net example.net", "dave@example.com example.com"]);

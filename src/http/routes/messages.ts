@@ -5,7 +5,7 @@ import { maxRecipients } from "../../messages/outgoing";
 import { rateLimitHeaders } from "../../messages/rate-limit";
 import { maxPatternLength } from "../../messages/search";
 import { replyToMessage, sendMessage, type Sent } from "../../messages/send";
-import { getMessage, listMessages } from "../../messages/service";
+import { getMessage, getMessageSource, listMessages } from "../../messages/service";
 import { apiKeyGuard } from "../auth";
 import { pageOf, paginationQuery } from "../pagination";
 
@@ -68,4 +68,10 @@ export const messageRoutes = (app: App) =>
     })
     .get("/:messageId", ({ organizationId, params }) => getMessage(app, organizationId, params.inboxId, params.messageId), {
       detail: { summary: "Get a message with every field" },
-    });
+    })
+    .get(
+      "/:messageId/raw",
+      ({ organizationId, params }) =>
+        new Response(getMessageSource(app, organizationId, params.inboxId, params.messageId), { headers: { "content-type": "message/rfc822" } }),
+      { detail: { summary: "The message's RFC 5322 source (message/rfc822), as sent or as received with our trace headers" } },
+    );
