@@ -165,6 +165,8 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     await message.getByText(inboxes.first).first().waitFor();
     expect(await message.getByText("received", { exact: true }).count()).toBe(1);
     expect(await message.locator("pre.text-body, iframe").count()).toBe(1);
+    await message.getByText("Raw source").click();
+    await message.locator(".raw-source pre").getByText("Subject: Hello from the console").waitFor();
   }, stepTimeout);
 
   test("reply; the thread shows both messages", async () => {

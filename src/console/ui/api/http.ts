@@ -38,7 +38,8 @@ export async function request<T>(method: Method, path: string, options: { body?:
     parsed = undefined;
   }
   if (!response.ok) throw new ApiError(response.status, describeFailure(response.status, (parsed as { error?: string } | undefined)?.error));
-  return parsed as T;
+  // JSON for resources; text as it is for the rest (a message's raw source).
+  return (response.headers.get("content-type")?.includes("json") ? parsed : text) as T;
 }
 
 export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));

@@ -1,5 +1,7 @@
 /** One message in full: its header fields, authentication results, deliveries, attachments and body. */
-import { useEffect, useMemo } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { messageOf } from "../api/http";
+import { v1 } from "../api/session";
 import type { Attachment, Delivery, Message } from "../api/types";
 import { base64ToBlob } from "../lib/files";
 import { formatSize } from "../lib/format";
@@ -106,6 +108,22 @@ function AttachmentLink({ attachment }: { attachment: Attachment }) {
   );
 }
 
+/** The RFC 5322 source, fetched when opened: it can be large, and most readers never look. */
+function RawSource({ message }: { message: Message }) {
+  const [source, setSource] = useState<string>();
+  const [error, setError] = useState<string>();
+  const load = (event: Event) => {
+    if (!(event.currentTarget as HTMLDetailsElement).open || source !== undefined) return;
+    v1.get<string>(`/inboxes/${message.inboxId}/messages/${message.id}/raw`).then(setSource, (e) => setError(messageOf(e)));
+  };
+  return (
+    <details class="raw-source" onToggle={load}>
+      <summary>Raw source</summary>
+      {error ? <p role="alert">{error}</p> : source === undefined ? <p class="muted">Loading…</p> : <pre>{source}</pre>}
+    </details>
+  );
+}
+
 export function MessageView({ message, headingLevel = 2 }: { message: Message; headingLevel?: 2 | 3 }) {
   const Heading = headingLevel === 2 ? "h2" : "h3";
   const files = message.attachments.filter((attachment) => !attachment.inline);
@@ -129,6 +147,7 @@ export function MessageView({ message, headingLevel = 2 }: { message: Message; h
         </section>
       ) : null}
       <MessageBody message={message} />
+      <RawSource message={message} />
     </article>
   );
 }
