@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { Elysia } from "elysia";
 import { openApp } from "../../src/app";
 import { loadConfig } from "../../src/config";
+import { startCheckpoints } from "../../src/db/checkpoints";
 import { createHttpApp } from "../../src/http/app";
 import { insertInbox } from "../../src/inboxes/service";
 import { seedOrganization, tempDir, testEnv } from "../../test/harness";
@@ -82,6 +83,8 @@ try {
   const recipient = insertInbox(app, organizationId, { email: "recipient@inboxd.test" });
   seedMessages(app, inbox, 10_000, corpus(500));
 
+  // As under `inboxd serve`: WAL checkpoints on their own thread, not inside the event loop's commits.
+  const checkpoints = startCheckpoints(app);
   const server = createHttpApp(app).listen({ port: 0, hostname: "127.0.0.1" });
   const base = `http://127.0.0.1:${server.server!.port}`;
 
@@ -116,6 +119,7 @@ try {
 
   await bare.stop(true);
   await server.stop(true);
+  await checkpoints.stop();
   sqlite.close();
 } finally {
   app.close();

@@ -1,9 +1,12 @@
 // The message bench/smtp-ingest sends: about 4 kB of multipart/alternative, text and HTML in
 // quoted-printable, DKIM-signed (RSA-2048) as most mail is today, composed the way inboxd composes
-// its own mail. Written with LF line ends: smtp-source -F sends each line with CRLF.
+// its own mail. Written with LF line ends: smtp-source -F sends each line with CRLF. It has no
+// Message-ID: inboxd keeps one copy of a message whose Message-ID the inbox already holds (a
+// sender resending after a lost 250), and smtp-source sends this same file every time.
 import { generateDkimKeys, dkimTxtValue } from "../../src/dkim/keys";
 import { signMessage } from "../../src/dkim/sign";
 import { composeMessage } from "../../src/mail/compose";
+import { fieldName, filterHeaderFields } from "../../src/smtp/header-fields";
 
 export const senderDomain = "sender.bench";
 
@@ -24,7 +27,8 @@ export async function benchMessage(recipient: string): Promise<{ file: string; d
     messageId: `<weekly-update@${senderDomain}>`,
     date: new Date(),
   });
-  const signed = await signMessage(raw, { domain: senderDomain, keys: [rsa] });
+  const withoutMessageId = filterHeaderFields(raw, (field) => fieldName(field) !== "message-id");
+  const signed = await signMessage(withoutMessageId, { domain: senderDomain, keys: [rsa] });
   return {
     file: signed.toString("latin1").replaceAll("\r\n", "\n"),
     dkimRecord: { name: `${rsa.selector}._domainkey.${senderDomain}`, value: dkimTxtValue(rsa) },
