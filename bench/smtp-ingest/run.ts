@@ -41,12 +41,12 @@ function cpuSeconds(statPath: string): number {
   return (Number(fields[11]) + Number(fields[12])) / clockTicks; // utime and stime, fields 14 and 15
 }
 
-/** CPU seconds of a process by kind of thread: its event loop, its Workers, the runtime's own (JIT, GC, I/O). */
+/** CPU seconds of a process by kind of thread: its event loop, its Workers, and the runtime's own by thread name (JIT, GC, I/O pool). */
 function cpuByThread(pid: number): Record<string, number> {
   const byKind: Record<string, number> = {};
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
-    const kind = Number(tid) === pid ? "event loop" : comm === "Worker" ? "workers (analysis, WAL checkpoints)" : "runtime (JIT, GC, I/O pool)";
+    const kind = Number(tid) === pid ? "event loop" : comm === "Worker" ? "workers (analysis, WAL checkpoints)" : `runtime: ${comm}`;
     byKind[kind] = (byKind[kind] ?? 0) + cpuSeconds(`/proc/${pid}/task/${tid}/stat`);
   }
   return byKind;

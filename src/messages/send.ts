@@ -9,7 +9,9 @@ import { newId } from "../ids";
 import { inboxForAddress, requireInbox } from "../inboxes/service";
 import { parseAddress } from "../mail/address";
 import { composeMessage, newMessageId } from "../mail/compose";
+import { moveMessage } from "../outbound/outcome";
 import { wakeOutboundQueue } from "../outbound/queue";
+import { suppressionRefusal } from "../outbound/suppressions";
 import type { InboxRow } from "../store/inboxes";
 import type { AttachmentRow, DeliveryRow, MessageRow } from "../store/messages";
 import { assertHeaderSafe, assertRecipientCount, decodeAttachments, uniqueRecipients, validAddresses, type AttachmentInput, type OutgoingAttachment } from "./outgoing";
@@ -131,17 +133,19 @@ async function dispatch(app: App, organizationId: string, draft: Draft): Promise
     for (const recipient of uniqueRecipients(draft.to, draft.cc, draft.bcc)) {
       const local = inboxForAddress(app, recipient);
       if (local) localInboxes.set(local.id, local);
-      else deliveries.push(queuedDelivery(row, recipient, now));
+      else deliveries.push(remoteDelivery(row, recipient, suppressionRefusal(app, organizationId, recipient), now));
     }
     app.store.messages.insertDeliveries(deliveries);
-    const message = presentMessage(row, attachments, deliveries);
-    app.store.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: message }, now);
+    app.store.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries) }, now);
+    // A suppressed recipient is rejected at once: the response already says so (contract.md, Messages).
+    const rejected = deliveries.some((delivery) => delivery.status === "rejected") && moveMessage(app, row.id, "rejected", now);
+    const message = presentMessage(rejected ? { ...row, status: "rejected" } : row, attachments, deliveries);
 
     const copy = receivedCopy(draft, row);
     for (const recipientInbox of localInboxes.values()) storeReceivedMessage(app, { inbox: recipientInbox, parsed: copy, raw, fromInboxId: inbox.id });
     return { message, rateLimit };
   });
-  if (sent.message.deliveries.length > 0) wakeOutboundQueue(app);
+  if (sent.message.deliveries.some((delivery) => delivery.status === "queued")) wakeOutboundQueue(app);
   return sent;
 }
 
@@ -182,17 +186,17 @@ function sentRow(inbox: InboxRow, draft: Draft, threadId: string, messageId: str
 const attachmentRows = (messageId: string, attachments: OutgoingAttachment[]): AttachmentRow[] =>
   attachments.map((a, position) => ({ id: newId("att"), messageId, position, name: a.name ?? null, contentType: a.contentType, contentId: null, inline: false, content: a.content }));
 
-/** The outbound worker's row: queued, due now (see src/outbound). */
-const queuedDelivery = (message: MessageRow, recipient: string, now: number): DeliveryRow => ({
+/** The outbound worker's row: queued, due now (see src/outbound); or rejected without a try, with the reason. */
+const remoteDelivery = (message: MessageRow, recipient: string, refusal: string | undefined, now: number): DeliveryRow => ({
   id: newId("dlv"),
   organizationId: message.organizationId,
   messageId: message.id,
   recipient,
   domain: parseAddress(recipient)!.domain,
-  status: "queued",
+  status: refusal ? "rejected" : "queued",
   attempts: 0,
-  lastResponse: null,
-  nextAttemptAt: now,
+  lastResponse: refusal ?? null,
+  nextAttemptAt: refusal ? null : now,
   createdAt: now,
   updatedAt: now,
 });

@@ -13,6 +13,7 @@ import { hopAddresses, mxHops, TemporaryRouteError, UndeliverableDomainError, ty
 import type { Signer } from "./sign-pool";
 import { NoSigningKeyError, signOutgoing, type SigningKeys } from "./signing";
 import { openSession, rfc5321Timeouts, SessionSetupError, type RecipientAnswer, type SessionOptions, type SmtpSession } from "./smtp-client";
+import { suppressionRefusal } from "./suppressions";
 
 export interface Job {
   messageId: string;
@@ -151,11 +152,9 @@ export async function transmitJob(context: DeliveryContext, prepared: PreparedJo
 
 /** A reason to reject without trying (suppressed or unusable address), else the address to use in RCPT TO. */
 function refusalOf(app: App, delivery: QueuedDelivery): string | { address: string } {
-  const suppressed = app.store.suppressions.find(delivery.organizationId, delivery.recipient);
-  if (suppressed) {
-    const why = suppressed.reason === "complained" ? "its owner reported mail from this organization as spam" : "it bounced before";
-    return `rejected: ${delivery.recipient} is suppressed (${why}${suppressed.detail ? `: ${suppressed.detail}` : ""}); DELETE /v1/suppressions/${suppressed.id} to send to it again`;
-  }
+  // Checked again here: the address may have been suppressed while the delivery waited.
+  const suppressed = suppressionRefusal(app, delivery.organizationId, delivery.recipient);
+  if (suppressed) return suppressed;
   // The same parser that admitted the address: no CR, LF or other control character reaches a command line.
   const parsed = parseAddress(delivery.recipient);
   if (!parsed) return `rejected: ${JSON.stringify(delivery.recipient)} is not a deliverable address`;

@@ -20,6 +20,14 @@ export const presentSuppression = (row: SuppressionRow) =>
 
 export type Suppression = ReturnType<typeof presentSuppression>;
 
+/** Why mail to `recipient` is not sent, as its delivery's lastResponse shows it; undefined when it is not suppressed. */
+export function suppressionRefusal(app: App, organizationId: string, recipient: string): string | undefined {
+  const suppressed = app.store.suppressions.find(organizationId, recipient);
+  if (!suppressed) return undefined;
+  const why = suppressed.reason === "complained" ? "its owner reported mail from this organization as spam" : "it bounced before";
+  return `rejected: ${recipient} is suppressed (${why}${suppressed.detail ? `: ${suppressed.detail}` : ""}); DELETE /v1/suppressions/${suppressed.id} to send to it again`;
+}
+
 export function listSuppressions(app: App, organizationId: string, page: Page): Suppression[] {
   return app.store.suppressions.list(organizationId, page.page, page.per).map(presentSuppression);
 }

@@ -170,9 +170,15 @@ describe("suppression", () => {
     expect(entry).toMatchObject({ _id: entryId, reason: "bounced", detail: "550 5.1.1 No such user", messageId: bounced.id });
 
     const tries = rcptCount("carol@remote.test");
-    const rejected = await sendAndRun({ to: ["carol@remote.test"] });
+    // Rejected at once: the send's own response says so, before the queue runs.
+    const answered = await w.send({ to: ["carol@remote.test", "dina@remote.test"] });
+    expect(answered.status).toBe("rejected");
+    expect(answered.deliveries.map((d: any) => [d.recipient, d.status])).toEqual([["carol@remote.test", "rejected"], ["dina@remote.test", "queued"]]);
+    expect(answered.deliveries[0]).toMatchObject({ attempts: 0, lastResponse: expect.stringContaining("carol@remote.test is suppressed") });
+    await w.queue.runDueNow();
+    const rejected = await w.message(answered.id);
     expect(rejected.status).toBe("rejected");
-    expect(rejected.deliveries[0]).toMatchObject({ status: "rejected", attempts: 1, lastResponse: expect.stringContaining("carol@remote.test is suppressed") });
+    expect(rejected.deliveries.map((d: any) => [d.recipient, d.status, d.attempts])).toEqual([["carol@remote.test", "rejected", 0], ["dina@remote.test", "delivered", 1]]);
     expect(w.events(rejected.id)).toEqual(["message.sent", "message.rejected"]);
     expect(rcptCount("carol@remote.test")).toBe(tries);
 
