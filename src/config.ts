@@ -94,6 +94,7 @@ export const settings = {
   deliveryRetryDelays: setting("INBOXD_DELIVERY_RETRY_DELAYS", "300,900,1800,3600,7200,14400,28800,57600,86400,86400,86400", secondsList, "seconds between outbound delivery tries; after the last the recipient bounces"),
   deliveryConcurrency: setting("INBOXD_DELIVERY_CONCURRENCY", "16", positiveInt, "outbound SMTP connections at once"),
   deliveryConcurrencyPerDomain: setting("INBOXD_DELIVERY_CONCURRENCY_PER_DOMAIN", "4", positiveInt, "outbound SMTP connections at once to one destination domain"),
+  dkimRsaEngine: setting("INBOXD_DKIM_RSA", "auto", oneOf("auto", "builtin"), "who makes RSA DKIM signatures: the system's OpenSSL 3 where it loads and proves itself, else node:crypto (auto); node:crypto always (builtin)"),
   smtpClientTimeoutScale: setting("INBOXD_SMTP_CLIENT_TIMEOUT_SCALE", "1", (raw, name) => { const n = Number(raw); return n > 0 && n <= 1 ? n : fail(name, raw, "a factor in (0, 1]"); }, "multiplies the RFC 5321 §4.5.3.2 client timeouts (tests shorten them)"),
   sendLimit: setting("INBOXD_SEND_LIMIT", "100", positiveInt, "sends and replies per hour per organization"),
   searchBudgetMs: setting("INBOXD_SEARCH_BUDGET_MS", "250", positiveInt, "time one regular-expression search may take before it answers 422"),

@@ -15,6 +15,7 @@
 // a shared machine runs, CPU per message much less, and it shows where the difference comes from.
 import { readFileSync } from "node:fs";
 import nodemailer from "nodemailer";
+import { opensslLoads } from "../../src/dkim/openssl-rsa";
 import { startOutboundQueue, type OutboundQueue } from "../../src/outbound/queue";
 import { createSigner, defaultSigningThreads } from "../../src/outbound/sign-pool";
 import { register, startTestServer } from "../../test/harness";
@@ -121,7 +122,7 @@ const direct = await measure(() => Promise.all(messages.map((message) => transpo
 transport.close();
 
 // 3. What DKIM signing alone allows on this machine: the same messages through the queue's signer.
-const signer = createSigner(app.log);
+const signer = createSigner(app.log, threads, app.config.dkimRsaEngine);
 const keys = app.store.dkimKeys.activeForDomain(app.config.mailDomain);
 const signing = await measure(() => Promise.all(messages.map((message) => signer.sign(message.raw, { domain: app.config.mailDomain, keys, signTime: new Date() }))));
 signer.close();
@@ -148,7 +149,8 @@ const unsigned = await drain(startOutboundQueue(app, { signer: { sign: async (ra
 
 const line = (label: string, { ms, cpu }: { ms: number; cpu: string }, note = "") =>
   console.log(`  ${label.padEnd(40)}: ${rate(COUNT, ms).padStart(6)} messages/s  (${(ms / 1000).toFixed(2)} s)${note}${cpu ? `\n  ${"".padEnd(40)}  ${cpu}` : ""}`);
-console.log(`bench/outbound: ${COUNT} messages of ${messages[0]!.raw.length} bytes, ${CONNECTIONS} connections, sink: ${sink.kind}`);
+const rsaBy = app.config.dkimRsaEngine === "auto" && opensslLoads() ? "OpenSSL 3 (INBOXD_DKIM_RSA=auto)" : "node:crypto";
+console.log(`bench/outbound: ${COUNT} messages of ${messages[0]!.raw.length} bytes, ${CONNECTIONS} connections, sink: ${sink.kind}, RSA signatures by ${rsaBy}`);
 line("nodemailer pooled, direct to the sink", direct);
 line("inboxd outbound queue (DKIM, SQLite)", queued, `  = ${((direct.ms / queued.ms) * 100).toFixed(0)}% of direct (target >= 50%)`);
 line("(diagnostic: the queue, signing nothing)", unsigned);

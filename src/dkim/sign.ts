@@ -12,6 +12,7 @@
 import { createHash, createPrivateKey, sign, type KeyObject } from "node:crypto";
 import type { DkimAlgorithm, DkimKey } from "./keys";
 import { relaxedBody, relaxedHeader, splitMessage, type HeaderField } from "./canonicalize";
+import { opensslRsaKey, type OpensslRsaKey } from "./openssl-rsa";
 
 export type SigningKey = Pick<DkimKey, "selector" | "algorithm" | "privateKeyPem">;
 
@@ -20,7 +21,11 @@ export type SignOptions = {
   keys: SigningKey[];
   /** The t= tag; the current time when left out. */
   signTime?: Date;
+  /** Who makes RSA signatures: the system's OpenSSL 3 where it loads and proves itself (./openssl-rsa), else node:crypto ("auto", the default); or node:crypto always ("builtin"). */
+  rsaEngine?: RsaEngine;
 };
+
+export type RsaEngine = "auto" | "builtin";
 
 // RFC 6376 §5.4.1: the fields that carry the message's meaning; From is required (§5.4).
 const SIGNED_HEADER_FIELDS = new Set(
@@ -54,45 +59,54 @@ export function signMessage(raw: Uint8Array, opts: SignOptions): Buffer {
 
   const headers = opts.keys.map((key) => {
     if (!TAG_SAFE_NAME.test(key.selector)) throw fail(`${JSON.stringify(key.selector)} cannot be an s= value`);
-    const privateKey = keyObjectFor(key, fail);
+    const privateKey = parsedKeyFor(key, fail);
     const tags = [`v=1`, `a=${key.algorithm}`, `c=relaxed/relaxed`, `d=${opts.domain}`, `s=${key.selector}`, `t=${time}`, hTag(signed), `bh=${bodyHash}`];
     const unsigned = foldTags("DKIM-Signature: ", tags) + ";\r\n\tb=";
     // RFC 6376 §3.7: the signed header fields, then this field with an empty b= and no trailing CRLF.
     const data = Buffer.from(signedHeaders + relaxedHeader(unsigned.replace(/\r\n/g, "")), "latin1");
-    return unsigned + foldValue(signatureOf(key.algorithm, data, privateKey), "\tb=".length) + "\r\n";
+    return unsigned + foldValue(signatureOf(key.algorithm, data, privateKey, opts.rsaEngine ?? "auto"), "\tb=".length) + "\r\n";
   });
   return Buffer.concat([Buffer.from(headers.join(""), "latin1"), raw]);
 }
 
 /** RFC 6376 §3.3.1 (rsa-sha256: RSASSA-PKCS1-v1_5 over SHA-256), RFC 8463 §3 (PureEd25519 over the SHA-256 of the data). */
-function signatureOf(algorithm: DkimAlgorithm, data: Buffer, privateKey: KeyObject): string {
-  if (algorithm === "rsa-sha256") return sign("sha256", data, privateKey).toString("base64");
-  return sign(null, createHash("sha256").update(data).digest(), privateKey).toString("base64");
+function signatureOf(algorithm: DkimAlgorithm, data: Buffer, key: ParsedKey, engine: RsaEngine): string {
+  if (algorithm === "ed25519-sha256") return sign(null, createHash("sha256").update(data).digest(), key.object).toString("base64");
+  if (engine === "auto" && key.openssl === undefined) key.openssl = opensslRsaKey(key.object) ?? null;
+  const signature = engine === "auto" && key.openssl ? key.openssl.sign(data) : sign("sha256", data, key.object);
+  return signature.toString("base64");
+}
+
+/** A key read from its PEM, and the same key in OpenSSL once asked for (null: OpenSSL cannot sign with it). */
+interface ParsedKey {
+  object: KeyObject;
+  openssl?: OpensslRsaKey | null;
 }
 
 // Parsed keys by PEM: reading a PEM costs a third of an RSA signature. A few domains' keys at once.
-const keyObjects = new Map<string, KeyObject>();
+const parsedKeys = new Map<string, ParsedKey>();
 const KEPT_KEYS = 256;
 
-function keyObjectFor(key: SigningKey, fail: (reason: string) => Error): KeyObject {
-  const privateKey = keyObjects.get(key.privateKeyPem) ?? parsedKey(key, fail);
+function parsedKeyFor(key: SigningKey, fail: (reason: string) => Error): ParsedKey {
+  const parsed = parsedKeys.get(key.privateKeyPem) ?? parsedKey(key, fail);
   const expected = key.algorithm === "rsa-sha256" ? "rsa" : "ed25519";
-  if (privateKey.asymmetricKeyType !== expected) throw fail(`${key.selector}: an ${privateKey.asymmetricKeyType} key cannot make ${key.algorithm} signatures`);
-  const bits = privateKey.asymmetricKeyDetails?.modulusLength ?? 0;
+  if (parsed.object.asymmetricKeyType !== expected) throw fail(`${key.selector}: an ${parsed.object.asymmetricKeyType} key cannot make ${key.algorithm} signatures`);
+  const bits = parsed.object.asymmetricKeyDetails?.modulusLength ?? 0;
   if (expected === "rsa" && bits < MIN_RSA_BITS) throw fail(`${key.selector}: RSA key of ${bits} bits, at least ${MIN_RSA_BITS} required`);
-  return privateKey;
+  return parsed;
 }
 
-function parsedKey(key: SigningKey, fail: (reason: string) => Error): KeyObject {
-  let privateKey: KeyObject;
+function parsedKey(key: SigningKey, fail: (reason: string) => Error): ParsedKey {
+  let object: KeyObject;
   try {
-    privateKey = createPrivateKey(key.privateKeyPem);
+    object = createPrivateKey(key.privateKeyPem);
   } catch (error) {
     throw fail(`${key.selector}: the private key cannot be read (${(error as Error).message})`);
   }
-  if (keyObjects.size >= KEPT_KEYS) keyObjects.delete(keyObjects.keys().next().value!);
-  keyObjects.set(key.privateKeyPem, privateKey);
-  return privateKey;
+  if (parsedKeys.size >= KEPT_KEYS) parsedKeys.delete(parsedKeys.keys().next().value!);
+  const parsed = { object };
+  parsedKeys.set(key.privateKeyPem, parsed);
+  return parsed;
 }
 
 /** The h= tag (RFC 6376 §3.5), names as they appear in the message, with room to fold after each colon. */

@@ -10,6 +10,7 @@
  * so a crash never causes a hot retry loop; after a restart the same code picks up what is due.
  */
 import type { App } from "../app";
+import { opensslLoads } from "../dkim/openssl-rsa";
 import { createResolver, type Resolver } from "../dns/resolver";
 import type { RunningPart } from "../serve";
 import type { QueuedDelivery } from "../store/deliveries";
@@ -17,7 +18,7 @@ import { Destination, prepareJob, transmitJob, type DeliveryContext, type Job, t
 import { recordOutcomes } from "./outcome";
 import { retryDelayMs } from "./policy";
 import { relayFromUrl } from "./relay";
-import { createSigner, type Signer } from "./sign-pool";
+import { createSigner, defaultSigningThreads, type Signer } from "./sign-pool";
 import { SigningKeys } from "./signing";
 
 export interface OutboundQueue extends RunningPart {
@@ -74,11 +75,12 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
   const context: DeliveryContext = {
     app,
     resolver: options.resolver ?? createResolver(config.dnsServers),
-    signer: options.signer ?? createSigner(log),
+    signer: options.signer ?? createSigner(log, defaultSigningThreads(), config.dkimRsaEngine),
     keys: new SigningKeys(app),
     relay: config.smtpRelay ? relayFromUrl(config.smtpRelay) : undefined,
     random,
   };
+  log.info("DKIM RSA signatures", { by: config.dkimRsaEngine === "auto" && opensslLoads() ? "OpenSSL 3 (libcrypto.so.3)" : "node:crypto" });
   const lanes = new Set<Lane>();
   const inFlight = new Set<string>();
   let finished: Finished[] = [];

@@ -8,18 +8,21 @@
  * With one core, or when no thread can run, they are made on this thread.
  */
 import { availableParallelism } from "node:os";
-import { signMessage, type SignOptions, type SigningKey } from "../dkim/sign";
+import { signMessage, type RsaEngine, type SignOptions, type SigningKey } from "../dkim/sign";
 import type { Logger } from "../log";
 
 /** Keys go to a thread once per set (`keys`), then each message names its set (`sign`). */
 export type SignRequest =
-  | { type: "keys"; keySet: number; domain: string; keys: SigningKey[] }
+  | { type: "keys"; keySet: number; domain: string; keys: SigningKey[]; rsaEngine: RsaEngine }
   | { type: "sign"; id: number; keySet: number; raw: Uint8Array; signTime: number };
 
 export type SignReply = { id: number; signed: Uint8Array } | { id: number; error: string };
 
+/** What a message is signed with; how RSA signatures are made is the signer's (createSigner). */
+export type MessageSigning = Required<Omit<SignOptions, "rsaEngine">>;
+
 export interface Signer {
-  sign(raw: Uint8Array, options: Required<SignOptions>): Promise<Buffer>;
+  sign(raw: Uint8Array, options: MessageSigning): Promise<Buffer>;
   close(): void;
 }
 
@@ -30,15 +33,15 @@ const workerUrl = import.meta.path.startsWith("/$bunfs/") ? new URL("./outbound/
 /** One signing thread per core; none on a single core, where the main thread signs. */
 export const defaultSigningThreads = () => (availableParallelism() > 1 ? availableParallelism() : 0);
 
-/** Signing threads, started on first use; `threads` 0 signs on this thread. */
-export function createSigner(log: Logger, threads = defaultSigningThreads()): Signer {
+/** Signing threads, started on first use; `threads` 0 signs on this thread. `rsaEngine`: INBOXD_DKIM_RSA. */
+export function createSigner(log: Logger, threads = defaultSigningThreads(), rsaEngine: RsaEngine = "auto"): Signer {
   let pool: SigningThread[] | undefined;
   let closed = false;
-  const usable = () => (pool ??= Array.from({ length: threads }, () => new SigningThread(log))).filter((thread) => thread.alive);
+  const usable = () => (pool ??= Array.from({ length: threads }, () => new SigningThread(log, rsaEngine))).filter((thread) => thread.alive);
   return {
     sign(raw, options) {
       const alive = closed ? [] : usable();
-      if (alive.length === 0) return new Promise((resolve) => resolve(signMessage(raw, options)));
+      if (alive.length === 0) return new Promise((resolve) => resolve(signMessage(raw, { ...options, rsaEngine })));
       // The least busy thread: messages differ in size.
       return alive.reduce((best, thread) => (thread.pending < best.pending ? thread : best)).sign(raw, options);
     },
@@ -60,7 +63,10 @@ class SigningThread {
   private readonly keySets = new WeakMap<object, number>();
   private nextId = 1;
 
-  constructor(private readonly log: Logger) {
+  constructor(
+    private readonly log: Logger,
+    private readonly rsaEngine: RsaEngine,
+  ) {
     this.worker = new Worker(workerUrl);
     // The queue's timers keep the process alive while it runs; a thread never does by itself.
     this.worker.unref();
@@ -73,13 +79,13 @@ class SigningThread {
     return this.waiting.size;
   }
 
-  sign(raw: Uint8Array, options: Required<SignOptions>): Promise<Buffer> {
+  sign(raw: Uint8Array, options: MessageSigning): Promise<Buffer> {
     let keySet = this.keySets.get(options.keys);
     if (keySet === undefined) {
       keySet = this.nextId++;
       this.keySets.set(options.keys, keySet);
       const keys = options.keys.map(({ selector, algorithm, privateKeyPem }) => ({ selector, algorithm, privateKeyPem }));
-      this.worker.postMessage({ type: "keys", keySet, domain: options.domain, keys } satisfies SignRequest);
+      this.worker.postMessage({ type: "keys", keySet, domain: options.domain, keys, rsaEngine: this.rsaEngine } satisfies SignRequest);
     }
     const id = this.nextId++;
     return new Promise((resolve, reject) => {

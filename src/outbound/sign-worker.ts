@@ -1,17 +1,17 @@
 // Entry point of a DKIM signing thread (./sign-pool): RSA and Ed25519 signatures of outgoing
 // messages are made here, on another core, while the event loop keeps the SMTP sessions moving.
-import { signMessage, type SigningKey } from "../dkim/sign";
+import { signMessage, type RsaEngine, type SigningKey } from "../dkim/sign";
 import type { SignReply, SignRequest } from "./sign-pool";
 
 declare const self: Worker;
 
 /** Key sets as the pool announced them; a few recent ones are enough (one per sending domain). */
-const keySets = new Map<number, { domain: string; keys: SigningKey[] }>();
+const keySets = new Map<number, { domain: string; keys: SigningKey[]; rsaEngine: RsaEngine }>();
 const keptKeySets = 256;
 
 self.onmessage = ({ data: request }: MessageEvent<SignRequest>) => {
   if (request.type === "keys") {
-    keySets.set(request.keySet, { domain: request.domain, keys: request.keys });
+    keySets.set(request.keySet, { domain: request.domain, keys: request.keys, rsaEngine: request.rsaEngine });
     if (keySets.size > keptKeySets) keySets.delete(keySets.keys().next().value!);
     return;
   }

@@ -1,5 +1,6 @@
 // The DKIM signer of the queue: its threads and the main thread make the same bytes (RSA PKCS#1 v1.5
-// and Ed25519 signatures are deterministic), from a Buffer or from a plain Uint8Array (bun:sqlite's BLOB).
+// and Ed25519 signatures are deterministic), from a Buffer or from a plain Uint8Array (bun:sqlite's BLOB),
+// whether OpenSSL (the threads, INBOXD_DKIM_RSA=auto) or node:crypto (the main thread, builtin) makes them.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { generateDkimKeys, type DkimKey } from "../../src/dkim/keys";
 import { signMessage } from "../../src/dkim/sign";
@@ -18,7 +19,7 @@ let onMainThread: Signer;
 beforeAll(async () => {
   keys = await generateDkimKeys(signTime);
   onThreads = createSigner(log, 2);
-  onMainThread = createSigner(log, 0);
+  onMainThread = createSigner(log, 0, "builtin");
 });
 afterAll(() => {
   onThreads.close();
@@ -26,7 +27,7 @@ afterAll(() => {
 });
 
 test("threads and main thread sign alike, Buffer or Uint8Array", async () => {
-  const expected = signMessage(MESSAGE, { domain: DOMAIN, keys, signTime });
+  const expected = signMessage(MESSAGE, { domain: DOMAIN, keys, signTime, rsaEngine: "builtin" });
   const options = { domain: DOMAIN, keys, signTime };
   const results = await Promise.all([onThreads.sign(MESSAGE, options), onThreads.sign(new Uint8Array(MESSAGE), options), onMainThread.sign(new Uint8Array(MESSAGE), options)]);
   for (const result of results) expect(Buffer.from(result).equals(expected)).toBe(true);
