@@ -49,6 +49,7 @@ export function openDatabase(dataDir: string): OpenedDatabase {
   sqlite.exec("PRAGMA foreign_keys = ON");
   sqlite.exec("PRAGMA busy_timeout = 5000");
   sqlite.exec("PRAGMA temp_store = MEMORY");
+  sqlite.exec("PRAGMA cache_size = -65536");
   // The WAL file is reused after each checkpoint that empties it; past this size it is also
   // truncated then, so that one long burst of mail does not hold its disk space for good.
   sqlite.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);

@@ -25,7 +25,7 @@ export class SigningKeys {
     const known = this.current.get(domain);
     if (known?.ids === ids) return known.keys;
     const keys = dkimKeys.activeForDomain(domain);
-    this.current.set(domain, { ids: keys.map((key) => key.id).join(","), keys });
+    this.current.set(domain, { ids: keys.map((key) => key.id).toSorted().join(","), keys });
     return keys;
   }
 }

@@ -3,10 +3,10 @@
  * the status of the messages they belong to. Prepared statements rather than the query builder:
  * the worker runs them for every message it sends, several per transaction (outbound/queue.ts).
  */
-import { asc, eq, sql } from "drizzle-orm";
 import { attachments, deliveries, messages } from "../db/schema";
 import type { AttachmentRow, DeliveryRow, MessageRow } from "./messages";
 import type { Db } from "./db";
+import { rowReader } from "./row-reader";
 
 export type DeliveryStatus = "queued" | "delivered" | "bounced" | "rejected";
 
@@ -46,6 +46,8 @@ export interface DeliveryUpdate {
   now: number;
 }
 
+const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : 1);
+
 export const deliveriesStore = (db: Db) => {
   const sqlite = db.$client;
   // Deliveries in flight are skipped: should a try outlast its lease, it is not claimed twice.
@@ -62,8 +64,7 @@ export const deliveriesStore = (db: Db) => {
   const dueOfMessage = sqlite.query<QueuedDelivery, [string, string, number]>(`
     SELECT id, organization_id AS organizationId, message_id AS messageId, recipient, domain, attempts, next_attempt_at AS dueAt
     FROM deliveries INDEXED BY deliveries_message -- not the domain's index: that would visit every due row of the domain
-    WHERE message_id = ?1 AND domain = ?2 AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?3
-    ORDER BY id`);
+    WHERE message_id = ?1 AND domain = ?2 AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?3`);
   const recordAttempt = sqlite.query<never, [string, number, number]>("UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1");
   const releaseAttempt = sqlite.query<never, [string, number, number]>(
     "UPDATE deliveries SET attempts = attempts - 1, next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1 AND status = 'queued'",
@@ -84,9 +85,10 @@ export const deliveriesStore = (db: Db) => {
     SELECT m.id, m.organization_id AS organizationId, m.inbox_id AS inboxId, m.from_address AS "from", m.status, s.raw
     FROM messages m JOIN message_sources s ON s.message_id = m.id WHERE m.id = ?1`);
   // The whole message as events show it, prepared: the queue presents one for every status change.
-  const messageRow = db.select().from(messages).where(eq(messages.id, sql.placeholder("id"))).prepare();
-  const attachmentsOfMessage = db.select().from(attachments).where(eq(attachments.messageId, sql.placeholder("id"))).orderBy(asc(attachments.position)).prepare();
-  const deliveriesOfMessage = db.select().from(deliveries).where(eq(deliveries.messageId, sql.placeholder("id"))).orderBy(asc(deliveries.createdAt), asc(sql`deliveries.rowid`)).prepare();
+  const messageRow = rowReader<typeof messages, [string]>(sqlite, messages, "id = ?1");
+  const attachmentsOfMessage = rowReader<typeof attachments, [string]>(sqlite, attachments, "message_id = ?1", (a, b) => a.position - b.position);
+  // Ids made together sort in the order they were made (ids.ts).
+  const deliveriesOfMessage = rowReader<typeof deliveries, [string]>(sqlite, deliveries, "message_id = ?1", (a, b) => a.createdAt - b.createdAt || byId(a, b));
 
   return {
     /** Destination domains with deliveries due, the longest-waiting first. */
@@ -101,7 +103,9 @@ export const deliveriesStore = (db: Db) => {
       // A message with several recipients there has several rows: read more rows than messages wanted.
       const rows = dueMessages.all(domain, now, limit * 4 + skip.size).filter((row) => !skip.has(row.id));
       const messageIds = [...new Set(rows.map((row) => row.messageId))].slice(0, limit);
-      return messageIds.map((messageId) => dueOfMessage.all(messageId, domain, now).filter((row) => !skip.has(row.id))).filter((group) => group.length > 0);
+      // In id order (the order they were made), sorted here rather than by an ORDER BY (see row-reader.ts).
+      const group = (messageId: string) => dueOfMessage.all(messageId, domain, now).filter((row) => !skip.has(row.id)).sort(byId);
+      return messageIds.map(group).filter((rows) => rows.length > 0);
     },
     /** Counts a try before it is made; `retryAt` is when it is made again should its outcome never be recorded. */
     recordAttempt(id: string, retryAt: number, now: number) {
@@ -132,9 +136,9 @@ export const deliveriesStore = (db: Db) => {
     },
     /** The message row with its attachments and deliveries, for presenting it. */
     messageWithParts(messageId: string): { row: MessageRow; attachments: AttachmentRow[]; deliveries: DeliveryRow[] } | undefined {
-      const row = messageRow.get({ id: messageId });
+      const row = messageRow.get(messageId);
       if (!row) return undefined;
-      return { row, attachments: attachmentsOfMessage.all({ id: messageId }), deliveries: deliveriesOfMessage.all({ id: messageId }) };
+      return { row, attachments: attachmentsOfMessage.all(messageId), deliveries: deliveriesOfMessage.all(messageId) };
     },
   };
 };

@@ -8,8 +8,9 @@ export type DkimKeyStatus = DkimKeyRow["status"];
 
 export const dkimKeysStore = (db: Db) => {
   // Asked for every outgoing message (outbound/signing.ts): prepared once, and the ids alone are
-  // cheap to compare with the keys the signer holds, without reading the private keys again.
-  const activeIds = db.$client.query<{ id: string }, [string]>("SELECT id FROM dkim_keys WHERE domain = ?1 AND status = 'active' ORDER BY algorithm, id");
+  // cheap to compare with the keys the signer holds, without reading the private keys again (and
+  // sorted here rather than by an ORDER BY: see row-reader.ts).
+  const activeIds = db.$client.query<{ id: string }, [string]>("SELECT id FROM dkim_keys WHERE domain = ?1 AND status = 'active'");
   return {
     insert(rows: DkimKeyRow[]) {
       if (rows.length) db.insert(dkimKeys).values(rows).run();
@@ -22,9 +23,12 @@ export const dkimKeysStore = (db: Db) => {
     activeForDomain(domain: string): DkimKeyRow[] {
       return db.select().from(dkimKeys).where(and(eq(dkimKeys.domain, domain), eq(dkimKeys.status, "active"))).orderBy(asc(dkimKeys.algorithm), asc(dkimKeys.id)).all();
     },
-    /** The ids of activeForDomain, in its order. */
+    /** The ids of activeForDomain, sorted. */
     activeIdsForDomain(domain: string): string[] {
-      return activeIds.all(domain).map((row) => row.id);
+      return activeIds
+        .all(domain)
+        .map((row) => row.id)
+        .sort();
     },
     setStatus(id: string, status: DkimKeyStatus, now: number) {
       db.update(dkimKeys).set({ status, updatedAt: now }).where(eq(dkimKeys.id, id)).run();
