@@ -32,6 +32,8 @@ export function testEnv(dataDir: string, overrides: Record<string, string> = {})
     INBOXD_ENV: "test",
     INBOXD_WEBHOOK_ALLOW_PRIVATE: "1",
     INBOXD_SMTP_GREETING_DELAY_MS: "0",
+    // Every test registers from 127.0.0.1; the limit has a test of its own.
+    INBOXD_REGISTER_LIMIT: "100000",
     INBOXD_LOG_LEVEL: process.env.INBOXD_TEST_LOG_LEVEL ?? "silent",
     ...overrides,
   };

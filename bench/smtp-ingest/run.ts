@@ -1,6 +1,7 @@
 // bench/smtp-ingest: Postfix's smtp-source sends the same ~4 kB DKIM-signed multipart message to
 // inboxd (which parses, authenticates, threads, indexes and durably stores each one with its
-// event), and in the same run to Postfix's smtp-sink and to a bare smtp-server that discards.
+// event), and in the same run to Postfix's smtp-sink, to a bare smtp-server that discards, and to
+// the issue's minimal prototype (simpleParser and one row with synchronous = FULL per message).
 // Two modes: (a) connections reused (smtp-source -d), 20 sessions; (b) one message per
 // connection, 100 sessions. Installs Debian's postfix for smtp-source/smtp-sink when missing.
 // Run: bun bench/smtp-ingest/run.ts [messages]   (BENCH_PROFILE=1: inboxd writes a CPU profile of
@@ -64,8 +65,9 @@ async function send(target: Target, file: string, count: number, args: string[])
   return { rate: count / seconds, cpuMicros: cpuMicros.reduce((sum, [, micros]) => sum + micros, 0), byThread: cpuMicros };
 }
 
-async function startBareServer() {
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "bare-server.ts")], { stdout: "pipe", stderr: "inherit" });
+/** A reference server of this folder in a child process, once it printed its port. */
+async function startReference(script: string, ...args: string[]) {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, script), ...args], { stdout: "pipe", stderr: "inherit" });
   const reader = proc.stdout.getReader();
   let text = "";
   while (!text.includes("\n")) text += new TextDecoder().decode((await reader.read()).value);
@@ -104,7 +106,10 @@ mkdirSync(dataDir);
 const dns = await startDnsServer();
 const sinkPort = await freePort();
 const sink = Bun.spawn(["smtp-sink", "-u", "nobody", "-c", `127.0.0.1:${sinkPort}`, "1000"], { stdout: "ignore", stderr: "inherit" });
-const bare = await startBareServer();
+const bare = await startReference("bare-server.ts");
+const prototypeDir = join(work, "prototype");
+mkdirSync(prototypeDir);
+const prototype = await startReference("prototype-server.ts", prototypeDir);
 let inboxd: Awaited<ReturnType<typeof startInboxd>> | undefined;
 try {
   const message = await benchMessage(recipient);
@@ -118,6 +123,7 @@ try {
   const targets: Target[] = [
     { name: "Postfix smtp-sink (C)", port: sinkPort, pid: sink.pid },
     { name: "bare smtp-server, discards", port: bare.port, pid: bare.proc.pid },
+    { name: "prototype: parse, 1 row, FULL", port: prototype.port, pid: prototype.proc.pid },
     { name: "inboxd, stores durably", port: inboxd.smtpPort!, pid: inboxd.proc.pid },
   ];
   for (const target of targets) await send(target, file, warmUp, modes[0].args);
@@ -132,10 +138,11 @@ try {
       const { rate, cpuMicros, byThread } = await send(target, file, messages, mode.args);
       rates.push(rate);
       console.log(`    ${target.name.padEnd(28)} ${Math.round(rate).toLocaleString("en-US").padStart(7)} msg/s   ${Math.round(cpuMicros).toLocaleString("en-US").padStart(5)} µs CPU per message`);
-      if (target === targets[2]) console.log(`      of which ${byThread.map(([kind, micros]) => `${kind} ${Math.round(micros)} µs`).join(", ")}`);
+      if (target === targets[3]) console.log(`      of which ${byThread.map(([kind, micros]) => `${kind} ${Math.round(micros)} µs`).join(", ")}`);
     }
     expected += messages;
-    console.log(`    inboxd / bare smtp-server    ${((100 * rates[2]) / rates[1]).toFixed(0).padStart(6)} %   (target ≥ ${mode.target} %)`);
+    console.log(`    inboxd / bare smtp-server    ${((100 * rates[3]) / rates[1]).toFixed(0).padStart(6)} %   (target ≥ ${mode.target} %)`);
+    console.log(`    prototype / bare smtp-server ${((100 * rates[2]) / rates[1]).toFixed(0).padStart(6)} %   (the issue measured 26 % in mode (a))`);
   }
   console.log(`  load average ${load()} at the end`);
   const stored = storedMessages(dataDir);
@@ -146,6 +153,7 @@ try {
   if (process.env.BENCH_PROFILE) console.log(`  inboxd's CPU profile (.md and .cpuprofile): ${profileDir}`);
   sink.kill();
   bare.proc.kill();
+  prototype.proc.kill();
   await dns.close();
   rmSync(work, { recursive: true, force: true });
 }

@@ -11,6 +11,7 @@ import { issueAccessToken } from "./access-tokens";
 import { createApiKey } from "./api-keys";
 import { accountEmail, requiredText } from "./fields";
 import { beginLoginAttempt, loginSucceeded } from "./login-throttle";
+import { countRegistration } from "./registration-limit";
 import { checkNewPassword, hashPassword, refuseOverlongPassword, verifyAgainstDummy, verifyPassword } from "./passwords";
 import { presentCreatedApiKey, presentOrganization, presentUser } from "./present";
 
@@ -21,6 +22,8 @@ export interface Registration {
   lastName?: string;
   email?: string;
   password?: string;
+  /** The client's address, for the per-address registration limit. */
+  clientIp?: string;
 }
 
 export interface Credentials {
@@ -43,6 +46,7 @@ export async function register(app: App, input: Registration) {
   const email = accountEmail("username", input.email);
   const password = requiredPassword(input.password);
   checkNewPassword(password);
+  countRegistration(app, input.clientIp);
   // Hashing is slow and asynchronous: done before the transaction, which must not await.
   const passwordHash = await hashPassword(password);
   return app.store.transaction(() => {

@@ -9,13 +9,14 @@ export const authRoutes = (app: App) =>
   new Elysia({ prefix: "/auth", detail: { tags: ["accounts"] } })
     .post(
       "/register",
-      async ({ body, set }) => {
+      async ({ body, set, server, request }) => {
         set.status = 201;
         return register(app, {
           firstName: body.firstName ?? body.first_name,
           lastName: body.lastName ?? body.last_name,
           email: body.username ?? body.email,
           password: body.password,
+          clientIp: server?.requestIP(request)?.address,
         });
       },
       {

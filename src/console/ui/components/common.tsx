@@ -177,3 +177,35 @@ export function Back({ to, label }: { to: string; label: string }) {
     </a>
   );
 }
+
+/**
+ * A table that scrolls sideways on a narrow screen: a header cell per column (a column given as
+ * false is left out), and with `actions` a last column for the rows' buttons, named for screen
+ * readers only. The rows are the children.
+ */
+export function DataTable(props: { columns: (string | false)[]; actions?: boolean; caption?: string; class?: string; children: ComponentChildren }) {
+  return (
+    <div class="table-wrap">
+      <table class={props.class}>
+        {props.caption ? <caption>{props.caption}</caption> : null}
+        <thead>
+          <tr>
+            {props.columns.map((column) =>
+              column === false ? null : (
+                <th scope="col" key={column}>
+                  {column}
+                </th>
+              ),
+            )}
+            {props.actions ? (
+              <th scope="col">
+                <span class="offscreen">Actions</span>
+              </th>
+            ) : null}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
+  );
+}

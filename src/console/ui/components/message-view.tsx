@@ -5,7 +5,7 @@ import { v1 } from "../api/session";
 import type { Attachment, Delivery, Message } from "../api/types";
 import { base64ToBlob } from "../lib/files";
 import { formatSize } from "../lib/format";
-import { Badge, Time } from "./common";
+import { Badge, DataTable, Time } from "./common";
 import { MessageBody } from "./message-body";
 
 function HeaderFields({ message }: { message: Message }) {
@@ -53,41 +53,26 @@ export function DeliveryTable({ deliveries }: { deliveries: Delivery[] }) {
   // The next try is shown where the API gives one (`nextAttemptAt`); the column is left out otherwise.
   const nextTry = deliveries.some((delivery) => delivery.nextAttemptAt);
   return (
-    <div class="table-wrap">
-      <table>
-        <caption>Delivery to each recipient</caption>
-        <thead>
-          <tr>
-            <th scope="col">Recipient</th>
-            <th scope="col">Status</th>
-            <th scope="col">Attempts</th>
-            <th scope="col">Last response</th>
-            {nextTry ? <th scope="col">Next try</th> : null}
-            <th scope="col">Updated</th>
-          </tr>
-        </thead>
-        <tbody>
-          {deliveries.map((delivery) => (
-            <tr key={delivery.recipient}>
-              <td>{delivery.recipient}</td>
-              <td>
-                <Badge value={delivery.status} />
-              </td>
-              <td>{delivery.attempts}</td>
-              <td class="response">{delivery.lastResponse ?? "—"}</td>
-              {nextTry ? (
-                <td>
-                  <Time iso={delivery.nextAttemptAt} />
-                </td>
-              ) : null}
-              <td>
-                <Time iso={delivery.updatedAt} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable columns={["Recipient", "Status", "Attempts", "Last response", nextTry && "Next try", "Updated"]} caption="Delivery to each recipient">
+      {deliveries.map((delivery) => (
+        <tr key={delivery.recipient}>
+          <td>{delivery.recipient}</td>
+          <td>
+            <Badge value={delivery.status} />
+          </td>
+          <td>{delivery.attempts}</td>
+          <td class="response">{delivery.lastResponse ?? "—"}</td>
+          {nextTry ? (
+            <td>
+              <Time iso={delivery.nextAttemptAt} />
+            </td>
+          ) : null}
+          <td>
+            <Time iso={delivery.updatedAt} />
+          </td>
+        </tr>
+      ))}
+    </DataTable>
   );
 }
 

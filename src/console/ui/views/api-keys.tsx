@@ -2,7 +2,7 @@
 import { useState } from "preact/hooks";
 import { account, useSession } from "../api/session";
 import type { ApiKey, CreatedApiKey } from "../api/types";
-import { Badge, ConfirmButton, Empty, ErrorNote, Loaded, PageTitle, Pager, ShownOnce, Time } from "../components/common";
+import { Badge, ConfirmButton, DataTable, Empty, ErrorNote, Loaded, PageTitle, Pager, ShownOnce, Time } from "../components/common";
 import { submittedValues } from "../lib/forms";
 import { useAction, useResource } from "../lib/resource";
 
@@ -42,40 +42,25 @@ export function ApiKeys() {
       <Loaded resource={keys} what="API keys">
         {(list) =>
           list.length ? (
-            <div class="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Prefix</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Last used</th>
-                    <th scope="col">
-                      <span class="offscreen">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {list.map((key) => (
-                    <tr key={key.id}>
-                      <td>
-                        {key.name} {key.id === session?.apiKeyId ? <Badge value="this console" /> : null}
-                      </td>
-                      <td>
-                        <code>{key.prefix}…</code>
-                      </td>
-                      <td>
-                        <Time iso={key.createdAt} />
-                      </td>
-                      <td>{key.lastUsedAt ? <Time iso={key.lastUsedAt} /> : <span class="muted">never</span>}</td>
-                      <td>
-                        <ConfirmButton label="Revoke" question={`Revoke "${key.name}" now?`} onConfirm={() => revoke(key)} disabled={action.busy} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable columns={["Name", "Prefix", "Created", "Last used"]} actions>
+              {list.map((key) => (
+                <tr key={key.id}>
+                  <td>
+                    {key.name} {key.id === session?.apiKeyId ? <Badge value="this console" /> : null}
+                  </td>
+                  <td>
+                    <code>{key.prefix}…</code>
+                  </td>
+                  <td>
+                    <Time iso={key.createdAt} />
+                  </td>
+                  <td>{key.lastUsedAt ? <Time iso={key.lastUsedAt} /> : <span class="muted">never</span>}</td>
+                  <td>
+                    <ConfirmButton label="Revoke" question={`Revoke "${key.name}" now?`} onConfirm={() => revoke(key)} disabled={action.busy} />
+                  </td>
+                </tr>
+              ))}
+            </DataTable>
           ) : (
             <Empty>No API keys.</Empty>
           )

@@ -3,7 +3,7 @@ import { useState } from "preact/hooks";
 import { ApiError } from "../api/http";
 import { v1 } from "../api/session";
 import type { Domain, DomainRecord } from "../api/types";
-import { Back, Badge, ConfirmButton, CopyButton, ErrorNote, Loaded, PageTitle, Time } from "../components/common";
+import { Back, Badge, ConfirmButton, CopyButton, DataTable, ErrorNote, Loaded, PageTitle, Time } from "../components/common";
 import { useAction, useResource } from "../lib/resource";
 import { href, navigate } from "../lib/router";
 import { DomainBadges } from "./domains";
@@ -67,24 +67,11 @@ export function DomainView({ domainId }: { domainId: string }) {
             ) : null}
             <ErrorNote message={action.error} />
             <p>Publish these records at your DNS provider, then verify. Receiving needs the MX record; sending needs SPF, DKIM and DMARC.</p>
-            <div class="table-wrap">
-              <table class="records">
-                <thead>
-                  <tr>
-                    <th scope="col">Type</th>
-                    <th scope="col">Name</th>
-                    <th scope="col">Value</th>
-                    <th scope="col">For</th>
-                    <th scope="col">Status</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.records.map((record) => (
-                    <RecordRow key={`${record.type} ${record.name}`} record={record} />
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable columns={["Type", "Name", "Value", "For", "Status"]} class="records">
+              {data.records.map((record) => (
+                <RecordRow key={`${record.type} ${record.name}`} record={record} />
+              ))}
+            </DataTable>
           </>
         )}
       </Loaded>

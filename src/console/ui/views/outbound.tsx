@@ -6,7 +6,7 @@
 import { useState } from "preact/hooks";
 import { v1 } from "../api/session";
 import type { Inbox, Message, MessageSummary, Suppression } from "../api/types";
-import { Badge, ConfirmButton, Empty, ErrorNote, Loaded, PageTitle, Pager, Time } from "../components/common";
+import { Badge, ConfirmButton, DataTable, Empty, ErrorNote, Loaded, PageTitle, Pager, Time } from "../components/common";
 import { DeliveryTable } from "../components/message-view";
 import { useAction, useResource } from "../lib/resource";
 import { href } from "../lib/router";
@@ -63,37 +63,23 @@ function Suppressions() {
       <Loaded resource={suppressions} what="suppressions">
         {(list) =>
           list.length ? (
-            <div class="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Address</th>
-                    <th scope="col">Reason</th>
-                    <th scope="col">Since</th>
-                    <th scope="col">
-                      <span class="offscreen">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {list.map((suppression) => (
-                    <tr key={suppression.id}>
-                      <td>{suppression.address}</td>
-                      <td>
-                        {suppression.reason}
-                        {suppression.detail ? <span class="muted"> — {suppression.detail}</span> : null}
-                      </td>
-                      <td>
-                        <Time iso={suppression.createdAt} />
-                      </td>
-                      <td>
-                        <ConfirmButton label="Remove" question={`Send to ${suppression.address} again?`} onConfirm={() => remove(suppression)} disabled={action.busy} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable columns={["Address", "Reason", "Since"]} actions>
+              {list.map((suppression) => (
+                <tr key={suppression.id}>
+                  <td>{suppression.address}</td>
+                  <td>
+                    {suppression.reason}
+                    {suppression.detail ? <span class="muted"> — {suppression.detail}</span> : null}
+                  </td>
+                  <td>
+                    <Time iso={suppression.createdAt} />
+                  </td>
+                  <td>
+                    <ConfirmButton label="Remove" question={`Send to ${suppression.address} again?`} onConfirm={() => remove(suppression)} disabled={action.busy} />
+                  </td>
+                </tr>
+              ))}
+            </DataTable>
           ) : (
             <Empty>No address is suppressed.</Empty>
           )

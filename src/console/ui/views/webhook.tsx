@@ -2,7 +2,7 @@
 import { useState } from "preact/hooks";
 import { v1 } from "../api/session";
 import type { Webhook, WebhookAttempt } from "../api/types";
-import { Back, Badge, ConfirmButton, Empty, ErrorNote, Loaded, PageTitle, Pager, Time } from "../components/common";
+import { Back, Badge, ConfirmButton, DataTable, Empty, ErrorNote, Loaded, PageTitle, Pager, Time } from "../components/common";
 import { useAction, useResource } from "../lib/resource";
 import { href, navigate } from "../lib/router";
 import { webhookState } from "./webhooks";
@@ -55,27 +55,11 @@ function Attempts({ webhookId }: { webhookId: string }) {
       <Loaded resource={attempts} what="attempts">
         {(list) =>
           list.length ? (
-            <div class="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Time</th>
-                    <th scope="col">Event</th>
-                    <th scope="col">Try</th>
-                    <th scope="col">Result</th>
-                    <th scope="col">Response</th>
-                    <th scope="col">
-                      <span class="offscreen">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {list.map((attempt) => (
-                    <AttemptRow key={attempt.id} attempt={attempt} busy={action.busy} onRedrive={() => redrive(attempt)} />
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable columns={["Time", "Event", "Try", "Result", "Response"]} actions>
+              {list.map((attempt) => (
+                <AttemptRow key={attempt.id} attempt={attempt} busy={action.busy} onRedrive={() => redrive(attempt)} />
+              ))}
+            </DataTable>
           ) : (
             <Empty>No attempts yet. Send a test event to see one.</Empty>
           )
