@@ -5,6 +5,7 @@
 import { availableParallelism, hostname as osHostname } from "node:os";
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
+import ipaddr from "ipaddr.js";
 
 export class ConfigError extends Error {}
 
@@ -47,6 +48,10 @@ const hostPortList: Parser<string[]> = (raw, name) => {
 const ipList: Parser<string[]> = (raw, name) => {
   const list = raw.split(",").map((s) => s.trim()).filter(Boolean);
   return list.every((entry) => isIP(entry)) ? list : fail(name, raw, "a comma-separated list of IP addresses");
+};
+const ipOrCidrList: Parser<string[]> = (raw, name) => {
+  const list = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  return list.every((entry) => (entry.includes("/") ? ipaddr.isValidCIDR(entry) : ipaddr.isValid(entry))) ? list : fail(name, raw, "a comma-separated list of IP addresses and CIDR ranges");
 };
 const optionalUrl: Parser<string | undefined> = (raw, name) => {
   if (!raw) return undefined;
@@ -115,6 +120,7 @@ export const settings = {
   dmarcEnforce: setting("INBOXD_DMARC_ENFORCE", "0", bool, "refuse inbound mail failing DMARC with p=reject (550 5.7.1)"),
   loginMaxFailures: setting("INBOXD_LOGIN_MAX_FAILURES", "10", positiveInt, "failed logins per email or IP within a minute before 429"),
   loginLockoutSeconds: setting("INBOXD_LOGIN_LOCKOUT_SECONDS", "300", positiveInt, "how long logins stay refused after too many failures"),
+  trustedProxies: setting("INBOXD_TRUSTED_PROXIES", "", ipOrCidrList, "reverse proxies (IPs, CIDRs) whose X-Forwarded-For names the client, for the per-address limits"),
   registerLimit: setting("INBOXD_REGISTER_LIMIT", "20", positiveInt, "registrations per client address per hour before 429"),
   shutdownTimeoutMs: setting("INBOXD_SHUTDOWN_TIMEOUT_MS", "10000", positiveInt, "how long shutdown waits for in-flight work"),
   logFormat: setting("INBOXD_LOG_FORMAT", "text", oneOf("text", "json"), "log lines as text or JSON"),

@@ -6,12 +6,12 @@
 import { request } from "node:http";
 import type { ApiResponse } from "../harness";
 
-export function postFrom<T = any>(localAddress: string, baseUrl: string, path: string, body: unknown): Promise<ApiResponse<T>> {
+export function postFrom<T = any>(localAddress: string, baseUrl: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = request(
       baseUrl + path,
-      { method: "POST", localAddress, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
+      { method: "POST", localAddress, headers: { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
       (res) => {
         let text = "";
         res.setEncoding("utf8");

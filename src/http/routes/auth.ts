@@ -2,11 +2,14 @@
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
 import { login, register } from "../../auth/accounts";
+import { clientAddress, trustedProxies } from "../client-address";
 
 const text = (description: string) => t.Optional(t.String({ description }));
 
-export const authRoutes = (app: App) =>
-  new Elysia({ prefix: "/auth", detail: { tags: ["accounts"] } })
+export const authRoutes = (app: App) => {
+  const trusted = trustedProxies(app.config.trustedProxies);
+  const clientOf = (request: Request, server: Bun.Server<unknown> | null) => clientAddress(server?.requestIP(request)?.address, request.headers.get("x-forwarded-for"), trusted);
+  return new Elysia({ prefix: "/auth", detail: { tags: ["accounts"] } })
     .post(
       "/register",
       async ({ body, set, server, request }) => {
@@ -16,7 +19,7 @@ export const authRoutes = (app: App) =>
           lastName: body.lastName ?? body.last_name,
           email: body.username ?? body.email,
           password: body.password,
-          clientIp: server?.requestIP(request)?.address,
+          clientIp: clientOf(request, server),
         });
       },
       {
@@ -35,9 +38,10 @@ export const authRoutes = (app: App) =>
     .post(
       "/login",
       ({ body, server, request }) =>
-        login(app, { email: body.username ?? body.email, password: body.password, clientIp: server?.requestIP(request)?.address }),
+        login(app, { email: body.username ?? body.email, password: body.password, clientIp: clientOf(request, server) }),
       {
         body: t.Object({ username: text("the email; required, or email"), email: text("alias of username"), password: text("required") }),
         detail: { summary: "Exchange email and password for an access token (valid 7 days)" },
       },
     );
+};
