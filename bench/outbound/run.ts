@@ -4,7 +4,8 @@
 // the queue's overhead. Both use 4 connections (INBOXD_DELIVERY_CONCURRENCY_PER_DOMAIN's default)
 // to the one destination, and reuse them for many messages.
 //
-//   bun bench/outbound/run.ts            (BENCH_MESSAGES=5000 by default)
+//   bun bench/outbound/run.ts            (BENCH_MESSAGES=5000 by default; INBOXD_DKIM_RSA=builtin
+//                                         signs RSA with node:crypto instead of OpenSSL 3)
 //
 // The sink is Postfix's smtp-sink (a separate C process) when it is installed, else the test
 // suite's smtp-server sink in a child process: never in this process, so it takes no CPU from
@@ -86,7 +87,13 @@ const dns = await startDnsServer();
 dns.set("sink.test", "MX", [{ exchange: "mx.sink.test", priority: 10 }]);
 dns.set("mx.sink.test", "A", ["127.0.0.1"]);
 const server = await startTestServer({
-  env: { INBOXD_DNS_SERVERS: dns.address, INBOXD_OUTBOUND_PORT: String(sink.port), INBOXD_SEND_LIMIT: String(COUNT * 10), INBOXD_DELIVERY_CONCURRENCY_PER_DOMAIN: String(CONNECTIONS) },
+  env: {
+    INBOXD_DNS_SERVERS: dns.address,
+    INBOXD_OUTBOUND_PORT: String(sink.port),
+    INBOXD_SEND_LIMIT: String(COUNT * 10),
+    INBOXD_DELIVERY_CONCURRENCY_PER_DOMAIN: String(CONNECTIONS),
+    INBOXD_DKIM_RSA: process.env.INBOXD_DKIM_RSA ?? "auto",
+  },
 });
 const { app } = server;
 const account = await register(server.api);
