@@ -4,26 +4,9 @@ import { resource } from "../present";
 import type { Store } from "../store";
 import type { AttachmentRow, DeliveryRow, MessageRow, MessageSummaryRow } from "../store/messages";
 import type { ThreadRow } from "../store/threads";
+import type { Attachment, Delivery } from "./shapes";
 
-export interface Attachment {
-  name?: string;
-  contentType?: string;
-  size: number;
-  contentId?: string;
-  inline: boolean;
-  /** Base64. */
-  content: string;
-}
-
-export interface Delivery {
-  recipient: string;
-  status: string;
-  attempts: number;
-  lastResponse?: string;
-  /** When the next try is due; absent once the delivery is final. */
-  nextAttemptAt?: string;
-  updatedAt: string;
-}
+export type { Attachment, Delivery };
 
 export const presentAttachment = (row: AttachmentRow): Attachment => ({
   name: row.name ?? undefined,

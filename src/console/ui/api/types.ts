@@ -2,6 +2,9 @@
  * The JSON the console reads from the public HTTP API (README "API", contract.md): only the fields
  * it shows. Optional fields are left out of the JSON when they have no value.
  */
+import type { Attachment, Delivery } from "../../../messages/shapes";
+
+export type { Attachment, Delivery };
 
 export interface User {
   id: string;
@@ -43,24 +46,6 @@ export interface MessageSummary {
   text?: string;
   status: MessageStatus;
   createdAt: string;
-}
-
-export interface Attachment {
-  name?: string;
-  contentType?: string;
-  size?: number;
-  contentId?: string;
-  inline?: boolean;
-  content: string;
-}
-
-export interface Delivery {
-  recipient: string;
-  status: string;
-  attempts: number;
-  lastResponse?: string;
-  nextAttemptAt?: string;
-  updatedAt: string;
 }
 
 export interface Message extends MessageSummary {

@@ -1,0 +1,23 @@
+/**
+ * Parts of a message as the API shows them in JSON, shared with the console's browser code
+ * (src/console/ui/api/types.ts): types only and no imports, so that both sides compile it.
+ */
+export interface Attachment {
+  name?: string;
+  contentType?: string;
+  size: number;
+  contentId?: string;
+  inline: boolean;
+  /** Base64. */
+  content: string;
+}
+
+export interface Delivery {
+  recipient: string;
+  status: string;
+  attempts: number;
+  lastResponse?: string;
+  /** When the next try is due; absent once the delivery is final. */
+  nextAttemptAt?: string;
+  updatedAt: string;
+}
