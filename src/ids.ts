@@ -13,7 +13,7 @@ let lastRandom = 0;
  * land at the end of every id index instead of on a random page, which halved the WAL written per
  * send in bench/api. The wall clock rather than the App's: ids order rows, they carry no meaning.
  * Within one millisecond (or when the clock steps back) the next id is the last one plus one, as
- * in ULID's monotonic mode: the ids of one process sort in the order they were made, so rows made
+ * in ULID's monotonic mode: the ids made by one thread sort in the order they were made, so rows made
  * together (the deliveries of one send) read back in that order by id alone.
  */
 export function newId(prefix: string): string {
