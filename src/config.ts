@@ -33,24 +33,26 @@ const bool: Parser<boolean> = (raw, name) => {
 };
 const text: Parser<string> = (raw) => raw;
 const nonEmptyText: Parser<string> = (raw, name) => (raw.trim() ? raw.trim() : fail(name, raw, "a non-empty value"));
+/** The entries of a comma-separated list, trimmed, empty ones left out. */
+const commaList = (raw: string) => raw.split(",").map((s) => s.trim()).filter(Boolean);
 const secondsList: Parser<number[]> = (raw, name) => {
   const parts = raw.split(",").map((s) => s.trim());
   if (!parts.every((p) => /^\d+(\.\d+)?$/.test(p))) fail(name, raw, "a comma-separated list of seconds");
   return parts.map(Number);
 };
 const hostPortList: Parser<string[]> = (raw, name) => {
-  const list = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  const list = commaList(raw);
   for (const entry of list) {
     if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(entry)) fail(name, raw, "a list of host:port");
   }
   return list;
 };
 const ipList: Parser<string[]> = (raw, name) => {
-  const list = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  const list = commaList(raw);
   return list.every((entry) => isIP(entry)) ? list : fail(name, raw, "a comma-separated list of IP addresses");
 };
 const ipOrCidrList: Parser<string[]> = (raw, name) => {
-  const list = raw.split(",").map((s) => s.trim()).filter(Boolean);
+  const list = commaList(raw);
   return list.every((entry) => (entry.includes("/") ? ipaddr.isValidCIDR(entry) : ipaddr.isValid(entry))) ? list : fail(name, raw, "a comma-separated list of IP addresses and CIDR ranges");
 };
 const optionalUrl: Parser<string | undefined> = (raw, name) => {

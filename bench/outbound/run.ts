@@ -16,7 +16,7 @@
 // a shared machine runs, CPU per message much less, and it shows where the difference comes from.
 import { readFileSync } from "node:fs";
 import nodemailer from "nodemailer";
-import { opensslLoads } from "../../src/dkim/openssl-rsa";
+import { rsaSignerName } from "../../src/dkim/sign";
 import { startOutboundQueue, type OutboundQueue } from "../../src/outbound/queue";
 import { createSigner, defaultSigningThreads } from "../../src/outbound/sign-pool";
 import { register, startTestServer } from "../../test/harness";
@@ -156,7 +156,7 @@ const unsigned = await drain(startOutboundQueue(app, { signer: { sign: async (ra
 
 const line = (label: string, { ms, cpu }: { ms: number; cpu: string }, note = "") =>
   console.log(`  ${label.padEnd(40)}: ${rate(COUNT, ms).padStart(6)} messages/s  (${(ms / 1000).toFixed(2)} s)${note}${cpu ? `\n  ${"".padEnd(40)}  ${cpu}` : ""}`);
-const rsaBy = app.config.dkimRsaEngine === "auto" && opensslLoads() ? "OpenSSL 3 (INBOXD_DKIM_RSA=auto)" : "node:crypto";
+const rsaBy = `${rsaSignerName(app.config.dkimRsaEngine)} (INBOXD_DKIM_RSA=${app.config.dkimRsaEngine})`;
 console.log(`bench/outbound: ${COUNT} messages of ${messages[0]!.raw.length} bytes, ${CONNECTIONS} connections, sink: ${sink.kind}, RSA signatures by ${rsaBy}`);
 line("nodemailer pooled, direct to the sink", direct);
 line("inboxd outbound queue (DKIM, SQLite)", queued, `  = ${((direct.ms / queued.ms) * 100).toFixed(0)}% of direct (target >= 50%)`);

@@ -12,7 +12,7 @@
 import { createHash, createPrivateKey, sign, type KeyObject } from "node:crypto";
 import type { DkimAlgorithm, DkimKey } from "./keys";
 import { relaxedBody, relaxedHeader, splitMessage, type HeaderField } from "./canonicalize";
-import { opensslRsaKey, type OpensslRsaKey } from "./openssl-rsa";
+import { opensslLoads, opensslRsaKey, type OpensslRsaKey } from "./openssl-rsa";
 
 export type SigningKey = Pick<DkimKey, "selector" | "algorithm" | "privateKeyPem">;
 
@@ -26,6 +26,9 @@ export type SignOptions = {
 };
 
 export type RsaEngine = "auto" | "builtin";
+
+/** Who makes the RSA signatures of this thread under `engine`, for the log. */
+export const rsaSignerName = (engine: RsaEngine) => (engine === "auto" && opensslLoads() ? "OpenSSL 3 (libcrypto.so.3)" : "node:crypto");
 
 // RFC 6376 §5.4.1: the fields that carry the message's meaning; From is required (§5.4).
 const SIGNED_HEADER_FIELDS = new Set(

@@ -10,7 +10,7 @@
  * so a crash never causes a hot retry loop; after a restart the same code picks up what is due.
  */
 import type { App } from "../app";
-import { opensslLoads } from "../dkim/openssl-rsa";
+import { rsaSignerName } from "../dkim/sign";
 import { createResolver, type Resolver } from "../dns/resolver";
 import type { RunningPart } from "../serve";
 import type { QueuedDelivery } from "../store/deliveries";
@@ -80,7 +80,7 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
     relay: config.smtpRelay ? relayFromUrl(config.smtpRelay) : undefined,
     random,
   };
-  log.info("DKIM RSA signatures", { by: config.dkimRsaEngine === "auto" && opensslLoads() ? "OpenSSL 3 (libcrypto.so.3)" : "node:crypto" });
+  log.info("DKIM RSA signatures", { by: rsaSignerName(config.dkimRsaEngine) });
   const lanes = new Set<Lane>();
   const inFlight = new Set<string>();
   let finished: Finished[] = [];
