@@ -43,7 +43,9 @@ const secondsList: Parser<number[]> = (raw, name) => {
 const hostPortList: Parser<string[]> = (raw, name) => {
   const list = commaList(raw);
   for (const entry of list) {
-    if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(entry)) fail(name, raw, "a list of host:port");
+    const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/.exec(entry);
+    const portNumber = match?.[2] === undefined ? 53 : Number(match[2]);
+    if (!match || portNumber < 1 || portNumber > 65535) fail(name, raw, "a list of host:port (port 1-65535)");
   }
   return list;
 };
@@ -97,6 +99,7 @@ export const settings = {
   dnsServers: setting("INBOXD_DNS_SERVERS", "", hostPortList, "host:port list for every DNS look-up (empty: system resolver)"),
   publicIps: setting("INBOXD_PUBLIC_IPS", "", ipList, "this server's public addresses, for custom domains' SPF (empty: the A/AAAA records of INBOXD_HOSTNAME)"),
   outboundPort: setting("INBOXD_OUTBOUND_PORT", "25", port, "port used when delivering to an MX host"),
+  outboundAllowPrivate: setting("INBOXD_OUTBOUND_ALLOW_PRIVATE", "0", bool, "deliver to MX hosts on private, loopback, link-local or reserved addresses (private networks, tests); the relay is always allowed"),
   smtpRelay: setting("INBOXD_SMTP_RELAY", "", optionalUrl, "smtp(s)://user:pass@host:port: send everything through this relay"),
   deliveryRetryDelays: setting("INBOXD_DELIVERY_RETRY_DELAYS", "300,900,1800,3600,7200,14400,28800,57600,86400,86400,86400", secondsList, "seconds between outbound delivery tries; after the last the recipient bounces"),
   deliveryConcurrency: setting("INBOXD_DELIVERY_CONCURRENCY", "16", positiveInt, "outbound SMTP connections at once"),

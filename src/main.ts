@@ -45,6 +45,10 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const running = await startServices(app);
+  // A stray error in one connection's callback must not end every other connection and queue:
+  // logged, and the server keeps serving (start-up failures above still stop it).
+  process.on("uncaughtException", (error) => app.log.error("uncaught exception; still serving", { error }));
+  process.on("unhandledRejection", (error) => app.log.error("unhandled rejection; still serving", { error }));
   await new Promise<void>((resolve) => {
     const shutdown = (signal: string) => {
       app.log.info("shutting down", { signal });

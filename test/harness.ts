@@ -20,7 +20,7 @@ export const repoRoot = join(import.meta.dir, "..");
 
 export const tempDir = (label = "inboxd") => mkdtempSync(join(tmpdir(), `${label}-`));
 
-/** Environment for a test instance: loopback, free ports, quiet logs, private webhook targets allowed. */
+/** Environment for a test instance: loopback, free ports, quiet logs, private webhook and MX targets allowed. */
 export function testEnv(dataDir: string, overrides: Record<string, string> = {}): Record<string, string> {
   return {
     INBOXD_DATA_DIR: dataDir,
@@ -31,6 +31,8 @@ export function testEnv(dataDir: string, overrides: Record<string, string> = {})
     INBOXD_HOSTNAME: "mx.inboxd.test",
     INBOXD_ENV: "test",
     INBOXD_WEBHOOK_ALLOW_PRIVATE: "1",
+    // The remote MX hosts of tests are SMTP sinks on loopback; the policy has a test of its own.
+    INBOXD_OUTBOUND_ALLOW_PRIVATE: "1",
     INBOXD_SMTP_GREETING_DELAY_MS: "0",
     // Every test registers from 127.0.0.1; the limit has a test of its own.
     INBOXD_REGISTER_LIMIT: "100000",

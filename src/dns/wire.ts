@@ -85,50 +85,74 @@ function decodeOrUndefined(bytes: Buffer): dnsPacket.DecodedPacket | undefined {
   }
 }
 
-/** Settles a promise once, then releases what the exchange held (timer, socket). */
-function settleOnce<T>(resolve: (value: T) => void, reject: (error: Error) => void, release: () => void) {
-  let settled = false;
-  const settle = (outcome: () => void) => {
-    if (settled) return;
-    settled = true;
-    release();
-    outcome();
-  };
-  return { succeed: (value: T) => settle(() => resolve(value)), fail: (error: Error) => settle(() => reject(error)) };
+const unreachable = (where: string, error: unknown) => new WireError("ECONNREFUSED", `${where}: ${error instanceof Error ? error.message : String(error)}`);
+
+type Settlers = { succeed: (reply: dnsPacket.DecodedPacket) => void; fail: (error: WireError) => void; hold: (release: () => void) => void };
+
+/**
+ * One exchange with a server, settled once: by `succeed`, by `fail`, or by `timeout` after
+ * `timeoutMs`; then what it holds (socket) is released. Whatever goes wrong, even a throw while
+ * the socket is set up, ends as a WireError rejection: a server that cannot be reached is a
+ * temporary DNS failure, never an exception that escapes the look-up.
+ */
+function exchange(where: string, timeout: WireError, timeoutMs: number, start: (settlers: Settlers) => void): Promise<dnsPacket.DecodedPacket> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    let release = () => {};
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      try {
+        release();
+      } catch {
+        // the socket is gone already
+      }
+      outcome();
+    };
+    const fail = (error: WireError) => settle(() => reject(error));
+    const timer = setTimeout(() => fail(timeout), timeoutMs);
+    try {
+      start({ succeed: (reply) => settle(() => resolve(reply)), fail, hold: (releaser) => (release = releaser) });
+    } catch (error) {
+      fail(unreachable(where, error));
+    }
+  });
 }
 
 function askOverUdp(server: ServerAddress, question: WireQuestion, timeoutMs: number, withEdns: boolean): Promise<dnsPacket.DecodedPacket> {
   const { id, bytes } = encodeQuery(question, withEdns);
   const where = `${server.host}:${server.port}`;
-  return new Promise((resolve, reject) => {
+  return exchange(where, new WireError("ETIMEOUT", `no answer from ${where} within ${timeoutMs} ms`), timeoutMs, ({ succeed, fail, hold }) => {
     // A connected socket takes datagrams from the server's address and port only (RFC 5452 §9.1),
     // and reports an ICMP port-unreachable as ECONNREFUSED instead of waiting for the timeout.
     const socket = dgram.createSocket(net.isIPv6(server.host) ? "udp6" : "udp4");
-    const timer = setTimeout(() => fail(new WireError("ETIMEOUT", `no answer from ${where} within ${timeoutMs} ms`)), timeoutMs);
-    const { succeed, fail } = settleOnce(resolve, reject, () => {
-      clearTimeout(timer);
-      socket.close();
-    });
-    socket.on("error", (error) => fail(new WireError("ECONNREFUSED", `${where}: ${error.message}`)));
+    hold(() => socket.close());
+    socket.on("error", (error) => fail(unreachable(where, error)));
     socket.on("message", (message) => {
       const reply = decodeOrUndefined(message);
       if (reply && answersQuery(reply, id, question)) succeed(reply);
     });
-    socket.connect(server.port, server.host, () => socket.send(bytes));
+    // Bun (1.4.5) hands a failed connect (no route, a link-local address without a scope) to this
+    // callback rather than to an 'error' event; a send on that socket would throw.
+    socket.connect(server.port, server.host, (error?: unknown) => {
+      if (error) return fail(unreachable(where, error));
+      try {
+        socket.send(bytes, (sendError) => sendError && fail(unreachable(where, sendError)));
+      } catch (sendError) {
+        fail(unreachable(where, sendError));
+      }
+    });
   });
 }
 
 function askOverTcp(server: ServerAddress, question: WireQuestion, timeoutMs: number): Promise<dnsPacket.DecodedPacket> {
   const { id, bytes } = encodeQuery(question, true);
   const where = `${server.host}:${server.port}`;
-  return new Promise((resolve, reject) => {
+  return exchange(where, new WireError("ETIMEOUT", `no TCP answer from ${where} within ${timeoutMs} ms`), timeoutMs, ({ succeed, fail, hold }) => {
     const socket = net.connect({ host: server.host, port: server.port });
-    const timer = setTimeout(() => fail(new WireError("ETIMEOUT", `no TCP answer from ${where} within ${timeoutMs} ms`)), timeoutMs);
-    const { succeed, fail } = settleOnce(resolve, reject, () => {
-      clearTimeout(timer);
-      socket.destroy();
-    });
-    socket.on("error", (error) => fail(new WireError("ECONNREFUSED", `${where}: ${error.message}`)));
+    hold(() => socket.destroy());
+    socket.on("error", (error) => fail(unreachable(where, error)));
     socket.on("end", () => fail(new WireError("EBADRESP", `${where} closed the TCP connection without an answer`)));
     // RFC 1035 §4.2.2: each TCP message is preceded by its length in two bytes.
     const length = Buffer.alloc(2);

@@ -9,7 +9,7 @@ import { parseAddress } from "../mail/address";
 import type { QueuedDelivery } from "../store/deliveries";
 import type { Relay } from "./relay";
 import { returnPathFor } from "./return-path";
-import { hopAddresses, mxHops, TemporaryRouteError, UndeliverableDomainError, type Hop } from "./route";
+import { hopAddresses, mxHops, screenAddresses, TemporaryRouteError, UndeliverableDomainError, type Hop } from "./route";
 import type { Signer } from "./sign-pool";
 import { NoSigningKeyError, signOutgoing, type SigningKeys } from "./signing";
 import { openSession, rfc5321Timeouts, SessionSetupError, type RecipientAnswer, type SessionOptions, type SmtpSession } from "./smtp-client";
@@ -108,6 +108,10 @@ export async function prepareJob(context: DeliveryContext, job: Job): Promise<Pr
   const outcomes: RecipientOutcome[] = [];
   const pending: { delivery: QueuedDelivery; address: string }[] = [];
   for (const delivery of job.deliveries) {
+    if (delivery.acceptedReply !== null) {
+      outcomes.push({ delivery, kind: "delivered", reply: delivery.acceptedReply });
+      continue;
+    }
     const refusal = refusalOf(app, delivery);
     if (typeof refusal === "string") outcomes.push({ delivery, kind: "rejected", reply: refusal });
     else pending.push({ delivery, address: refusal.address });
@@ -141,6 +145,7 @@ export async function transmitJob(context: DeliveryContext, prepared: PreparedJo
   const returnPath = returnPathFor(context.app, pending[0]!.delivery.id);
   const transaction = await sendOverHops(context, destination.sessions, hops, returnPath, envelopeRecipients, signed);
   if (transaction.kind === "failed") return all("deferred", transaction.reason);
+  if (transaction.kind === "refused") return all("rejected", `rejected: ${transaction.reason}`);
   const answers = new Map(transaction.answers.map((answer) => [answer.recipient, answer]));
   return outcomes.concat(
     pending.map(({ delivery, address }) => {
@@ -161,15 +166,23 @@ function refusalOf(app: App, delivery: QueuedDelivery): string | { address: stri
   return { address: parsed.address };
 }
 
-type HopsResult = { kind: "answered"; answers: RecipientAnswer[] } | { kind: "failed"; reason: string };
+/** `refused`: no host had an address inboxd may connect to, and none may get one later (no DNS failure). */
+type HopsResult = { kind: "answered"; answers: RecipientAnswer[] } | { kind: "failed"; reason: string } | { kind: "refused"; reason: string };
 
 /**
- * Tries the hosts in order, each of their addresses in turn, until one takes the transaction
- * (RFC 5321 §5.1). A host that cannot be reached or will not talk moves on to the next; once a
- * server answered the transaction, its answer stands.
+ * Tries the hosts in order, each of their allowed addresses in turn, until one takes the
+ * transaction (RFC 5321 §5.1). A host that cannot be reached or will not talk moves on to the
+ * next; once a server answered the transaction, its answer stands.
  */
 async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, hops: Hop[], from: string, recipients: string[], signed: Buffer): Promise<HopsResult> {
+  // The relay is the operator's choice, wherever it is; MX hosts are the recipients' domain's.
+  const allowPrivate = context.relay !== undefined || context.app.config.outboundAllowPrivate;
   const failures: string[] = [];
+  const refusals: string[] = [];
+  // A refused address makes the recipients rejected only when nothing else was possible: no
+  // connection tried, and no look-up that failed for now and may give an allowed address later.
+  let connectionTried = false;
+  let lookupFailed = false;
   const open = sessions.reusableFor(hops);
   if (open) {
     const result = await open.send(from, recipients, signed);
@@ -183,10 +196,14 @@ async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, h
       addresses = await hopAddresses(context.resolver, hop);
     } catch (error) {
       failures.push(`${hop.name}: ${(error as Error).message}`);
+      lookupFailed = true;
       continue;
     }
     if (addresses.length === 0) failures.push(`${hop.name}: no address`);
-    for (const address of addresses) {
+    const { allowed, refused } = screenAddresses(addresses, allowPrivate);
+    if (refused.length > 0) refusals.push(`${hop.name} resolves to a private, loopback, link-local or reserved address (${refused.join(", ")})`);
+    for (const address of allowed) {
+      connectionTried = true;
       let session: SmtpSession;
       try {
         session = await connect(context, hop, address);
@@ -200,7 +217,8 @@ async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, h
       return { kind: "failed", reason: `${hop.name} [${address}]: ${result.reason}` };
     }
   }
-  return { kind: "failed", reason: `no mail server could be reached: ${failures.join("; ")}` };
+  if (refusals.length > 0 && !connectionTried && !lookupFailed) return { kind: "refused", reason: `no mail server of this domain may be connected to: ${refusals.concat(failures).join("; ")}` };
+  return { kind: "failed", reason: `no mail server could be reached: ${failures.concat(refusals).join("; ")}` };
 }
 
 /** A session to one address; an MX host whose STARTTLS handshake fails is tried once more in plaintext, as opportunistic TLS allows (RFC 7435 §3). */

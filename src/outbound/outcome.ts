@@ -32,12 +32,27 @@ const EVENT: Record<MessageOutcome, EventName> = {
   complained: "message.complained",
 };
 
+/**
+ * The remote servers' acceptances (2yz after the data) among the outcomes of one try. Until they
+ * are committed a crash makes inboxd send those messages again, so the queue commits them on their
+ * own as soon as the try ends, before anything else; recordOutcomes records them again (a no-op)
+ * with the rest. Between the two they are due: after a crash there they come back to be recorded.
+ */
+export function recordAcceptances(app: App, outcomes: RecipientOutcome[], finishedAt: number) {
+  for (const { delivery, kind, reply } of outcomes) if (kind === "delivered") app.store.deliveries.markAccepted(delivery.id, reply, finishedAt);
+}
+
 /** Records each recipient's outcome of one try, then moves the messages concerned. */
 export function recordOutcomes(app: App, outcomes: RecipientOutcome[], finishedAt: number, random: () => number = Math.random) {
   const delays = app.config.deliveryRetryDelays;
   const messages = new Set<string>();
+  recordAcceptances(app, outcomes, finishedAt);
   for (const { delivery, kind, reply } of outcomes) {
     messages.add(delivery.messageId);
+    if (kind === "delivered") {
+      app.store.deliveries.finishAccepted(delivery.id, finishedAt);
+      continue;
+    }
     if (kind === "deferred") {
       // RFC 5321 §4.5.4.1: give up after the schedule's last try, as a failure for good.
       if (delivery.attempts >= maxTries(delays)) {

@@ -5,17 +5,20 @@
  * many messages. INBOXD_DELIVERY_CONCURRENCY bounds the lanes (connections) in all,
  * INBOXD_DELIVERY_CONCURRENCY_PER_DOMAIN those to one domain.
  *
- * Each turn records the outcomes that came back and claims new work in one transaction. Claiming
+ * Each turn records the outcomes that came back and claims new work in one transaction; a
+ * remote's acceptance does not wait for the turn but is committed the moment it comes back, so
+ * that a crash makes inboxd send again only what was in flight. Claiming
  * counts the try and moves `next_attempt_at` to when it would be retried, before anything is sent,
  * so a crash never causes a hot retry loop; after a restart the same code picks up what is due.
  */
 import type { App } from "../app";
+import { commitWithoutWaitingForDisk } from "../db/open";
 import { rsaSignerName } from "../dkim/sign";
 import { createResolver, type Resolver } from "../dns/resolver";
 import type { RunningPart } from "../serve";
 import type { QueuedDelivery } from "../store/deliveries";
 import { Destination, prepareJob, transmitJob, type DeliveryContext, type Job, type PreparedJob, type RecipientOutcome } from "./deliver";
-import { recordOutcomes } from "./outcome";
+import { recordAcceptances, recordOutcomes } from "./outcome";
 import { retryDelayMs } from "./policy";
 import { relayFromUrl } from "./relay";
 import { createSigner, defaultSigningThreads, type Signer } from "./sign-pool";
@@ -40,7 +43,7 @@ const pollIntervalMs = 250;
 const laneBacklog = 128;
 /**
  * While every lane has work, outcomes are recorded at most this often: one commit (one fsync)
- * then covers several messages. It bounds what a crash can make inboxd send twice.
+ * then covers several messages. The remote's acceptances do not wait for it (recordAcceptedNow).
  */
 const recordEveryMs = 100;
 
@@ -192,11 +195,30 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
         return job.deliveries.map((delivery) => ({ delivery, kind: "deferred", reply: "inboxd could not make this try (see its log)" }));
       })
       .then((outcomes) => {
-        finished.push({ job, outcomes, finishedAt: clock.now() });
+        const finishedAt = clock.now();
+        recordAcceptedNow(job, outcomes, finishedAt);
+        finished.push({ job, outcomes, finishedAt });
         lane.running = undefined;
         runNext(lane);
         scheduleTurn(lane.running ? "soon" : "now");
       });
+  }
+
+  /**
+   * Commits the remote's acceptances of a try the moment it ends, before the lane's next
+   * transaction and before the turn that records the rest: a crash after a 250 then sends
+   * again only what was in flight, not what a batch still held. Without waiting for the disk
+   * (db/open.ts): a process crash keeps what the WAL was given, and the turn's commit syncs it;
+   * only a power loss in between could make a message go out twice, never get lost. Should
+   * this commit fail, the turn records them.
+   */
+  function recordAcceptedNow(job: Job, outcomes: RecipientOutcome[], finishedAt: number) {
+    if (!outcomes.some((outcome) => outcome.kind === "delivered")) return;
+    try {
+      commitWithoutWaitingForDisk(store.sqlite, () => store.transaction(() => recordAcceptances(app, outcomes, finishedAt)));
+    } catch (error) {
+      log.error("outbound queue: recording accepted deliveries failed; the next turn records them", { messageId: job.messageId, error });
+    }
   }
 
   /** Claimed but never started (the queue stopped): as if never claimed, due as before. */

@@ -3,6 +3,7 @@
  * configured relay. Addresses of each host are looked up only when it is tried.
  */
 import { DnsLookupError, isNullMx, type MxRecord, type Resolver } from "../dns/resolver";
+import { isForbiddenAddress } from "../net/address-policy";
 
 /** A host to try, in order; `name` is what STARTTLS sends as SNI. */
 export interface Hop {
@@ -61,6 +62,18 @@ export async function hopAddresses(resolver: Resolver, hop: Hop): Promise<string
     if (error instanceof DnsLookupError && error.kind === "nxdomain") return [];
     throw translate(error, hop.name, "A/AAAA");
   }
+}
+
+/**
+ * The addresses of a host that inboxd may connect to, and those it refuses: a private, loopback,
+ * link-local or reserved address (net/address-policy.ts) unless `allowPrivate`. A tenant names the
+ * domains it sends to, and so whose MX answers inboxd follows: without this, a domain whose MX
+ * points at 127.0.0.1 or the LAN would make inboxd a port scanner of its own network, the
+ * connection's result read back in the delivery's last response.
+ */
+export function screenAddresses(addresses: string[], allowPrivate: boolean): { allowed: string[]; refused: string[] } {
+  if (allowPrivate) return { allowed: addresses, refused: [] };
+  return { allowed: addresses.filter((address) => !isForbiddenAddress(address)), refused: addresses.filter(isForbiddenAddress) };
 }
 
 function translate(error: unknown, name: string, what: string): Error {

@@ -21,6 +21,11 @@ export interface QueuedDelivery {
   attempts: number;
   /** When it fell due. */
   dueAt: number;
+  /**
+   * The remote's acceptance when it was committed but the rest of its try was not (a crash came
+   * in between): the delivery came due again only to be recorded, never to be sent again.
+   */
+  acceptedReply: string | null;
 }
 
 /** What the queue needs of a message to move its status. */
@@ -62,16 +67,24 @@ export const deliveriesStore = (db: Db) => {
     WHERE domain = ?1 AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?2
     ORDER BY next_attempt_at, created_at LIMIT ?3`);
   const dueOfMessage = sqlite.query<QueuedDelivery, [string, string, number]>(`
-    SELECT id, organization_id AS organizationId, message_id AS messageId, recipient, domain, attempts, next_attempt_at AS dueAt
+    SELECT id, organization_id AS organizationId, message_id AS messageId, recipient, domain, attempts, next_attempt_at AS dueAt,
+           CASE WHEN status = 'delivered' THEN last_response END AS acceptedReply
     FROM deliveries INDEXED BY deliveries_message -- not the domain's index: that would visit every due row of the domain
     WHERE message_id = ?1 AND domain = ?2 AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?3`);
-  const recordAttempt = sqlite.query<never, [string, number, number]>("UPDATE deliveries SET attempts = attempts + 1, next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1");
+  // An accepted delivery that comes due is only recorded (acceptedReply): no try to count.
+  const recordAttempt = sqlite.query<never, [string, number, number]>(
+    "UPDATE deliveries SET attempts = attempts + (status = 'queued'), next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1",
+  );
   const releaseAttempt = sqlite.query<never, [string, number, number]>(
     "UPDATE deliveries SET attempts = attempts - 1, next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1 AND status = 'queued'",
   );
   const update = sqlite.query<never, [string, string, string, number | null, number]>(
     "UPDATE deliveries SET status = ?2, last_response = ?3, next_attempt_at = ?4, updated_at = ?5 WHERE id = ?1",
   );
+  const markAccepted = sqlite.query<never, [string, string, number]>(
+    "UPDATE deliveries SET status = 'delivered', last_response = ?2, next_attempt_at = ?3, updated_at = ?3 WHERE id = ?1 AND status = 'queued'",
+  );
+  const finishAccepted = sqlite.query<never, [string, number]>("UPDATE deliveries SET next_attempt_at = NULL, updated_at = ?2 WHERE id = ?1 AND status = 'delivered'");
   const find = sqlite.query<DeliveryRow, [string]>(`
     SELECT id, organization_id AS organizationId, message_id AS messageId, recipient, domain, status, attempts,
            last_response AS lastResponse, next_attempt_at AS nextAttemptAt, created_at AS createdAt, updated_at AS updatedAt
@@ -117,6 +130,19 @@ export const deliveriesStore = (db: Db) => {
     },
     update(change: DeliveryUpdate) {
       update.run(change.id, change.status, change.lastResponse, change.nextAttemptAt, change.now);
+    },
+    /**
+     * A remote server accepted the delivery: it is `delivered`, and due now until finishAccepted,
+     * so that after a crash in between the restarted queue records the rest at once (the running
+     * queue skips it, being in flight). Only a queued delivery moves: a second call is a no-op,
+     * and a bounce report that came in between stands.
+     */
+    markAccepted(id: string, lastResponse: string, now: number) {
+      markAccepted.run(id, lastResponse, now);
+    },
+    /** The rest of the accepting try is recorded: the delivery is no longer due. */
+    finishAccepted(id: string, now: number) {
+      finishAccepted.run(id, now);
     },
     find(id: string): DeliveryRow | undefined {
       return find.get(id) ?? undefined;

@@ -7,7 +7,7 @@
 // (Bun sends the one given), and `tls.serverName`, which Bun uses for SNI and
 // for the certificate check. node:https with a `lookup` option works under
 // Bun too, but needs more code for the same result.
-import { parseHostLiteral } from "./ssrf";
+import { parseHostLiteral } from "../net/address-policy";
 
 export const RESPONSE_BODY_LIMIT = 4096;
 

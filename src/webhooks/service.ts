@@ -13,7 +13,8 @@ import { testEventIdPrefix, type WebhookChanges, type WebhookRow } from "../stor
 import { disabledByUserReason } from "./policy";
 import { presentAttempt, presentWebhook } from "./present";
 import { newWebhookSecret } from "./signature";
-import { checkWebhookUrl, isForbiddenAddress, parseHostLiteral } from "./ssrf";
+import { isForbiddenAddress, parseHostLiteral } from "../net/address-policy";
+import { checkWebhookUrl } from "./ssrf";
 
 const maxUrlLength = 2048;
 export const testEventPayload = { test: "This is a test event from inboxd" };

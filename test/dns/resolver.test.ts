@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as dns from "node:dns";
 import { createResolver, DnsLookupError, isNullMx, type Resolver } from "../../src/dns/resolver";
+import { ConfigError, loadConfig } from "../../src/config";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 
 let server: DnsServer;
@@ -168,6 +169,22 @@ describe("temporary failures", () => {
     const unreachable = createResolver([closed.address], { timeoutMs: 300, tries: 1 });
     expect((await lookupError(unreachable.a("example.test"))).kind).toBe("temporary");
   });
+
+  // Addresses whose socket cannot even be connected, which fail on this machine without a packet
+  // sent: a link-local address without a scope (no route, EINVAL) and port 0.
+  test.each(["[fe80::1]:53", "127.0.0.1:0"])("a server the socket cannot connect to (%s) is a temporary error at once, not an exception", async (address) => {
+    const uncaught: unknown[] = [];
+    const record = (error: unknown) => uncaught.push(error);
+    process.on("uncaughtException", record);
+    try {
+      const unroutable = createResolver([address], { timeoutMs: 2000, tries: 1 });
+      const error = await lookupError(unroutable.mx("example.test"));
+      expect(error).toMatchObject({ kind: "temporary", code: "ECONNREFUSED" });
+    } finally {
+      process.off("uncaughtException", record);
+    }
+    expect(uncaught).toEqual([]);
+  });
 });
 
 describe("forMailauth", () => {
@@ -230,5 +247,13 @@ key._domainkey.zone.example.test. 3600 IN TXT ( "v=DKIM1; k=rsa; "
     expect((await builtin.resolveTxt("no-edns.example.test")).flat().join("")).toBe(record);
     const transports = server.queries.filter((query) => query.name === "no-edns.example.test").map((query) => query.transport);
     expect(transports).toEqual(["udp", "tcp"]);
+  });
+});
+
+describe("INBOXD_DNS_SERVERS", () => {
+  test("port 0 and ports above 65535 are refused at start; a host alone means port 53", () => {
+    expect(() => loadConfig({ INBOXD_DNS_SERVERS: "127.0.0.1:0" })).toThrow(ConfigError);
+    expect(() => loadConfig({ INBOXD_DNS_SERVERS: "127.0.0.1:65536" })).toThrow(ConfigError);
+    expect(loadConfig({ INBOXD_DNS_SERVERS: "127.0.0.1, [::1]:5353" }).dnsServers).toEqual(["127.0.0.1", "[::1]:5353"]);
   });
 });

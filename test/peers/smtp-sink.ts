@@ -20,6 +20,11 @@ export type SmtpSink = {
   port: number;
   messages: SinkMessage[]; // accepted messages only, in arrival order
   readonly connections: number;
+  /**
+   * For each connection still open, the recipients accepted in its latest transaction: the one in
+   * progress, or the last answered, whose outcome the client may not have recorded yet.
+   */
+  latestTransactions(): string[][];
   certificate?: string; // the STARTTLS certificate (PEM), for clients that verify it
   waitFor(count: number, timeoutMs?: number): Promise<SinkMessage[]>;
   close(): Promise<void>;
@@ -32,6 +37,7 @@ function rejection({ code, message }: SmtpRejection): Error {
 export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const messages: SinkMessage[] = [];
   let connections = 0;
+  const latest = new Map<string, string[]>(); // by session id, while the connection is open
   const pem = options.tls ? selfSignedCert("localhost") : undefined;
   const disabledCommands = [...(options.tls ? [] : ["STARTTLS"]), ...(options.auth ? [] : ["AUTH"])];
 
@@ -56,9 +62,17 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
       }
       callback(rejection({ code: 535, message: "5.7.8 Authentication credentials invalid" }));
     },
-    onRcptTo(address, _session, callback) {
+    onMailFrom(_address, session, callback) {
+      latest.set(session.id, []);
+      callback();
+    },
+    onRcptTo(address, session, callback) {
       const answer = options.respond?.(address.address);
+      if (!answer) latest.get(session.id)?.push(address.address);
       callback(answer ? rejection(answer) : null);
+    },
+    onClose(session) {
+      latest.delete(session.id);
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
@@ -91,6 +105,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     get connections() {
       return connections;
     },
+    latestTransactions: () => [...latest.values()].map((recipients) => [...recipients]),
     ...(pem ? { certificate: pem.cert } : {}),
     async waitFor(count, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;

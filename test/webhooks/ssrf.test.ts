@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { checkWebhookUrl, isForbiddenAddress, parseHostLiteral, resolveAndCheck } from "../../src/webhooks/ssrf";
+import { isForbiddenAddress, parseHostLiteral } from "../../src/net/address-policy";
+import { checkWebhookUrl, resolveAndCheck } from "../../src/webhooks/ssrf";
 
 const forbidden: [string, string][] = [
   ["0.0.0.0", "this network"],
