@@ -98,6 +98,8 @@ export const settings = {
   env: setting("INBOXD_ENV", "production", nonEmptyText, "reported by /health as environment"),
   dnsServers: setting("INBOXD_DNS_SERVERS", "", hostPortList, "host:port list for every DNS look-up (empty: system resolver)"),
   publicIps: setting("INBOXD_PUBLIC_IPS", "", ipList, "this server's public addresses, for custom domains' SPF (empty: the A/AAAA records of INBOXD_HOSTNAME)"),
+  doctorProbeDomain: setting("INBOXD_DOCTOR_PROBE_DOMAIN", "gmail.com", nonEmptyText, "`inboxd doctor`: the domain whose MX the outbound port 25 check connects to"),
+  doctorNtpServer: setting("INBOXD_DOCTOR_NTP_SERVER", "pool.ntp.org", nonEmptyText, "`inboxd doctor`: the NTP server (host[:port]) the clock is compared with"),
   outboundPort: setting("INBOXD_OUTBOUND_PORT", "25", port, "port used when delivering to an MX host"),
   outboundAllowPrivate: setting("INBOXD_OUTBOUND_ALLOW_PRIVATE", "0", bool, "deliver to MX hosts on private, loopback, link-local or reserved addresses (private networks, tests); the relay is always allowed"),
   smtpRelay: setting("INBOXD_SMTP_RELAY", "", optionalUrl, "smtp(s)://user:pass@host:port: send everything through this relay"),

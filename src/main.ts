@@ -3,6 +3,7 @@
 import { openApp } from "./app";
 import { ConfigError, loadConfig, parseFlags, settingsHelp } from "./config";
 import { DataDirLockedError } from "./db/open";
+import { formatFindings, runDoctor } from "./doctor/command";
 import { serviceDnsZone } from "./outbound/dns-command";
 import { startServices } from "./serve";
 import { version } from "./version";
@@ -12,6 +13,7 @@ const commands = {
   migrate: "apply pending database migrations and exit",
   version: "print the version",
   dns: "print the DNS records of INBOXD_MAIL_DOMAIN (MX, SPF, DKIM, DMARC) as zone-file lines",
+  doctor: "check this server's DNS, reverse DNS, port 25, certificate, data dir and clock",
 };
 
 function help(): string {
@@ -35,6 +37,11 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig(process.env, flags);
+  if (command === "doctor") {
+    const findings = await runDoctor(config);
+    process.stdout.write(formatFindings(findings));
+    return findings.every((finding) => finding.ok) ? 0 : 1;
+  }
   if (command === "dns") {
     process.stdout.write(await serviceDnsZone(config));
     return 0;

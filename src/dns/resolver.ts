@@ -2,6 +2,7 @@
 // domain checks and webhook hosts, with "does not exist" told apart from "try again later".
 import { getServers } from "node:dns";
 import { isIP } from "node:net";
+import ipaddr from "ipaddr.js";
 import type * as dnsPacket from "dns-packet";
 import type { DNSResolver } from "mailauth";
 import { askServer, parseServerAddress, WireError, type RecordAnswer, type ServerAddress, type WireReply } from "./wire";
@@ -46,6 +47,8 @@ export type Resolver = {
   aaaa(name: string): Promise<string[]>;
   /** One string per TXT record, its character-strings joined (RFC 7208 §3.3, RFC 6376 §3.6.2.2). */
   txt(name: string): Promise<string[]>;
+  /** The names the reverse zone gives an address (RFC 1035 §3.5 in-addr.arpa, RFC 3596 §2.5 ip6.arpa). */
+  ptr(ip: string): Promise<string[]>;
   /** A and AAAA together; an IP literal is returned as it is. */
   lookupHostAddresses(name: string): Promise<string[]>;
   /** mailauth's `resolver` option: dns.promises.resolve's shapes and error codes. */
@@ -78,6 +81,7 @@ export function createResolver(servers?: string[], options: ResolverOptions = {}
     a: async (name) => (await ask(name, "A")).map((answer) => answer.data as string),
     aaaa: async (name) => (await ask(name, "AAAA")).map((answer) => answer.data as string),
     txt: async (name) => (await ask(name, "TXT")).map((answer) => Buffer.concat(txtChunks(answer)).toString()),
+    ptr: async (ip) => (await ask(reverseName(ip), "PTR")).map((answer) => answer.data as string),
     async lookupHostAddresses(name) {
       if (isIP(name)) return [name];
       const [v4, v6] = await Promise.allSettled([resolver.a(name), resolver.aaaa(name)]);
@@ -108,6 +112,14 @@ export function createResolver(servers?: string[], options: ResolverOptions = {}
 
 // What mailauth asks for: SPF (TXT, A, AAAA, MX, PTR), DKIM and DMARC (TXT, A, CNAME).
 const MAILAUTH_TYPES = new Set(["A", "AAAA", "MX", "TXT", "CNAME", "PTR"]);
+
+/** `192.0.2.7` → `7.2.0.192.in-addr.arpa`; IPv6 as reversed nibbles under `ip6.arpa`. */
+export function reverseName(ip: string): string {
+  const bytes = ipaddr.parse(ip).toByteArray();
+  if (bytes.length === 4) return `${bytes.reverse().join(".")}.in-addr.arpa`;
+  const nibbles = bytes.flatMap((byte) => [byte >> 4, byte & 15].map((nibble) => nibble.toString(16)));
+  return `${nibbles.reverse().join(".")}.ip6.arpa`;
+}
 
 function toMxRecord(answer: RecordAnswer): MxRecord {
   const { exchange, preference } = answer.data as dnsPacket.MxData;

@@ -25,12 +25,12 @@ const EDNS_UDP_PAYLOAD_SIZE = 1232;
 const DNS_PORT = 53;
 
 /** Reads "host", "host:port", "[v6]:port" or a bare IPv6 address, the forms INBOXD_DNS_SERVERS and dns.getServers() use. */
-export function parseServerAddress(text: string): ServerAddress {
+export function parseServerAddress(text: string, defaultPort = DNS_PORT): ServerAddress {
   const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(text);
-  if (bracketed) return { host: bracketed[1], port: Number(bracketed[2] ?? DNS_PORT) };
-  if (net.isIPv6(text)) return { host: text, port: DNS_PORT };
+  if (bracketed) return { host: bracketed[1], port: Number(bracketed[2] ?? defaultPort) };
+  if (net.isIPv6(text)) return { host: text, port: defaultPort };
   const [host, port] = text.split(":");
-  return { host, port: Number(port ?? DNS_PORT) };
+  return { host, port: Number(port ?? defaultPort) };
 }
 
 // RFC 1035 §4.1.1: the RCODE values a stub resolver meets.

@@ -1,9 +1,8 @@
 /** `inboxd dns`: the zone-file lines the service's own mail domain needs, from the data dir. */
-import { Database } from "bun:sqlite";
-import { join } from "node:path";
 import { openApp } from "../app";
 import type { Config } from "../config";
 import { DataDirLockedError } from "../db/open";
+import { openDatabaseReadOnly } from "../db/read-only";
 import { createStore } from "../store";
 import { ensureServiceDkimKeys, serviceDomainRecords, zoneFileLines } from "./service-domain";
 
@@ -18,7 +17,7 @@ export async function serviceDnsZone(config: Config): Promise<string> {
     app = openApp(config);
   } catch (error) {
     if (!(error instanceof DataDirLockedError)) throw error;
-    const sqlite = new Database(join(config.dataDir, "inboxd.db"), { readonly: true });
+    const sqlite = openDatabaseReadOnly(config.dataDir)!;
     try {
       return zoneFileLines(config, serviceDomainRecords(config, createStore(sqlite)));
     } finally {

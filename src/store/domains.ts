@@ -29,6 +29,10 @@ export const domainsStore = (db: Db) => {
     list(organizationId: string, page: number, per: number): DomainRow[] {
       return db.select().from(domains).where(eq(domains.organizationId, organizationId)).orderBy(desc(domains.createdAt), desc(sql`rowid`)).limit(per).offset((page - 1) * per).all();
     },
+    /** The names of every verified domain, across organizations: what the operator's checks look at. */
+    verifiedNames(): string[] {
+      return db.select({ name: domains.name }).from(domains).where(eq(domains.status, "verified")).orderBy(asc(domains.name)).all().map((row) => row.name);
+    },
     /** Domains whose background check is due, most overdue first. */
     due(now: number, limit: number): DomainRow[] {
       return db.select().from(domains).where(lte(domains.nextCheckAt, now)).orderBy(asc(domains.nextCheckAt)).limit(limit).all();

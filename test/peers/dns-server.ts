@@ -4,7 +4,7 @@ import * as dgram from "node:dgram";
 import * as net from "node:net";
 import * as dnsPacket from "dns-packet";
 
-export type TestRecordType = "MX" | "A" | "AAAA" | "TXT" | "CNAME";
+export type TestRecordType = "MX" | "A" | "AAAA" | "TXT" | "CNAME" | "PTR";
 export type TestMxValue = { exchange: string; priority: number };
 /** One TXT record: a string (split into 255-byte character-strings on the wire), or its character-strings as given. */
 export type TestTxtValue = string | string[];
@@ -14,6 +14,7 @@ export type TestRecordValues = {
   AAAA: string[];
   TXT: TestTxtValue[];
   CNAME: string[];
+  PTR: string[];
 };
 /** How the server fails the next queries for a name: an error code, or no answer at all. */
 export type FailureMode = "SERVFAIL" | "REFUSED" | "TIMEOUT";
@@ -157,6 +158,7 @@ function encodeRecords(owner: string, type: string, records: RecordSet): dnsPack
     case "A":
     case "AAAA":
     case "CNAME":
+    case "PTR":
       return (records[type] ?? []).map((data) => ({ ...common, type, data }));
     case "TXT":
       return (records.TXT ?? []).map((value) => ({ ...common, type: "TXT", data: typeof value === "string" ? characterStrings(value) : value }));

@@ -1,0 +1,56 @@
+/** `inboxd doctor`: runs every check and prints one line each, with what to do under each failure. */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Config } from "../config";
+import { openDatabaseReadOnly } from "../db/read-only";
+import { createResolver } from "../dns/resolver";
+import { serverIdentity } from "../domains/present";
+import { domainRecords, spfValue } from "../domains/records";
+import { createStore } from "../store";
+import { checkCertificate, checkClock, checkDataDir, checkDomainRecords, checkHostAddresses, checkHostname, checkHostSpf, checkOutboundPort, checkReverseDns, type Finding } from "./checks";
+
+const NETWORK_TIMEOUT_MS = 5000;
+
+/** The findings, in the order the VPS walkthrough meets them. */
+export async function runDoctor(config: Config, now: number = Date.now()): Promise<Finding[]> {
+  const resolver = createResolver(config.dnsServers);
+  const server = serverIdentity(config);
+  const findings: Finding[] = [checkHostname(config.hostname)];
+  const addresses = await checkHostAddresses(resolver, server);
+  findings.push(addresses.finding, ...(await checkReverseDns(resolver, server.hostname, addresses.addresses)));
+  findings.push(...(await domainFindings(config)));
+  if (server.hostname !== config.mailDomain.toLowerCase()) findings.push(await checkHostSpf(resolver, server, spfValue(server)));
+  findings.push(config.smtpRelay ? { ok: true, check: "outbound port", detail: "mail leaves through INBOXD_SMTP_RELAY" } : await checkOutboundPort(resolver, config.doctorProbeDomain, config.outboundPort, NETWORK_TIMEOUT_MS));
+  findings.push(certificateFinding(config, now), ...checkDataDir(config.dataDir), await checkClock(resolver, config.doctorNtpServer, NETWORK_TIMEOUT_MS));
+  return findings;
+
+  async function domainFindings(config: Config): Promise<Finding[]> {
+    const sqlite = openDatabaseReadOnly(config.dataDir);
+    if (!sqlite) return [{ ok: false, check: `${config.mailDomain}: DKIM`, detail: `no database in ${config.dataDir} yet, so no DKIM keys`, fix: "run `inboxd dns` (or start inboxd once) to make the keys, then publish what it prints" }];
+    try {
+      const store = createStore(sqlite);
+      const domains = [config.mailDomain.toLowerCase(), ...store.domains.verifiedNames()];
+      const perDomain = await Promise.all(domains.map((domain) => checkDomainRecords(resolver, server, domain, domainRecords(server, domain, store.dkimKeys.forDomain(domain)))));
+      return perDomain.flat();
+    } finally {
+      sqlite.close();
+    }
+  }
+}
+
+function certificateFinding(config: Config, now: number): Finding {
+  if (!config.tlsCert) return checkCertificate(undefined, join(config.dataDir, "smtp-tls.crt"), config.hostname, now);
+  try {
+    return checkCertificate(readFileSync(config.tlsCert, "utf8"), config.tlsCert, config.hostname, now);
+  } catch (error) {
+    return { ok: false, check: "TLS certificate", detail: `cannot read ${config.tlsCert}: ${(error as Error).message}`, fix: "make INBOXD_TLS_CERT readable by the user inboxd runs as" };
+  }
+}
+
+/** `ok` / `FAIL` lines, the fix indented under each failure. */
+export function formatFindings(findings: Finding[]): string {
+  const lines = findings.map((finding) => `${finding.ok ? "ok  " : "FAIL"}  ${finding.check}: ${finding.detail}${finding.ok || !finding.fix ? "" : `\n      -> ${finding.fix}`}`);
+  const failures = findings.filter((finding) => !finding.ok).length;
+  lines.push(failures ? `${failures} of ${findings.length} checks failed` : `all ${findings.length} checks passed`);
+  return lines.join("\n") + "\n";
+}
