@@ -4,6 +4,7 @@ import type { Config } from "./config";
 import { openDatabase } from "./db/open";
 import { migrate } from "./db/migrate";
 import { createLogger, type Logger } from "./log";
+import { createMetrics, type Metrics } from "./metrics/metrics";
 import { createStore, type Store } from "./store";
 
 export interface App {
@@ -11,6 +12,7 @@ export interface App {
   log: Logger;
   clock: Clock;
   store: Store;
+  metrics: Metrics;
   close(): void;
 }
 
@@ -25,5 +27,8 @@ export function openApp(config: Config, options: { clock?: Clock; log?: Logger }
     database.close();
     throw e;
   }
-  return { config, log, clock, store: createStore(database.sqlite), close: () => database.close() };
+  // The store reports commit times to the metrics, which read the queues' backlog from the store.
+  const store = createStore(database.sqlite, { onCommitted: (seconds) => metrics.commitDuration.observe(seconds) });
+  const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), now: () => clock.now() });
+  return { config, log, clock, store, metrics, close: () => database.close() };
 }

@@ -67,6 +67,12 @@ const optionalUrl: Parser<string | undefined> = (raw, name) => {
     return fail(name, raw, "an smtp:// or smtps:// URL");
   }
 };
+const optionalHostPort: Parser<{ host: string; port: number } | undefined> = (raw, name) => {
+  if (!raw) return undefined;
+  const match = /^(\[[0-9a-fA-F:.]+\]|[0-9.]+):(\d{1,5})$/.exec(raw);
+  const host = match?.[1].replace(/^\[|\]$/g, "");
+  return match && isIP(host!) && Number(match[2]) <= 65535 ? { host: host!, port: Number(match[2]) } : fail(name, raw, "an IP address and port (e.g. 127.0.0.1:9106)");
+};
 const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw, name) =>
   (values as string[]).includes(raw) ? (raw as T) : fail(name, raw, `one of ${values.join(", ")}`);
 
@@ -130,6 +136,8 @@ export const settings = {
   trustedProxies: setting("INBOXD_TRUSTED_PROXIES", "", ipOrCidrList, "reverse proxies (IPs, CIDRs) whose X-Forwarded-For names the client, for the per-address limits"),
   registerLimit: setting("INBOXD_REGISTER_LIMIT", "20", positiveInt, "registrations per client address per hour before 429"),
   shutdownTimeoutMs: setting("INBOXD_SHUTDOWN_TIMEOUT_MS", "10000", positiveInt, "how long shutdown waits for in-flight work"),
+  metricsToken: setting("INBOXD_METRICS_TOKEN", "", text, "bearer token that GET /metrics on the API port requires (empty: no /metrics there)"),
+  metricsBind: setting("INBOXD_METRICS_BIND", "", optionalHostPort, "host:port of a separate listener for GET /metrics, without a token (e.g. 127.0.0.1:9106)"),
   logFormat: setting("INBOXD_LOG_FORMAT", "text", oneOf("text", "json"), "log lines as text or JSON"),
   logLevel: setting("INBOXD_LOG_LEVEL", "info", oneOf("debug", "info", "warn", "error", "silent"), "lowest level logged"),
 };

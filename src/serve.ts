@@ -2,14 +2,17 @@
  * `inboxd serve`: starts every part on one App (HTTP API, and the SMTP server and queues as they
  * join) and stops them in reverse order, bounded by INBOXD_SHUTDOWN_TIMEOUT_MS.
  */
+import { resolve } from "node:path";
 import type { App } from "./app";
 import { startCheckpoints } from "./db/checkpoints";
 import { createHttpApp } from "./http/app";
+import { metricsResponse } from "./http/routes/metrics";
 import { startOutboundQueue } from "./outbound/queue";
 import { ensureServiceDkimKeys } from "./outbound/service-domain";
 import { startWebhookQueue } from "./webhooks/queue";
 import { startDomainChecks } from "./domains/background";
 import { startSmtp } from "./smtp/server";
+import { version } from "./version";
 
 export interface RunningPart {
   name: string;
@@ -45,12 +48,29 @@ function startHttp(app: App): RunningPart {
   };
 }
 
+/** INBOXD_METRICS_BIND: `/metrics` without a token, on an address that only the scraper reaches. */
+function startMetricsListener(app: App, bind: { host: string; port: number }): RunningPart {
+  const server = Bun.serve({
+    hostname: bind.host,
+    port: bind.port,
+    fetch: (request) => (new URL(request.url).pathname === "/metrics" ? metricsResponse(app) : Response.json({ error: "Not found" }, { status: 404 })),
+  });
+  return {
+    name: "metrics",
+    address: { host: bind.host, port: server.port! },
+    async stop() {
+      await server.stop(true);
+    },
+  };
+}
+
 export async function startServices(app: App): Promise<Running> {
   const parts: RunningPart[] = [];
   try {
     // First, so it stops last: it writes the database until every other part is done with it.
     parts.push(startCheckpoints(app));
     parts.push(startHttp(app));
+    if (app.config.metricsBind) parts.push(startMetricsListener(app, app.config.metricsBind));
     parts.push(await startSmtp(app));
     await ensureServiceDkimKeys(app);
     parts.push(startOutboundQueue(app));
@@ -61,7 +81,9 @@ export async function startServices(app: App): Promise<Running> {
     throw e;
   }
   for (const part of parts) if (part.address) app.log.info("listening", { part: part.name, address: `${part.address.host}:${part.address.port}` });
-  app.log.info("ready");
+  const { mailDomain, hostname, dataDir } = app.config;
+  const listeners = parts.flatMap((part) => (part.address ? [`${part.name}=${part.address.host}:${part.address.port}`] : [])).join(" ");
+  app.log.info("ready", { version, mailDomain, hostname, dataDir: resolve(dataDir), database: "sqlite", listeners });
   return {
     httpPort: parts.find((p) => p.name === "http")!.address!.port,
     parts,

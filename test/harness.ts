@@ -222,3 +222,14 @@ export async function startChildServer(env: Record<string, string>, options: { c
     },
   };
 }
+
+/** Reads until `done` holds, every 25 ms, for at most `timeoutMs`; throws naming what it waited for. */
+export async function eventually<T>(what: string, read: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}; last: ${JSON.stringify(value)}`);
+    await Bun.sleep(25);
+  }
+}

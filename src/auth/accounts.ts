@@ -72,7 +72,11 @@ export async function login(app: App, input: Credentials) {
   beginLoginAttempt(app, attempt);
   const user = app.store.accounts.findUserByEmail(email);
   const valid = user ? await verifyPassword(password, user.passwordHash) : await verifyAgainstDummy(password);
-  if (!user || !valid) throw unauthorized("Invalid credentials");
+  if (!user || !valid) {
+    // What fail2ban and the operator need: the address; which of the two was wrong stays unsaid, as to the client.
+    app.log.warn("login failed", { clientIp: input.clientIp ?? null });
+    throw unauthorized("Invalid credentials");
+  }
   return app.store.transaction(() => {
     loginSucceeded(app, attempt);
     const token = issueAccessToken(app.store, user.id, app.clock.now());

@@ -45,7 +45,7 @@ function counted(app: App, subject: string, row: LoginThrottleRow | undefined, n
   const fresh = !row || now - row.windowStart >= windowMs || (row.lockedUntil !== null && row.lockedUntil <= now);
   const attempts = fresh ? 1 : row.attempts + 1;
   const locks = attempts >= app.config.loginMaxFailures;
-  if (attempts === app.config.loginMaxFailures) app.log.warn("login throttled", { subject, seconds: app.config.loginLockoutSeconds });
+  if (attempts === app.config.loginMaxFailures) app.log.warn("login lockout", { subject, seconds: app.config.loginLockoutSeconds });
   return withAttempts(subject, fresh ? now : row.windowStart, attempts, locks ? now + app.config.loginLockoutSeconds * 1000 : null);
 }
 

@@ -8,6 +8,8 @@ import { toErrorReply } from "./errors";
 import { apiKeyRoutes } from "./routes/api-keys";
 import { authRoutes } from "./routes/auth";
 import { healthRoutes } from "./routes/health";
+import { metricsRoutes } from "./routes/metrics";
+import { requestLog } from "./request-log";
 import { inboxRoutes } from "./routes/inboxes";
 import { messageRoutes } from "./routes/messages";
 import { threadRoutes } from "./routes/threads";
@@ -24,13 +26,14 @@ export function createHttpApp(app: App) {
   /** Whether the route (method and path pattern) declares a body schema. */
   const hasBodySchema = (method: string, path: string) => http.routes.some((route) => route.method === method && route.path === path && route.hooks.body !== undefined);
   return http
+    .use(requestLog(app))
     .use(
       cors({
         origin: "*",
         credentials: true,
         methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
         allowedHeaders: ["Authorization", "Content-Type"],
-        exposeHeaders: rateLimitHeaders,
+        exposeHeaders: [...rateLimitHeaders, "X-Request-Id"],
       }),
     )
     .onParse(({ request, contentType, route }) => parseJsonBody(request, contentType, () => hasBodySchema(request.method, route)))
@@ -49,6 +52,7 @@ export function createHttpApp(app: App) {
       }),
     )
     .use(healthRoutes(app))
+    .use(metricsRoutes(app))
     .use(authRoutes(app))
     .use(apiKeyRoutes(app))
     .use(inboxRoutes(app))

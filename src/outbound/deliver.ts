@@ -29,6 +29,8 @@ export interface RecipientOutcome {
   kind: OutcomeKind;
   /** The server's reply, or why there was none. */
   reply: string;
+  /** The host that answered, as `name [address]`, when one did. */
+  host?: string;
 }
 
 export interface DeliveryContext {
@@ -150,7 +152,7 @@ export async function transmitJob(context: DeliveryContext, prepared: PreparedJo
   return outcomes.concat(
     pending.map(({ delivery, address }) => {
       const answer = answers.get(address)!;
-      return { delivery, kind: answer.accepted ? "delivered" : answer.permanent ? "bounced" : "deferred", reply: answer.reply };
+      return { delivery, kind: answer.accepted ? "delivered" : answer.permanent ? "bounced" : "deferred", reply: answer.reply, host: transaction.host };
     }),
   );
 }
@@ -167,7 +169,7 @@ function refusalOf(app: App, delivery: QueuedDelivery): string | { address: stri
 }
 
 /** `refused`: no host had an address inboxd may connect to, and none may get one later (no DNS failure). */
-type HopsResult = { kind: "answered"; answers: RecipientAnswer[] } | { kind: "failed"; reason: string } | { kind: "refused"; reason: string };
+type HopsResult = { kind: "answered"; answers: RecipientAnswer[]; host: string } | { kind: "failed"; reason: string } | { kind: "refused"; reason: string };
 
 /**
  * Tries the hosts in order, each of their allowed addresses in turn, until one takes the
@@ -186,7 +188,7 @@ async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, h
   const open = sessions.reusableFor(hops);
   if (open) {
     const result = await open.send(from, recipients, signed);
-    if (result.kind === "answered") return { kind: "answered", answers: result.recipients };
+    if (result.kind === "answered") return { kind: "answered", answers: result.recipients, host: `${open.serverName} [${open.address}]` };
     // A cached connection the server dropped meanwhile says nothing about the message: reconnect.
     failures.push(`${open.serverName} [${open.address}]: ${result.reason}`);
   }
@@ -213,7 +215,7 @@ async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, h
       }
       sessions.keep(session);
       const result = await session.send(from, recipients, signed);
-      if (result.kind === "answered") return { kind: "answered", answers: result.recipients };
+      if (result.kind === "answered") return { kind: "answered", answers: result.recipients, host: `${hop.name} [${address}]` };
       return { kind: "failed", reason: `${hop.name} [${address}]: ${result.reason}` };
     }
   }

@@ -47,25 +47,39 @@ export function recordOutcomes(app: App, outcomes: RecipientOutcome[], finishedA
   const delays = app.config.deliveryRetryDelays;
   const messages = new Set<string>();
   recordAcceptances(app, outcomes, finishedAt);
-  for (const { delivery, kind, reply } of outcomes) {
+  for (const outcome of outcomes) {
+    const { delivery, kind, reply } = outcome;
     messages.add(delivery.messageId);
     if (kind === "delivered") {
       app.store.deliveries.finishAccepted(delivery.id, finishedAt);
+      logAttempt(app, outcome, "delivered");
       continue;
     }
     if (kind === "deferred") {
       // RFC 5321 §4.5.4.1: give up after the schedule's last try, as a failure for good.
       if (delivery.attempts >= maxTries(delays)) {
         setDelivery(app, delivery.id, "bounced", `retries exhausted after ${delivery.attempts} tries; last: ${reply}`, null, finishedAt);
+        logAttempt(app, outcome, "bounced", { gaveUp: "retries exhausted" });
       } else {
-        setDelivery(app, delivery.id, "queued", reply, finishedAt + retryDelayMs(delays, delivery.attempts, random), finishedAt);
+        const nextAttemptAt = finishedAt + retryDelayMs(delays, delivery.attempts, random);
+        setDelivery(app, delivery.id, "queued", reply, nextAttemptAt, finishedAt);
+        const giveUpAt = finishedAt + delays.slice(delivery.attempts - 1).reduce((sum, seconds) => sum + seconds * 1000, 0);
+        logAttempt(app, outcome, "deferred", { nextAttemptAt: new Date(nextAttemptAt).toISOString(), giveUpAfter: new Date(giveUpAt).toISOString() });
       }
       continue;
     }
     setDelivery(app, delivery.id, kind, reply, null, finishedAt);
+    logAttempt(app, outcome, kind);
     if (kind === "bounced" && isHardBounce(reply)) suppress(app, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, finishedAt);
   }
   for (const messageId of messages) settleMessage(app, messageId, finishedAt);
+}
+
+/** One line per recipient and try: the domain (not the address), the host, the reply and what follows. */
+function logAttempt(app: App, { delivery, reply, host }: RecipientOutcome, outcome: "delivered" | "deferred" | "bounced" | "rejected", next: Record<string, string> = {}) {
+  app.metrics.deliveryAttempts.inc({ outcome });
+  const log = outcome === "delivered" ? app.log.info : app.log.warn;
+  log("delivery attempt", { messageId: delivery.messageId, domain: delivery.domain, attempt: delivery.attempts, mx: host ?? null, outcome, reply, ...next });
 }
 
 function setDelivery(app: App, id: string, status: DeliveryStatus, lastResponse: string, nextAttemptAt: number | null, now: number) {

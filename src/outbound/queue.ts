@@ -169,6 +169,7 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
         return { ...delivery, attempts };
       });
       const job: Job = { messageId: group[0]!.messageId, domain, deliveries };
+      log.debug("outbound claimed", { messageId: job.messageId, domain, recipients: deliveries.length, attempt: deliveries[0]!.attempts });
       return { job, prepared: prepareJob(context, job).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))) };
     });
   }

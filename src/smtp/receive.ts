@@ -76,11 +76,11 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
   const time = app.clock.date();
   const copies = forInboxes.map(({ inbox, address }) => ({ inbox, raw: tracedCopy(app, session, analysis, { id, recipient: address, time }) }));
   // Sessions whose messages are ready together share one commit; the 250 waits until it is on disk.
-  await app.store.transactionBatched(() => {
-    for (const { inbox, raw } of copies) {
-      if (!alreadyReceived(app, inbox.id, analysis.parsed)) storeReceivedMessage(app, { inbox, parsed: analysis.parsed, raw, authentication: analysis.authentication });
-    }
-  });
+  const stored = await app.store.transactionBatched(() =>
+    copies.flatMap(({ inbox, raw }) => (alreadyReceived(app, inbox.id, analysis.parsed) ? [] : [{ messageId: storeReceivedMessage(app, { inbox, parsed: analysis.parsed, raw, authentication: analysis.authentication }).id, inboxId: inbox.id }])),
+  );
+  const { spf, dkim, dmarc } = analysis.authentication;
+  for (const { messageId, inboxId } of stored) app.log.info("message received", { messageId, inboxId, transaction: id, size: data.raw.length, spf, dkim, dmarc });
   return `Message accepted as ${id}`;
 }
 

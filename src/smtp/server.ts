@@ -3,7 +3,7 @@
 // analysed on worker threads and committed in groups before their 250. No AUTH: this is not a
 // submission service.
 import type { AddressInfo } from "node:net";
-import type { SMTPServerAddress } from "smtp-server";
+import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
 import { normalizeAddress } from "../mail/address";
 import type { RunningPart } from "../serve";
@@ -31,6 +31,14 @@ export async function startSmtp(app: App): Promise<RunningPart> {
   const analysis = createAnalysisPool({ workers: config.smtpWorkers, authservId: config.hostname, dnsServers: config.dnsServers, log });
   const receiver: Receiver = { app, analysis };
   const recipients = new WeakMap<SMTPServerAddress, Recipient>();
+  const tallies = new Map<string, SessionTally>();
+  /** What happened to one message (or one refused recipient) of a session, for its log line and the metrics. */
+  const tally = (session: SMTPServerSession, outcome: "accepted" | number) => {
+    const counts = tallies.get(session.id);
+    if (counts && outcome === "accepted") counts.accepted++;
+    else if (counts && outcome !== "accepted") counts.refused.push(outcome);
+    app.metrics.smtpMessages.inc({ outcome: String(outcome) });
+  };
   const { cert, key } = loadTlsCertificate(app);
 
   const server = new InboxdSmtpServer(
@@ -48,22 +56,51 @@ export async function startSmtp(app: App): Promise<RunningPart> {
       closeTimeout: config.shutdownTimeoutMs,
       // A PTR name would only decorate the Received field, at the cost of a look-up before each greeting.
       disableReverseLookup: true,
-      onRcptTo(address, _session, callback) {
+      onConnect(session, callback) {
+        app.metrics.smtpConnections.inc();
+        tallies.set(session.id, { accepted: 0, refused: [] });
+        callback();
+      },
+      onClose(session) {
+        const counts = tallies.get(session.id);
+        tallies.delete(session.id);
+        if (!counts) return;
+        app.log.info("smtp session", {
+          peer: session.remoteAddress,
+          ehlo: session.hostNameAppearsAs || null,
+          tls: session.tlsOptions ? session.tlsOptions.version : "none",
+          accepted: counts.accepted,
+          refused: counts.refused.length,
+          ...(counts.refused.length ? { codes: counts.refused.join(",") } : {}),
+        });
+      },
+      onRcptTo(address, session, callback) {
         try {
           const target = routeRecipient(app, address.address);
           recipients.set(address, { address: normalizeAddress(address.address) ?? address.address, target });
+          log.debug("smtp rcpt accepted", { session: session.id, target: target.kind });
           callback();
         } catch (error) {
+          if (error instanceof SmtpReply) tally(session, error.responseCode);
+          log.debug("smtp rcpt refused", { session: session.id, error: (error as Error).message });
           callback(error as Error);
         }
       },
       onData(stream, session, callback) {
         const accepted = session.envelope.rcptTo.map((address) => recipients.get(address)!);
+        log.debug("smtp data", { session: session.id, peer: session.remoteAddress, mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : "", recipients: accepted.length });
         readMessageData(stream, config.smtpMaxSize).then(
           (data) =>
             receiveMessage(receiver, session, accepted, data).then(
-              (text) => callback(null, text),
-              (error) => callback(replyFor(app, error, session.remoteAddress)),
+              (text) => {
+                tally(session, "accepted");
+                callback(null, text);
+              },
+              (error) => {
+                const reply = replyFor(app, error, session.remoteAddress);
+                tally(session, reply.responseCode);
+                callback(reply);
+              },
             ),
           // The client left in the middle of the data: there is no one to answer.
           (error: Error) => callback(error),
@@ -110,8 +147,10 @@ export async function startSmtp(app: App): Promise<RunningPart> {
   };
 }
 
+type SessionTally = { accepted: number; refused: number[] };
+
 /** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */
-function replyFor(app: App, error: unknown, remoteAddress: string): Error {
+function replyFor(app: App, error: unknown, remoteAddress: string): SmtpReply {
   if (error instanceof SmtpReply) return error;
   app.log.error("smtp message not accepted", { error, remoteAddress });
   return new SmtpReply(451, "4.3.0", "Temporary local problem, please try again later");

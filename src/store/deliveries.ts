@@ -53,6 +53,8 @@ export interface DeliveryUpdate {
 
 const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : 1);
 
+export type QueueBacklog = { depth: number; oldestCreatedAt: number | null };
+
 export const deliveriesStore = (db: Db) => {
   const sqlite = db.$client;
   // Deliveries in flight are skipped: should a try outlast its lease, it is not claimed twice.
@@ -62,6 +64,7 @@ export const deliveriesStore = (db: Db) => {
       AND domain NOT IN (SELECT value FROM json_each(?2))
       AND id NOT IN (SELECT value FROM json_each(?3))
     GROUP BY domain ORDER BY min(next_attempt_at) LIMIT ?4`);
+  const backlog = sqlite.query<QueueBacklog, []>("SELECT count(*) AS depth, min(created_at) AS oldestCreatedAt FROM deliveries WHERE next_attempt_at IS NOT NULL");
   const dueMessages = sqlite.query<{ id: string; messageId: string }, [string, number, number]>(`
     SELECT id, message_id AS messageId FROM deliveries
     WHERE domain = ?1 AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?2
@@ -105,6 +108,8 @@ export const deliveriesStore = (db: Db) => {
 
   return {
     /** Destination domains with deliveries due, the longest-waiting first. */
+    /** Deliveries still to be tried, and when the oldest of them was queued (the metrics' queue depth and age). */
+    backlog: (): QueueBacklog => backlog.get()!,
     dueDomains(now: number, skipDomains: string[], skipIds: string[], limit: number): string[] {
       return dueDomains.all(now, JSON.stringify(skipDomains), JSON.stringify(skipIds), limit).map((row) => row.domain);
     },

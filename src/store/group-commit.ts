@@ -32,9 +32,11 @@ export interface GroupCommitOptions {
    * in-memory one) commits as its connection is set up, and needs no sync of its own.
    */
   syncCommits?: SyncCommits;
+  /** Told each batch's commit time, from the transaction's start until it is on disk (metrics). */
+  onCommitted?: (seconds: number) => void;
 }
 
-export function groupCommit(sqlite: Database, { beforeCommit = () => {}, syncCommits = walSync(sqlite) }: GroupCommitOptions = {}) {
+export function groupCommit(sqlite: Database, { beforeCommit = () => {}, syncCommits = walSync(sqlite), onCommitted = () => {} }: GroupCommitOptions = {}) {
   let queued: Job[] = [];
   /** A batch is scheduled, or committed and waiting for its sync. */
   let busy = false;
@@ -69,10 +71,12 @@ export function groupCommit(sqlite: Database, { beforeCommit = () => {}, syncCom
     queued = [];
     let outcomes: Outcome[];
     let syncError: unknown;
+    const startedAt = performance.now();
     try {
       const committed = commit(jobs);
       outcomes = committed.outcomes;
       if (syncCommits && committed.changed) await syncCommits().catch((error: unknown) => (syncError = error ?? new Error("sync failed")));
+      onCommitted((performance.now() - startedAt) / 1000);
     } catch (error) {
       outcomes = jobs.map(() => ({ ok: false, error }));
     }

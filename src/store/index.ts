@@ -23,7 +23,7 @@ import { sendWindowsStore } from "./send-windows";
 import { suppressionsStore } from "./suppressions";
 import { threadsStore } from "./threads";
 
-export function createStore(sqlite: Database) {
+export function createStore(sqlite: Database, options: { onCommitted?: (seconds: number) => void } = {}) {
   const db = drizzleOf(sqlite);
   const searchIndex = searchIndexStore(sqlite);
   return {
@@ -43,7 +43,7 @@ export function createStore(sqlite: Database) {
      * Like `transaction`, but shares its commit with the writes queued meanwhile, and settles once
      * that commit is on disk, synced off the event loop; see group-commit.ts.
      */
-    transactionBatched: groupCommit(sqlite, { beforeCommit: searchIndex.catchUp }),
+    transactionBatched: groupCommit(sqlite, { beforeCommit: searchIndex.catchUp, onCommitted: options.onCommitted }),
     accounts: accountsStore(db),
     deliveries: deliveriesStore(db),
     dkimKeys: dkimKeysStore(db),

@@ -4,6 +4,7 @@
  * transaction (webhooks/queue.ts batches them).
  */
 import type { Db } from "./db";
+import type { QueueBacklog } from "./deliveries";
 
 /** A delivery that is due, with what sending it needs: endpoint, secret and the event. */
 export interface DueDelivery {
@@ -84,6 +85,7 @@ export const webhookQueueStore = (db: Db) => {
   const extendFailureRun = sqlite.query<{ firstFailureAt: number }, [string, number]>(
     "UPDATE webhooks SET first_failure_at = coalesce(first_failure_at, ?2) WHERE id = ?1 RETURNING first_failure_at AS firstFailureAt",
   );
+  const backlog = sqlite.query<QueueBacklog, []>("SELECT count(*) AS depth, min(created_at) AS oldestCreatedAt FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL");
   const isEnabled = sqlite.query<{ enabled: number }, [string]>("SELECT enabled FROM webhooks WHERE id = ?1");
   // A try without an outcome belongs to a delivery that is still pending: found through the small due index.
   const closeUnfinished = sqlite.query<never, [number, string]>(`
@@ -91,6 +93,8 @@ export const webhookQueueStore = (db: Db) => {
     WHERE finished_at IS NULL AND delivery_id IN (SELECT id FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL)`);
 
   return {
+    /** Webhook deliveries still to be tried, and when the oldest was queued. */
+    backlog: (): QueueBacklog => backlog.get()!,
     due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): DueDelivery[] {
       return due.all(now, JSON.stringify(skipUrls), JSON.stringify(skipDeliveryIds), limit);
     },

@@ -24,6 +24,20 @@ export function recordOutcomes(app: App, batch: Finished[]) {
     for (const { attempt, result, finishedAt } of group) {
       const success = isSuccess(result);
       const retry = !success && enabled && attempt.attemptNumber < attemptsAllowed;
+      const nextAttemptAt = retry ? finishedAt + retryDelayMs(config.webhookRetryDelays, attempt.attemptNumber) : null;
+      app.metrics.webhookAttempts.inc({ outcome: success ? "succeeded" : retry ? "retry" : "failed" });
+      if (!success) {
+        // The URL's host only: its path and query may carry a token of the receiver's.
+        app.log.warn("webhook attempt failed", {
+          webhookId,
+          eventType: attempt.event,
+          host: hostOf(attempt.url),
+          attempt: attempt.attemptNumber,
+          statusCode: result.statusCode,
+          error: result.error,
+          ...(nextAttemptAt === null ? { gaveUp: enabled ? "attempts exhausted" : "webhook disabled" } : { nextAttemptAt: new Date(nextAttemptAt).toISOString() }),
+        });
+      }
       outcomes.push({
         attemptId: attempt.id,
         deliveryId: attempt.deliveryId,
@@ -31,7 +45,7 @@ export function recordOutcomes(app: App, batch: Finished[]) {
         success,
         finishedAt,
         deliveryStatus: success ? "succeeded" : retry ? "pending" : "failed",
-        nextAttemptAt: retry ? finishedAt + retryDelayMs(config.webhookRetryDelays, attempt.attemptNumber) : null,
+        nextAttemptAt,
       });
     }
   }
@@ -60,4 +74,12 @@ function groupByWebhook(batch: Finished[]): Map<string, Finished[]> {
     else groups.set(finished.attempt.webhookId, [finished]);
   }
   return groups;
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return "(invalid URL)";
+  }
 }

@@ -254,6 +254,7 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
     }
     moreDue = free === 0 || load.atLimit(claimLimitOf).length > 0;
     store.webhookQueue.recordAttempts(claims.map((c) => c.attempt));
+    if (claims.length > 0 || moreDue) log.debug("webhook deliveries claimed", { claimed: claims.length, moreDue });
     return claims;
   }
 

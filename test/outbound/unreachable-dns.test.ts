@@ -2,7 +2,7 @@
 import { afterEach, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { register, repoRoot, startChildServer, tempDir, testEnv, type ChildServer } from "../harness";
+import { eventually, register, repoRoot, startChildServer, tempDir, testEnv, type ChildServer } from "../harness";
 
 const dataDirs: string[] = [];
 const children: ChildServer[] = [];
@@ -17,16 +17,6 @@ async function startChild(overrides: Record<string, string>, command?: string[])
   const child = await startChildServer(testEnv(dataDir, { INBOXD_DELIVERY_RETRY_DELAYS: "60", ...overrides }), { command });
   children.push(child);
   return child;
-}
-
-async function eventually<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await Bun.sleep(50);
-  }
 }
 
 test("with its only DNS server unroutable, a send is deferred (temporary DNS failure) and the process keeps serving", async () => {

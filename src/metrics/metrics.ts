@@ -1,0 +1,53 @@
+/**
+ * Prometheus metrics (text exposition format 0.0.4) through prom-client, the registry every
+ * Node exporter uses: its default process metrics (memory, CPU, file descriptors, event-loop
+ * lag) work under Bun, and its histograms and label handling are well tested. One registry per
+ * App, so that several servers in one test process count apart.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { QueueBacklog } from "../store/deliveries";
+
+/** What the gauges read at each scrape: the persisted queues' backlog, and the time now. */
+export type MetricSources = { outboundBacklog: () => QueueBacklog; webhookBacklog: () => QueueBacklog; now: () => number };
+
+const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export function createMetrics(sources: MetricSources) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: "inboxd_" });
+  const registers = [registry];
+  const backlogGauges = (queue: string, read: (sources: MetricSources) => QueueBacklog) => {
+    new Gauge({
+      name: `inboxd_${queue}_queue_depth`,
+      help: `${queue} deliveries waiting for a try (due or scheduled)`,
+      registers,
+      collect() {
+        this.set(read(sources).depth);
+      },
+    });
+    new Gauge({
+      name: `inboxd_${queue}_queue_oldest_age_seconds`,
+      help: `age of the oldest ${queue} delivery still waiting (0 when none)`,
+      registers,
+      collect() {
+        const { oldestCreatedAt } = read(sources);
+        this.set(oldestCreatedAt === null ? 0 : Math.max(0, sources.now() - oldestCreatedAt) / 1000);
+      },
+    });
+  };
+  backlogGauges("outbound", (s) => s.outboundBacklog());
+  backlogGauges("webhook", (s) => s.webhookBacklog());
+
+  return {
+    registry,
+    httpRequests: new Counter({ name: "inboxd_http_requests_total", help: "HTTP requests answered, by route pattern and status", labelNames: ["method", "route", "status"] as const, registers }),
+    httpDuration: new Histogram({ name: "inboxd_http_request_duration_seconds", help: "time to answer an HTTP request", labelNames: ["method", "route"] as const, buckets: LATENCY_BUCKETS, registers }),
+    smtpConnections: new Counter({ name: "inboxd_smtp_connections_total", help: "inbound SMTP connections accepted", registers }),
+    smtpMessages: new Counter({ name: "inboxd_smtp_messages_total", help: "inbound messages by outcome (accepted, or the reply code that refused them)", labelNames: ["outcome"] as const, registers }),
+    deliveryAttempts: new Counter({ name: "inboxd_delivery_attempts_total", help: "outbound delivery outcomes per recipient: delivered, deferred, bounced, rejected", labelNames: ["outcome"] as const, registers }),
+    webhookAttempts: new Counter({ name: "inboxd_webhook_attempts_total", help: "webhook tries by outcome: succeeded, retry, failed", labelNames: ["outcome"] as const, registers }),
+    commitDuration: new Histogram({ name: "inboxd_commit_duration_seconds", help: "time from a batched write's queueing to its commit being on disk", buckets: LATENCY_BUCKETS, registers }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
