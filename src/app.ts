@@ -16,13 +16,14 @@ export interface App {
   close(): void;
 }
 
-export function openApp(config: Config, options: { clock?: Clock; log?: Logger } = {}): App {
+export function openApp(config: Config, options: { clock?: Clock; log?: Logger; onMigrated?: (versions: string[]) => void } = {}): App {
   const clock = options.clock ?? new Clock();
   const log = options.log ?? createLogger(config.logFormat, config.logLevel);
   const database = openDatabase(config.dataDir);
   try {
     const applied = migrate(database.sqlite, clock.now());
     if (applied.length) log.info("migrations applied", { versions: applied.join(",") });
+    options.onMigrated?.(applied);
   } catch (e) {
     database.close();
     throw e;

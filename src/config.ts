@@ -5,9 +5,19 @@
 import { availableParallelism, hostname as osHostname } from "node:os";
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
+import { closest, distance } from "fastest-levenshtein";
 import ipaddr from "ipaddr.js";
 
 export class ConfigError extends Error {}
+
+/** A listener that cannot be opened, said in the words of the setting that chose it. */
+export function listenError(error: unknown, setting: string, host: string, port: number): Error {
+  const code = (error as { code?: string }).code;
+  if (code === "EADDRINUSE") return new ConfigError(`${setting}: port ${port} on ${host} is in use by another process`);
+  if (code === "EACCES" || code === "EPERM") return new ConfigError(`${setting}: this user may not listen on port ${port} (below 1024 needs root or CAP_NET_BIND_SERVICE)`);
+  if (code === "EADDRNOTAVAIL") return new ConfigError(`INBOXD_BIND: ${host} is not an address of this machine`);
+  return error instanceof Error ? error : new Error(String(error));
+}
 
 type Parser<T> = (raw: string, name: string) => T;
 
@@ -57,6 +67,13 @@ const ipOrCidrList: Parser<string[]> = (raw, name) => {
   const list = commaList(raw);
   return list.every((entry) => (entry.includes("/") ? ipaddr.isValidCIDR(entry) : ipaddr.isValid(entry))) ? list : fail(name, raw, "a comma-separated list of IP addresses and CIDR ranges");
 };
+const ipAddress: Parser<string> = (raw, name) => (isIP(raw) ? raw : fail(name, raw, "an IP address (0.0.0.0 or :: for every address)"));
+// RFC 1123 §2.1 host names, RFC 1035 §2.3.4 lengths: letters, digits and hyphens, 1-63 per label, 253 in all.
+const DOMAIN_LABEL = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
+const domainName: Parser<string> = (raw, name) => {
+  const value = raw.trim().replace(/\.$/, "");
+  return value.length <= 253 && value.split(".").every((label) => DOMAIN_LABEL.test(label)) ? value : fail(name, raw, "a domain name (letters, digits, hyphens and dots)");
+};
 const optionalUrl: Parser<string | undefined> = (raw, name) => {
   if (!raw) return undefined;
   try {
@@ -97,14 +114,14 @@ const defaultSmtpWorkers = (cores: number) => Math.min(4, Math.max(Math.min(core
 export const settings = {
   httpPort: setting("INBOXD_HTTP_PORT", "8006", port, "HTTP API port (0: any free port)"),
   smtpPort: setting("INBOXD_SMTP_PORT", "25", port, "inbound SMTP port; falls back to 2525 where 25 may not be bound (0: any free port)"),
-  bind: setting("INBOXD_BIND", "0.0.0.0", nonEmptyText, "address both servers listen on"),
+  bind: setting("INBOXD_BIND", "0.0.0.0", ipAddress, "address both servers listen on"),
   dataDir: setting("INBOXD_DATA_DIR", "./data", nonEmptyText, "the SQLite database and keys"),
-  mailDomain: setting("INBOXD_MAIL_DOMAIN", machineName, nonEmptyText, "the service's own mail domain"),
-  hostname: setting("INBOXD_HOSTNAME", machineName, nonEmptyText, "name in the SMTP greeting and EHLO, MX target"),
+  mailDomain: setting("INBOXD_MAIL_DOMAIN", machineName, domainName, "the service's own mail domain"),
+  hostname: setting("INBOXD_HOSTNAME", machineName, domainName, "name in the SMTP greeting and EHLO, MX target"),
   env: setting("INBOXD_ENV", "production", nonEmptyText, "reported by /health as environment"),
   dnsServers: setting("INBOXD_DNS_SERVERS", "", hostPortList, "host:port list for every DNS look-up (empty: system resolver)"),
   publicIps: setting("INBOXD_PUBLIC_IPS", "", ipList, "this server's public addresses, for custom domains' SPF (empty: the A/AAAA records of INBOXD_HOSTNAME)"),
-  doctorProbeDomain: setting("INBOXD_DOCTOR_PROBE_DOMAIN", "gmail.com", nonEmptyText, "`inboxd doctor`: the domain whose MX the outbound port 25 check connects to"),
+  doctorProbeDomain: setting("INBOXD_DOCTOR_PROBE_DOMAIN", "gmail.com", domainName, "`inboxd doctor`: the domain whose MX the outbound port 25 check connects to"),
   doctorNtpServer: setting("INBOXD_DOCTOR_NTP_SERVER", "pool.ntp.org", nonEmptyText, "`inboxd doctor`: the NTP server (host[:port]) the clock is compared with"),
   outboundPort: setting("INBOXD_OUTBOUND_PORT", "25", port, "port used when delivering to an MX host"),
   outboundAllowPrivate: setting("INBOXD_OUTBOUND_ALLOW_PRIVATE", "0", bool, "deliver to MX hosts on private, loopback, link-local or reserved addresses (private networks, tests); the relay is always allowed"),
@@ -166,24 +183,42 @@ function readConfigFile(path: string): Record<string, string> {
   return values;
 }
 
+/** Flags that stand alone; every other flag names a setting and needs a value. */
+export const switches = ["--help", "--version", "--force"];
+
 /** Splits `--name value` / `--name=value` flags off the arguments; the rest are positional. */
 export function parseFlags(args: string[]): { flags: Record<string, string>; positional: string[] } {
   const flags: Record<string, string> = {};
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
-    if (!arg.startsWith("--")) { positional.push(arg); continue; }
+    if (!arg.startsWith("--")) {
+      positional.push(arg);
+      continue;
+    }
     const eq = arg.indexOf("=");
     if (eq > 0) flags[arg.slice(0, eq)] = arg.slice(eq + 1);
-    else if (args[i + 1] !== undefined && !args[i + 1]!.startsWith("--")) flags[arg] = args[++i]!;
-    else flags[arg] = "1";
+    else if (switches.includes(arg)) flags[arg] = "1";
+    // `--http-port` at the end, or before another flag, has no value: refused (it once bound port 1).
+    else if (args[i + 1] === undefined || args[i + 1]!.startsWith("--")) throw new ConfigError(`${arg}: needs a value (see inboxd --help)`);
+    else flags[arg] = args[++i]!;
   }
   return { flags, positional };
 }
 
+const settingFlags = () => Object.values(settings).map((s) => flagName(s.env)).concat(["--config"]);
+const settingNames = () => Object.values(settings).map((s) => s.env).concat(["INBOXD_CONFIG"]);
+
+/** " (did you mean X?)" when a known name is close to an unknown one. */
+function suggestion(unknown: string, known: string[]): string {
+  const nearest = closest(unknown, known);
+  // A third of the name may differ: typos and swapped words, not unrelated names.
+  return distance(unknown, nearest) <= Math.max(2, Math.floor(unknown.length / 3)) ? ` (did you mean ${nearest}?)` : "";
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env, flags: Record<string, string> = {}): Config {
-  const known = new Set(Object.values(settings).map((s) => flagName(s.env)).concat(["--config", "--help"]));
-  for (const flag of Object.keys(flags)) if (!known.has(flag)) throw new ConfigError(`${flag}: unknown flag (see inboxd --help)`);
+  const known = new Set(settingFlags().concat(switches));
+  for (const flag of Object.keys(flags)) if (!known.has(flag)) throw new ConfigError(`${flag}: unknown flag${suggestion(flag, [...known])} (see inboxd --help)`);
   const configPath = flags["--config"] ?? env.INBOXD_CONFIG;
   const file = configPath ? readConfigFile(configPath) : {};
   const config: Record<string, unknown> = {};
@@ -193,6 +228,24 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   return config as Config;
 }
+
+/**
+ * What deserves a word at start without stopping it: an INBOXD_* name that no setting has (in the
+ * environment or the config file; a typo would leave its setting at the default unnoticed), and a
+ * host name that is not fully qualified.
+ */
+export function configWarnings(config: Config, env: Record<string, string | undefined> = process.env, flags: Record<string, string> = {}): string[] {
+  const configPath = flags["--config"] ?? env.INBOXD_CONFIG;
+  const file = configPath ? readConfigFile(configPath) : {};
+  const known = settingNames();
+  const unknown = [...new Set([...Object.keys(env), ...Object.keys(file)])].filter((name) => name.startsWith("INBOXD_") && !known.includes(name) && !OTHER_PROGRAMS_VARIABLES.includes(name));
+  const warnings = unknown.sort().map((name) => `${name} is not a setting of inboxd and is ignored${suggestion(name, known)}`);
+  if (!config.hostname.includes(".")) warnings.push(`INBOXD_HOSTNAME is '${config.hostname}', not a fully qualified name: receivers and TLS need one (e.g. mx.example.com)`);
+  return warnings;
+}
+
+// Read by the test suite, not by the server.
+const OTHER_PROGRAMS_VARIABLES = ["INBOXD_TEST_LOG_LEVEL"];
 
 export function settingsHelp(): string {
   return Object.values(settings)

@@ -1,56 +1,116 @@
 #!/usr/bin/env bun
 /** CLI entry: the only place that wires parts together. */
+import { resolve } from "node:path";
 import { openApp } from "./app";
-import { ConfigError, loadConfig, parseFlags, settingsHelp } from "./config";
+import { ConfigError, configWarnings, loadConfig, parseFlags, settingsHelp, type Config } from "./config";
+import { backupDatabase, restoreDatabase } from "./db/backup";
 import { DataDirLockedError } from "./db/open";
 import { formatFindings, runDoctor } from "./doctor/command";
 import { serviceDnsZone } from "./outbound/dns-command";
-import { startServices } from "./serve";
+import { checkBeforeStart, startServices } from "./serve";
 import { version } from "./version";
 
-const commands = {
-  serve: "run the HTTP API, the SMTP server and the queues (default)",
-  migrate: "apply pending database migrations and exit",
-  version: "print the version",
-  dns: "print the DNS records of INBOXD_MAIL_DOMAIN (MX, SPF, DKIM, DMARC) as zone-file lines",
-  doctor: "check this server's DNS, reverse DNS, port 25, certificate, data dir and clock",
+type Command = { usage: string; summary: string; details: string; run(config: Config, args: string[], flags: Record<string, string>): Promise<number> };
+
+const commands: Record<string, Command> = {
+  serve: {
+    usage: "inboxd [serve] [--flag value ...]",
+    summary: "run the HTTP API, the SMTP server and the queues (default)",
+    details: "Runs until SIGTERM or SIGINT, then finishes the work in flight (INBOXD_SHUTDOWN_TIMEOUT_MS).",
+    run: serve,
+  },
+  migrate: {
+    usage: "inboxd migrate",
+    summary: "apply pending database migrations and exit",
+    details: "serve applies them too, at every start; this says which were applied, or that the database is current.",
+    async run(config) {
+      let applied: string[] = [];
+      openApp(config, { onMigrated: (versions) => (applied = versions) }).close();
+      const database = resolve(config.dataDir, "inboxd.db");
+      process.stdout.write(applied.length ? `applied ${applied.length} migrations to ${database}: ${applied.join(", ")}\n` : `${database} is current: no migration to apply\n`);
+      return 0;
+    },
+  },
+  version: { usage: "inboxd version", summary: "print the version", details: "Also: inboxd --version.", run: printVersion },
+  dns: {
+    usage: "inboxd dns",
+    summary: "print the DNS records of INBOXD_MAIL_DOMAIN (MX, SPF, DKIM, DMARC) as zone-file lines",
+    details: "Makes the DKIM keys first when the data dir has none yet (and says so); while inboxd runs, reads them beside it.",
+    async run(config) {
+      process.stdout.write(await serviceDnsZone(config));
+      return 0;
+    },
+  },
+  doctor: {
+    usage: "inboxd doctor",
+    summary: "check this server's DNS, reverse DNS, port 25, certificate, data dir and clock",
+    details: "One line per check, with what to do under each failure; exit code 1 when any failed.",
+    async run(config) {
+      const findings = await runDoctor(config);
+      process.stdout.write(formatFindings(findings));
+      return findings.every((finding) => finding.ok) ? 0 : 1;
+    },
+  },
+  backup: {
+    usage: "inboxd backup FILE",
+    summary: "write a consistent copy of the database to FILE, while the server runs or not",
+    details: "FILE must not exist. Keep it with /etc/inboxd (the settings) and the data dir's smtp-tls.* files.",
+    async run(config, [file]) {
+      if (!file) throw new ConfigError("backup: name the file to write (inboxd backup FILE)");
+      const progress = progressReporter(file);
+      const { bytes } = await backupDatabase(config.dataDir, resolve(file), progress);
+      progress.finish();
+      process.stdout.write(`backed up ${resolve(config.dataDir, "inboxd.db")} to ${resolve(file)} (${megabytes(bytes)})\n`);
+      return 0;
+    },
+  },
+  restore: {
+    usage: "inboxd restore FILE [--force]",
+    summary: "put a backup in place of the database of a stopped installation",
+    details: "Refuses while inboxd runs on the data dir, and over an existing database without --force.",
+    async run(config, [file], flags) {
+      if (!file) throw new ConfigError("restore: name the backup to restore (inboxd restore FILE)");
+      const { messages } = restoreDatabase(config.dataDir, resolve(file), flags["--force"] === "1");
+      process.stdout.write(`restored ${resolve(file)} (${messages} messages) to ${resolve(config.dataDir, "inboxd.db")}; start inboxd to use it\n`);
+      return 0;
+    },
+  },
 };
 
-function help(): string {
-  const list = Object.entries(commands).map(([name, text]) => `  ${name.padEnd(10)} ${text}`).join("\n");
-  return `inboxd ${version}: a self-hosted mail appliance in one executable\n\nUsage: inboxd [command] [--flag value ...]\n\nCommands:\n${list}\n\nSettings (environment variable, default, meaning; each also a flag, e.g. --http-port 8006):\n  INBOXD_CONFIG                            (unset)      optional file of KEY=VALUE lines\n${settingsHelp()}\n`;
+async function printVersion(): Promise<number> {
+  process.stdout.write(`inboxd ${version}\n`);
+  return 0;
 }
+
+function help(): string {
+  const list = Object.entries(commands).map(([name, command]) => `  ${name.padEnd(10)} ${command.summary}`).join("\n");
+  return `inboxd ${version}: a self-hosted mail appliance in one executable\n\nUsage: inboxd [command] [--flag value ...]   (inboxd <command> --help for one)\n\nCommands:\n${list}\n\nSettings (environment variable, default, meaning; each also a flag, e.g. --http-port 8006):\n  INBOXD_CONFIG                            (unset)      optional file of KEY=VALUE lines\n${settingsHelp()}\n`;
+}
+
+const commandHelp = (name: string, command: Command) => `Usage: ${command.usage}\n\n${name}: ${command.summary}.\n${command.details}\nSettings: see inboxd --help.\n`;
 
 async function main(argv: string[]): Promise<number> {
   const { flags, positional } = parseFlags(argv);
-  const command = positional[0] ?? "serve";
-  if (flags["--help"] || command === "help") {
+  const name = positional[0] ?? "serve";
+  if (name === "-h" || name === "help" || (flags["--help"] && positional.length === 0)) {
     process.stdout.write(help());
     return 0;
   }
-  if (command === "version") {
-    process.stdout.write(`inboxd ${version}\n`);
+  if (flags["--version"]) return printVersion();
+  const command = commands[name];
+  if (!command) throw new ConfigError(`unknown command '${name}' (see inboxd --help)`);
+  if (flags["--help"]) {
+    process.stdout.write(commandHelp(name, command));
     return 0;
-  }
-  if (!(command in commands)) {
-    process.stderr.write(`inboxd: unknown command '${command}' (see inboxd --help)\n`);
-    return 2;
   }
   const config = loadConfig(process.env, flags);
-  if (command === "doctor") {
-    const findings = await runDoctor(config);
-    process.stdout.write(formatFindings(findings));
-    return findings.every((finding) => finding.ok) ? 0 : 1;
-  }
-  if (command === "dns") {
-    process.stdout.write(await serviceDnsZone(config));
-    return 0;
-  }
+  return command.run(config, positional.slice(1), flags);
+}
+
+async function serve(config: Config): Promise<number> {
+  await checkBeforeStart(config);
   const app = openApp(config);
-  if (command === "migrate") {
-    app.close();
-    return 0;
-  }
+  for (const warning of configWarnings(config, process.env)) app.log.warn(warning);
   const running = await startServices(app);
   // A stray error in one connection's callback must not end every other connection and queue:
   // logged, and the server keeps serving (start-up failures above still stop it).
@@ -70,12 +130,35 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
+const megabytes = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+
+/** A progress bar on a terminal; on anything else, a plain line every 10 %. */
+function progressReporter(file: string) {
+  const terminal = process.stderr.isTTY;
+  let lastTenth = -1;
+  let drawn = false;
+  const report = (written: number, estimate: number) => {
+    const fraction = estimate > 0 ? Math.min(1, written / estimate) : 1;
+    if (terminal) {
+      const width = 30;
+      const filled = Math.round(fraction * width);
+      process.stderr.write(`\r[${"#".repeat(filled)}${" ".repeat(width - filled)}] ${Math.round(fraction * 100)}% ${megabytes(written)} to ${file}`);
+      drawn = true;
+    } else if (Math.floor(fraction * 10) > lastTenth) {
+      lastTenth = Math.floor(fraction * 10);
+      process.stderr.write(`backup: ${megabytes(written)} of about ${megabytes(estimate)}\n`);
+    }
+  };
+  return Object.assign(report, { finish: () => drawn && process.stderr.write("\n") });
+}
+
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error) => {
-    if (error instanceof ConfigError) process.stderr.write(`inboxd: invalid configuration: ${error.message}\n`);
+    // One line, naming the setting at fault; exit 2 so that systemd does not restart into it again.
+    if (error instanceof ConfigError) process.stderr.write(`inboxd: ${error.message}\n`);
     else if (error instanceof DataDirLockedError) process.stderr.write(`inboxd: ${error.message}\n`);
-    else process.stderr.write(`inboxd: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    else process.stderr.write(`inboxd: ${error instanceof Error ? error.message : String(error)}${process.env.INBOXD_LOG_LEVEL === "debug" && error instanceof Error ? `\n${error.stack}` : ""}\n`);
     process.exit(error instanceof ConfigError || error instanceof DataDirLockedError ? 2 : 1);
   },
 );

@@ -4,6 +4,9 @@
  */
 import { resolve } from "node:path";
 import type { App } from "./app";
+import { createServer } from "node:net";
+import { listenError, type Config } from "./config";
+import { operatorCertificate } from "./smtp/tls";
 import { startCheckpoints } from "./db/checkpoints";
 import { createHttpApp } from "./http/app";
 import { metricsResponse } from "./http/routes/metrics";
@@ -31,12 +34,20 @@ const withTimeout = (p: Promise<void>, ms: number) =>
   Promise.race([p, new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
 
 function startHttp(app: App): RunningPart {
-  const http = createHttpApp(app).listen({
-    port: app.config.httpPort,
-    hostname: app.config.bind,
-    // Our own parser refuses bodies over 20 MiB with a JSON 413; this outer bound only stops abuse.
-    maxRequestBodySize: 64 * 1024 * 1024,
-  });
+  const { httpPort, bind } = app.config;
+  let http;
+  try {
+    http = createHttpApp(app).listen({
+      port: httpPort,
+      hostname: bind,
+      // Our own parser refuses bodies over 20 MiB with a JSON 413; this outer bound only stops abuse.
+      maxRequestBodySize: 64 * 1024 * 1024,
+      // Elysia asks for SO_REUSEPORT, which let a second server share the port and take half the requests.
+      reusePort: false,
+    });
+  } catch (error) {
+    throw listenError(error, "INBOXD_HTTP_PORT", bind, httpPort);
+  }
   const server = http.server!;
   return {
     name: "http",
@@ -50,11 +61,17 @@ function startHttp(app: App): RunningPart {
 
 /** INBOXD_METRICS_BIND: `/metrics` without a token, on an address that only the scraper reaches. */
 function startMetricsListener(app: App, bind: { host: string; port: number }): RunningPart {
-  const server = Bun.serve({
-    hostname: bind.host,
-    port: bind.port,
-    fetch: (request) => (new URL(request.url).pathname === "/metrics" ? metricsResponse(app) : Response.json({ error: "Not found" }, { status: 404 })),
-  });
+  let server;
+  try {
+    server = Bun.serve({
+      hostname: bind.host,
+      port: bind.port,
+      reusePort: false,
+      fetch: (request) => (new URL(request.url).pathname === "/metrics" ? metricsResponse(app) : Response.json({ error: "Not found" }, { status: 404 })),
+    });
+  } catch (error) {
+    throw listenError(error, "INBOXD_METRICS_BIND", bind.host, bind.port);
+  }
   return {
     name: "metrics",
     address: { host: bind.host, port: server.port! },
@@ -62,6 +79,35 @@ function startMetricsListener(app: App, bind: { host: string; port: number }): R
       await server.stop(true);
     },
   };
+}
+
+/**
+ * Before the database is opened: every port this start will listen on is free to take, and the
+ * certificate files are usable. A failure is one line naming the setting, and nothing is written.
+ * (A port taken between this check and the listen fails the same way, only later.)
+ */
+export async function checkBeforeStart(config: Config): Promise<void> {
+  operatorCertificate(config);
+  const listeners: [string, string, number][] = [["INBOXD_HTTP_PORT", config.bind, config.httpPort]];
+  // Port 25 without the right to bind it falls back to 2525 (smtp/server.ts); that is no failure.
+  listeners.push(["INBOXD_SMTP_PORT", config.bind, config.smtpPort]);
+  if (config.metricsBind) listeners.push(["INBOXD_METRICS_BIND", config.metricsBind.host, config.metricsBind.port]);
+  for (const [setting, host, port] of listeners) {
+    if (port === 0) continue;
+    const probe = createServer();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        probe.once("error", reject);
+        probe.listen({ host, port, exclusive: true }, resolve);
+      });
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (setting === "INBOXD_SMTP_PORT" && port === 25 && (code === "EACCES" || code === "EPERM")) continue;
+      throw listenError(error, setting, host, port);
+    } finally {
+      await new Promise<void>((resolve) => probe.close(() => resolve()));
+    }
+  }
 }
 
 export async function startServices(app: App): Promise<Running> {

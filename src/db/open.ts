@@ -1,7 +1,8 @@
 /** Opens the one SQLite database of a data dir. Every pragma is set here and nowhere else. */
 import { Database } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { accessSync, constants, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { ConfigError } from "../config";
 
 export class DataDirLockedError extends Error {}
 
@@ -24,23 +25,37 @@ export interface OpenedDatabase {
  * system drops it when the process dies (even by kill -9), so a stale lock never blocks a restart,
  * while a second live process on the same data dir is refused before it touches the queue.
  */
-function lockDataDir(dataDir: string): Database {
+export function holdDataDirLock(dataDir: string): Database {
   const lock = new Database(join(dataDir, "inboxd.lock"), { create: true });
   try {
     lock.exec("PRAGMA busy_timeout = 0");
     lock.exec("PRAGMA locking_mode = EXCLUSIVE");
     lock.exec("BEGIN EXCLUSIVE");
     lock.exec("CREATE TABLE IF NOT EXISTS holder (pid INTEGER)");
-  } catch {
+  } catch (error) {
     lock.close();
+    // Only "busy" means another process holds it; anything else is the data dir's own fault.
+    if ((error as { code?: string }).code !== "SQLITE_BUSY") throw new ConfigError(`INBOXD_DATA_DIR: cannot lock ${join(dataDir, "inboxd.lock")}: ${(error as Error).message}`);
     throw new DataDirLockedError(`another inboxd is already running on data dir ${dataDir} (its lock ${join(dataDir, "inboxd.lock")} is held)`);
   }
   return lock;
 }
 
+/** The data dir exists (made if missing), is a directory, and this user may write in it. */
+export function prepareDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    if (!statSync(dataDir).isDirectory()) throw new Error("it is not a directory");
+    accessSync(dataDir, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    const reason = (error as { code?: string }).code === "EEXIST" || (error as { code?: string }).code === "ENOTDIR" ? "it is not a directory" : (error as Error).message;
+    throw new ConfigError(`INBOXD_DATA_DIR: cannot use ${dataDir}: ${reason}`);
+  }
+}
+
 export function openDatabase(dataDir: string): OpenedDatabase {
-  mkdirSync(dataDir, { recursive: true });
-  const lock = lockDataDir(dataDir);
+  prepareDataDir(dataDir);
+  const lock = holdDataDirLock(dataDir);
   const sqlite = new Database(join(dataDir, "inboxd.db"), { create: true, strict: true });
   // WAL first: the other pragmas then apply to a database that readers and the writer share.
   sqlite.exec("PRAGMA journal_mode = WAL");

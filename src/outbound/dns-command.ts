@@ -25,8 +25,9 @@ export async function serviceDnsZone(config: Config): Promise<string> {
     }
   }
   try {
-    await ensureServiceDkimKeys(app);
-    return zoneFileLines(config, serviceDomainRecords(config, app.store));
+    const made = await ensureServiceDkimKeys(app);
+    const note = made ? `; the DKIM keys did not exist yet: made now in ${config.dataDir}; inboxd serve signs with them once these records are published\n` : "";
+    return note + zoneFileLines(config, serviceDomainRecords(config, app.store));
   } finally {
     app.close();
   }

@@ -5,6 +5,7 @@
 import type { AddressInfo } from "node:net";
 import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
+import { listenError } from "../config";
 import { normalizeAddress } from "../mail/address";
 import type { RunningPart } from "../serve";
 import { createAnalysisPool } from "./analysis-pool";
@@ -130,7 +131,7 @@ export async function startSmtp(app: App): Promise<RunningPart> {
     listening = true;
   } catch (error) {
     analysis.close();
-    throw error;
+    throw listenError(error, "INBOXD_SMTP_PORT", config.bind, config.smtpPort);
   }
   return {
     name: "smtp",

@@ -4,16 +4,31 @@
 // one still keeps the mail private on the wire.
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createSecureContext } from "node:tls";
 import type { App } from "../app";
-import { ConfigError } from "../config";
+import { ConfigError, type Config } from "../config";
 import { selfSignedCert, type PemCertificate } from "./self-signed";
 
-export function loadTlsCertificate(app: App): PemCertificate {
-  const { tlsCert, tlsKey, dataDir, hostname } = app.config;
-  if (tlsCert || tlsKey) {
-    if (!tlsCert || !tlsKey) throw new ConfigError("INBOXD_TLS_CERT and INBOXD_TLS_KEY: set both (PEM files) or neither");
-    return { cert: readPem("INBOXD_TLS_CERT", tlsCert), key: readPem("INBOXD_TLS_KEY", tlsKey) };
+/**
+ * The operator's certificate and key, read and tried; undefined when none is configured. Called
+ * before anything starts, so that a wrong file stops the start rather than the first STARTTLS.
+ */
+export function operatorCertificate({ tlsCert, tlsKey }: Pick<Config, "tlsCert" | "tlsKey">): PemCertificate | undefined {
+  if (!tlsCert && !tlsKey) return undefined;
+  if (!tlsCert || !tlsKey) throw new ConfigError("INBOXD_TLS_CERT and INBOXD_TLS_KEY: set both (PEM files) or neither");
+  const pair = { cert: readPem("INBOXD_TLS_CERT", tlsCert), key: readPem("INBOXD_TLS_KEY", tlsKey) };
+  try {
+    createSecureContext(pair);
+  } catch (error) {
+    throw new ConfigError(`INBOXD_TLS_CERT, INBOXD_TLS_KEY: ${tlsCert} and ${tlsKey} are not a usable PEM certificate and its key (${(error as Error).message})`);
   }
+  return pair;
+}
+
+export function loadTlsCertificate(app: App): PemCertificate {
+  const { dataDir, hostname } = app.config;
+  const configured = operatorCertificate(app.config);
+  if (configured) return configured;
   const certPath = join(dataDir, "smtp-tls.crt");
   const keyPath = join(dataDir, "smtp-tls.key");
   // The certificate is written last: when it exists, so does its key.

@@ -1,0 +1,144 @@
+// Strict settings and start failures: each is one line on stderr naming the setting, exit code 2,
+// and nothing written to the data dir; help and version for every command.
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { repoRoot, startChildServer, tempDir, testEnv, type ChildServer } from "../harness";
+
+const dirs: string[] = [];
+const children: ChildServer[] = [];
+const freshDir = () => {
+  const dir = tempDir();
+  dirs.push(dir);
+  return dir;
+};
+afterAll(async () => {
+  for (const child of children) await child.kill("SIGKILL");
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+async function runCli(args: string[], env: Record<string, string> = {}) {
+  const child = Bun.spawn([process.execPath, join(repoRoot, "src/main.ts"), ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  return { stdout, stderr, exitCode };
+}
+
+/** Exactly one line on stderr, containing `naming`, with exit code 2, and an untouched data dir. */
+async function expectOneLineFailure(args: string[], env: Record<string, string>, naming: string, dataDir?: string) {
+  const { stderr, exitCode } = await runCli(args, env);
+  expect(stderr.trim().split("\n")).toEqual([expect.stringContaining(naming)]);
+  expect(stderr).not.toContain("    at ");
+  expect(exitCode).toBe(2);
+  if (dataDir) expect(existsSync(dataDir) ? readdirSync(dataDir) : []).toEqual([]);
+  return stderr.trim();
+}
+
+describe("settings", () => {
+  test("a flag without its value is refused, not read as 1", async () => {
+    const line = await expectOneLineFailure(["serve", "--http-port"], testEnv(join(freshDir(), "data")), "--http-port");
+    expect(line).toContain("needs a value");
+    await expectOneLineFailure(["--smtp-port", "--http-port", "0"], testEnv(join(freshDir(), "data")), "--smtp-port");
+  }, 30_000);
+
+  test("an unknown flag names the closest known one", async () => {
+    expect(await expectOneLineFailure(["serve", "--htp-port", "0"], testEnv(join(freshDir(), "data")), "--htp-port")).toContain("did you mean --http-port?");
+  });
+
+  test.each([
+    ["INBOXD_MAIL_DOMAIN", "bad domain"],
+    ["INBOXD_HOSTNAME", "-x-"],
+    ["INBOXD_HOSTNAME", "mx_1.example.com"],
+    ["INBOXD_BIND", "notanip"],
+  ])("%s=%s is not a valid name or address", async (name, value) => {
+    const dataDir = join(freshDir(), "data");
+    await expectOneLineFailure(["serve"], testEnv(dataDir, { [name]: value }), name, dataDir);
+  });
+
+  test("`inboxd dns` refuses a mail domain that is not a domain name instead of printing it", async () => {
+    const { stdout, exitCode } = await runCli(["dns"], testEnv(join(freshDir(), "data"), { INBOXD_MAIL_DOMAIN: "bad domain" }));
+    expect(exitCode).toBe(2);
+    expect(stdout).toBe("");
+  });
+
+  test("an unknown INBOXD_ variable and a single-label host name are warned about at start, with the closest name", async () => {
+    const child = await startChildServer(testEnv(freshDir(), { INBOXD_SMTP_MAX_CONECTIONS: "5", INBOXD_HOSTNAME: "mailhost" }));
+    children.push(child);
+    const warnings = child
+      .output()
+      .split("\n")
+      .filter((line) => line.includes('"level":"warn"'))
+      .map((line) => JSON.parse(line).event);
+    expect(warnings).toContain("INBOXD_SMTP_MAX_CONECTIONS is not a setting of inboxd and is ignored (did you mean INBOXD_SMTP_MAX_CONNECTIONS?)");
+    expect(warnings.some((warning: string) => warning.startsWith("INBOXD_HOSTNAME is 'mailhost', not a fully qualified name"))).toBe(true);
+  });
+});
+
+describe("start failures", () => {
+  test("the HTTP port of a running inboxd is not shared: the second start fails with one line", async () => {
+    const first = await startChildServer(testEnv(freshDir()));
+    children.push(first);
+    const dataDir = join(freshDir(), "data");
+    const line = await expectOneLineFailure(["serve"], testEnv(dataDir, { INBOXD_HTTP_PORT: String(first.httpPort) }), "INBOXD_HTTP_PORT", dataDir);
+    expect(line).toContain(`port ${first.httpPort} on 127.0.0.1 is in use by another process`);
+    expect((await first.api.get("/health")).status).toBe(200);
+  }, 30_000);
+
+  test("a busy SMTP port", async () => {
+    const busy = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    try {
+      const dataDir = join(freshDir(), "data");
+      await expectOneLineFailure(["serve"], testEnv(dataDir, { INBOXD_SMTP_PORT: String(busy.port) }), "INBOXD_SMTP_PORT", dataDir);
+    } finally {
+      busy.stop(true);
+    }
+  });
+
+  test("a bind address that is not this machine's", async () => {
+    const dataDir = join(freshDir(), "data");
+    // TEST-NET-1 (RFC 5737): never a local address; binding fails locally, nothing is sent.
+    await expectOneLineFailure(["serve"], testEnv(dataDir, { INBOXD_BIND: "192.0.2.1", INBOXD_HTTP_PORT: "18" }), "INBOXD_BIND", dataDir);
+  });
+
+  test("an unreadable or invalid certificate", async () => {
+    const dir = freshDir();
+    const garbage = join(dir, "garbage.pem");
+    writeFileSync(garbage, "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n");
+    const dataDir = join(dir, "data");
+    await expectOneLineFailure(["serve"], testEnv(dataDir, { INBOXD_TLS_CERT: garbage, INBOXD_TLS_KEY: garbage }), "INBOXD_TLS_CERT", dataDir);
+    await expectOneLineFailure(["serve"], testEnv(dataDir, { INBOXD_TLS_CERT: join(dir, "missing.pem"), INBOXD_TLS_KEY: garbage }), "INBOXD_TLS_CERT", dataDir);
+  }, 30_000);
+
+  test("a data dir that is a file", async () => {
+    const file = join(freshDir(), "not-a-dir");
+    writeFileSync(file, "");
+    expect(await expectOneLineFailure(["serve"], testEnv(file), "INBOXD_DATA_DIR")).toContain("not a directory");
+  });
+});
+
+describe("help and version", () => {
+  test("-h, --help, --version and <command> --help for each command", async () => {
+    for (const args of [["-h"], ["--help"], ["help"]]) {
+      const { stdout, exitCode } = await runCli(args);
+      expect(exitCode).toBe(0);
+      expect(stdout).toContain("Usage: inboxd [command]");
+      expect(stdout).toContain("INBOXD_METRICS_TOKEN");
+    }
+    expect((await runCli(["--version"])).stdout).toMatch(/^inboxd \d+\.\d+\.\d+/);
+    for (const command of ["serve", "migrate", "version", "dns", "doctor", "backup", "restore"]) {
+      const { stdout, exitCode } = await runCli([command, "--help"]);
+      expect(exitCode).toBe(0);
+      expect(stdout).toStartWith(`Usage: inboxd ${command === "serve" ? "[serve]" : command}`);
+    }
+    const unknown = await runCli(["frobnicate"]);
+    expect(unknown.exitCode).toBe(2);
+    expect(unknown.stderr.trim()).toBe("inboxd: unknown command 'frobnicate' (see inboxd --help)");
+  }, 60_000);
+
+  test("migrate says what it applied, then that the database is current; dns says when it made the keys", async () => {
+    const env = testEnv(join(freshDir(), "data"));
+    expect((await runCli(["migrate"], env)).stdout).toMatch(/^applied \d+ migrations to .*inboxd\.db: 0001_core, /);
+    expect((await runCli(["migrate"], env)).stdout).toMatch(/inboxd\.db is current: no migration to apply\n$/);
+    expect((await runCli(["dns"], env)).stdout).toStartWith("; the DKIM keys did not exist yet: made now in");
+    expect((await runCli(["dns"], env)).stdout).not.toContain("did not exist yet");
+  }, 30_000);
+});
