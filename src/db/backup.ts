@@ -4,7 +4,7 @@
  * one read transaction, compacted, with no WAL beside it; bun:sqlite has no online-backup API.
  */
 import { Database } from "bun:sqlite";
-import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "../config";
 import { DataDirLockedError, holdDataDirLock, prepareDataDir } from "./open";
@@ -28,7 +28,14 @@ const sizeOf = (path: string) => (existsSync(path) ? statSync(path).size : 0);
 export async function backupDatabase(dataDir: string, target: string, onProgress: (written: number, estimate: number) => void): Promise<{ bytes: number }> {
   const source = databasePath(dataDir);
   if (!existsSync(source)) throw new ConfigError(`INBOXD_DATA_DIR: no database at ${source}`);
-  if (existsSync(target)) throw new ConfigError(`${target} exists already: choose a new file name`);
+  // Made empty first, mode 0600 whatever the umask (the copy holds everything), which VACUUM INTO
+  // accepts; "wx" also refuses a file that exists.
+  try {
+    closeSync(openSync(target, "wx", 0o600));
+  } catch (error) {
+    throw new ConfigError((error as { code?: string }).code === "EEXIST" ? `${target} exists already: choose a new file name` : `cannot write ${target}: ${(error as Error).message}`);
+  }
+  chmodSync(target, 0o600);
   const estimate = sizeOf(source) + sizeOf(`${source}-wal`);
   const worker = new Worker(workerUrl);
   const timer = setInterval(() => onProgress(sizeOf(target), estimate), PROGRESS_EVERY_MS);
@@ -95,6 +102,7 @@ export function restoreDatabase(dataDir: string, backup: string, force: boolean)
     if (existsSync(target) && !force) throw new ConfigError(`${target} exists: add --force to replace it with ${backup}`);
     const staging = `${target}.restoring`;
     copyFileSync(backup, staging);
+    chmodSync(staging, 0o600);
     syncFile(staging);
     // The old WAL belongs to the old database: left beside the new one, SQLite would replay it.
     for (const suffix of ["-wal", "-shm"]) rmSync(`${target}${suffix}`, { force: true });

@@ -1,0 +1,112 @@
+// `inboxd backup` while the server takes mail, then `inboxd restore` into a fresh data dir: every
+// message acknowledged before the backup began is there, and the restored server works.
+import { afterAll, expect, test } from "bun:test";
+import { rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { register, repoRoot, startChildServer, tempDir, testEnv, type ChildServer } from "../harness";
+import { openSession } from "../smtp/raw-client";
+
+const dirs: string[] = [];
+const children: ChildServer[] = [];
+const freshDir = () => {
+  const dir = tempDir();
+  dirs.push(dir);
+  return dir;
+};
+afterAll(async () => {
+  for (const child of children) if (child.proc.exitCode === null) await child.kill("SIGKILL");
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+async function runCli(args: string[], env: Record<string, string>) {
+  const child = Bun.spawn([process.execPath, join(repoRoot, "src/main.ts"), ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  return { stdout, stderr, exitCode };
+}
+
+test("a backup under an SMTP write load restores into a fresh data dir with everything acknowledged before it began", async () => {
+  const dataDir = freshDir();
+  const env = testEnv(dataDir);
+  const server = await startChildServer(env);
+  children.push(server);
+  const account = await register(server.api);
+
+  // Writers that keep delivering over SMTP until told to stop; each 250 is an acknowledgement.
+  const acknowledged: string[] = [];
+  let writing = true;
+  const writer = async (n: number) => {
+    const session = await openSession(server.smtpPort!);
+    await session.command("EHLO load.example");
+    for (let i = 0; writing; i++) {
+      const subject = `load ${n}-${i}`;
+      await session.command("MAIL FROM:<load@example.org>");
+      await session.command(`RCPT TO:<${account.inbox.email}>`);
+      await session.command("DATA");
+      const reply = await session.command(`Subject: ${subject}\r\nMessage-ID: <${n}-${i}@load.example>\r\n\r\n${"x".repeat(2000)}\r\n.`);
+      if (reply.code === 250) acknowledged.push(subject);
+    }
+    await session.command("QUIT");
+  };
+  const writers = [1, 2, 3].map(writer);
+  while (acknowledged.length < 50) await Bun.sleep(10);
+
+  const before = [...acknowledged];
+  const backupFile = join(freshDir(), "inboxd-backup.db");
+  const backup = await runCli(["backup", backupFile], env);
+  writing = false;
+  await Promise.all(writers);
+  expect(backup.stderr).not.toContain("error");
+  expect(backup.exitCode).toBe(0);
+  expect(backup.stdout).toContain(`backed up ${join(dataDir, "inboxd.db")} to ${backupFile}`);
+  // Plain progress lines when stderr is not a terminal.
+  expect(backup.stderr).toMatch(/backup: [\d.]+ MB of about [\d.]+ MB/);
+  expect(acknowledged.length).toBeGreaterThan(before.length);
+  // A second backup to the same name would overwrite the first: refused.
+  expect((await runCli(["backup", backupFile], env)).exitCode).toBe(2);
+
+  // Restoring while the server runs is refused, and so is replacing a database without --force.
+  const refusedWhileRunning = await runCli(["restore", backupFile, "--force"], env);
+  expect(refusedWhileRunning.exitCode).toBe(2);
+  expect(refusedWhileRunning.stderr).toContain("stop it first");
+
+  const restoredDir = join(freshDir(), "restored");
+  const restoredEnv = testEnv(restoredDir);
+  const restored = await runCli(["restore", backupFile], restoredEnv);
+  expect(restored.stderr.trim()).toBe("");
+  expect(restored.exitCode).toBe(0);
+  expect(statSync(backupFile).mode & 0o777).toBe(0o600);
+  expect(statSync(join(restoredDir, "inboxd.db")).mode & 0o777).toBe(0o600);
+  const again = await runCli(["restore", backupFile], restoredEnv);
+  expect(again.exitCode).toBe(2);
+  expect(again.stderr).toContain("add --force");
+  expect((await runCli(["restore", backupFile, "--force"], restoredEnv)).exitCode).toBe(0);
+
+  await server.kill();
+  const second = await startChildServer(restoredEnv);
+  children.push(second);
+  const subjects = new Set<string>();
+  for (let page = 1; ; page++) {
+    const list = await second.api.get(`/v1/inboxes/${account.inbox.id}/messages?page=${page}&per=100`, account.apiKey.key);
+    expect(list.status).toBe(200);
+    for (const message of list.body) subjects.add(message.subject);
+    if (list.body.length < 100) break;
+  }
+  for (const subject of before) expect(subjects.has(subject)).toBe(true);
+  // The restored server takes mail as before.
+  const session = await openSession(second.smtpPort!);
+  await session.command("EHLO after.example");
+  await session.command("MAIL FROM:<after@example.org>");
+  expect((await session.command(`RCPT TO:<${account.inbox.email}>`)).code).toBe(250);
+  await session.command("DATA");
+  expect((await session.command("Subject: after the restore\r\n\r\nHello.\r\n.")).code).toBe(250);
+}, 90_000);
+
+test("restore refuses a file that is not an inboxd database", async () => {
+  const dir = freshDir();
+  const garbage = join(dir, "garbage.db");
+  writeFileSync(garbage, "not a database at all, just text that is long enough to look like a file");
+  const result = await runCli(["restore", garbage], testEnv(join(dir, "data")));
+  expect(result.exitCode).toBe(2);
+  expect(result.stderr.trim().split("\n")).toHaveLength(1);
+  expect(result.stderr).toContain(garbage);
+}, 30_000);
