@@ -9,6 +9,7 @@ import type { Attachment, Delivery } from "./shapes";
 export type { Attachment, Delivery };
 
 export const presentAttachment = (row: AttachmentRow): Attachment => ({
+  id: row.id,
   name: row.name ?? undefined,
   contentType: row.contentType ?? undefined,
   size: row.content.byteLength,

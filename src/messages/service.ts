@@ -4,6 +4,7 @@ import { notFound } from "../errors";
 import { requireInbox } from "../inboxes/service";
 import { presentMessageSummary, presentStoredMessages, presentThread, type Message, type MessageSummary, type Thread } from "./present";
 import { searchMessages } from "./search";
+import type { AttachmentRow } from "../store/messages";
 
 export interface Page {
   page: number;
@@ -34,6 +35,13 @@ export function getMessageSource(app: App, organizationId: string, inboxId: stri
   const source = app.store.messages.find(organizationId, inboxId, messageId) && app.store.messages.rawSource(messageId);
   if (!source) throw notFound("Message not found");
   return source;
+}
+
+/** One attachment's bytes, found only through a message of the caller's inbox, hence 404 for another organization's. */
+export function getAttachment(app: App, organizationId: string, inboxId: string, messageId: string, attachmentId: string): AttachmentRow {
+  const attachment = app.store.messages.find(organizationId, inboxId, messageId) && app.store.messages.attachmentsOf([messageId]).find((row) => row.id === attachmentId);
+  if (!attachment) throw notFound("Attachment not found");
+  return attachment;
 }
 
 export function listThreads(app: App, organizationId: string, inboxId: string, page: Page): Thread[] {

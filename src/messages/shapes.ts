@@ -3,6 +3,8 @@
  * (src/console/ui/api/types.ts): types only and no imports, so that both sides compile it.
  */
 export interface Attachment {
+  /** Stable per attachment: `GET /v1/inboxes/{inboxId}/messages/{messageId}/attachments/{id}` downloads it. */
+  id: string;
   name?: string;
   contentType?: string;
   size: number;

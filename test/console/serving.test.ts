@@ -90,7 +90,7 @@ describe.skipIf(binaryMissing !== undefined)(`the compiled executable serves the
     }
     expect((await child.api.get("/v1/inboxes")).status).toBe(401);
     const openapi = await child.api.get("/openapi.json");
-    expect(Object.keys(openapi.body.paths).filter((path) => !/^\/(v1|auth|organizations|health)\b/.test(path))).toEqual([]);
+    expect(Object.keys(openapi.body.paths).filter((path) => !/^\/(v1|auth|organizations|health|metrics)\b/.test(path))).toEqual([]);
   });
 });
 

@@ -94,7 +94,7 @@ describe("storeReceivedMessage", () => {
       ].join("\r\n"),
     );
     const message = await receive(raw);
-    expect(message.attachments).toEqual([{ name: "data.bin", contentType: "application/octet-stream", size: 4, inline: false, content: Buffer.from([0, 1, 2, 255]).toString("base64") }]);
+    expect(message.attachments).toEqual([{ id: expect.stringMatching(/^att_/), name: "data.bin", contentType: "application/octet-stream", size: 4, inline: false, content: Buffer.from([0, 1, 2, 255]).toString("base64") }]);
   });
 
   test("all or nothing: a failure leaves no thread, message or event behind", async () => {

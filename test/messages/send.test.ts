@@ -59,7 +59,7 @@ describe("send to remote recipients", () => {
       status: "sent",
     });
     expect(message._id).toBe(message.id);
-    expect(message.attachments).toEqual([{ name: "invoice.pdf", contentType: "application/pdf", size: attachment.length, inline: false, content: attachment.toString("base64") }]);
+    expect(message.attachments).toEqual([{ id: expect.stringMatching(/^att_/), name: "invoice.pdf", contentType: "application/pdf", size: attachment.length, inline: false, content: attachment.toString("base64") }]);
     // Alice appears twice (To and Bcc, in two cases): one delivery.
     expect(message.deliveries.map((d: { recipient: string }) => d.recipient)).toEqual(["Alice@example.com", "bob@example.org", "carol@example.net", "dave@example.com"]);
     expect(message.deliveries[0]).toEqual({ recipient: "Alice@example.com", status: "queued", attempts: 0, nextAttemptAt: message.createdAt, updatedAt: message.createdAt });

@@ -1,12 +1,13 @@
-/** `/v1/inboxes/:inboxId/messages`: send, reply, list (with search) and get. */
+/** `/v1/inboxes/:inboxId/messages`: send, reply, list (with search), get, raw source and attachment downloads. */
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
 import { maxRecipients } from "../../messages/outgoing";
 import { rateLimitHeaders } from "../../messages/rate-limit";
 import { maxPatternLength } from "../../messages/search";
 import { replyToMessage, sendMessage, type Sent } from "../../messages/send";
-import { getMessage, getMessageSource, listMessages } from "../../messages/service";
+import { getAttachment, getMessage, getMessageSource, listMessages } from "../../messages/service";
 import { apiKeyGuard } from "../auth";
+import { downloadHeaders } from "../download";
 import { pageOf, paginationQuery } from "../pagination";
 
 const text = (description: string) => t.String({ error: "must be a string", description });
@@ -74,4 +75,12 @@ export const messageRoutes = (app: App) =>
       ({ organizationId, params }) =>
         new Response(getMessageSource(app, organizationId, params.inboxId, params.messageId), { headers: { "content-type": "message/rfc822" } }),
       { detail: { summary: "The message's RFC 5322 source (message/rfc822), as sent or as received with our trace headers" } },
+    )
+    .get(
+      "/:messageId/attachments/:attachmentId",
+      ({ organizationId, params }) => {
+        const attachment = getAttachment(app, organizationId, params.inboxId, params.messageId, params.attachmentId);
+        return new Response(attachment.content, { headers: downloadHeaders(attachment.name ?? undefined, attachment.contentType ?? undefined) });
+      },
+      { detail: { summary: "One attachment's bytes (its id is in the message's attachments), always as a download: Content-Disposition attachment, nosniff, CSP sandbox" } },
     );

@@ -2,7 +2,7 @@
 import { useMemo, useState } from "preact/hooks";
 import type { Message } from "../api/types";
 import { plural } from "../lib/format";
-import { prepareMailHtml, srcdoc } from "../lib/mail-html";
+import { framePolicy, prepareMailHtml, srcdoc } from "../lib/mail-html";
 
 /** Popups (links open in new tabs) may leave the sandbox; scripts, forms and same-origin access never. */
 const sandbox = "allow-popups allow-popups-to-escape-sandbox";
@@ -20,7 +20,14 @@ function HtmlBody({ message }: { message: Message & { html: string } }) {
           </button>
         </p>
       ) : null}
-      <iframe title={`Message: ${message.subject || "(no subject)"}`} sandbox={sandbox} referrerpolicy="no-referrer" srcdoc={srcdoc(prepared)} />
+      {/* `csp` (CSP Embedded Enforcement, Chromium) holds the frame to the policy from its first byte, before its own <meta> is read. */}
+      <iframe
+        title={`Message: ${message.subject || "(no subject)"}`}
+        sandbox={sandbox}
+        referrerpolicy="no-referrer"
+        {...{ csp: framePolicy(prepared.remoteImagesShown) }}
+        srcdoc={srcdoc(prepared)}
+      />
     </div>
   );
 }

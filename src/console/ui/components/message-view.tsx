@@ -3,7 +3,7 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import { messageOf } from "../api/http";
 import { v1 } from "../api/session";
 import type { Attachment, Delivery, Message } from "../api/types";
-import { base64ToBlob } from "../lib/files";
+import { downloadBlob } from "../lib/files";
 import { formatSize } from "../lib/format";
 import { Badge, DataTable, Time } from "./common";
 import { MessageBody } from "./message-body";
@@ -77,7 +77,7 @@ export function DeliveryTable({ deliveries }: { deliveries: Delivery[] }) {
 }
 
 function AttachmentLink({ attachment }: { attachment: Attachment }) {
-  const url = useMemo(() => URL.createObjectURL(base64ToBlob(attachment.content, attachment.contentType)), [attachment.content]);
+  const url = useMemo(() => URL.createObjectURL(downloadBlob(attachment.content)), [attachment.content]);
   useEffect(() => () => URL.revokeObjectURL(url), [url]);
   const name = attachment.name || "attachment";
   return (

@@ -1,8 +1,13 @@
 /** Attachments travel base64-encoded both ways. */
 
-export function base64ToBlob(content: string, contentType = "application/octet-stream"): Blob {
+/**
+ * An attachment to save, always typed application/octet-stream whatever it claims: a `blob:` URL
+ * has the console's origin, so an HTML or SVG file opened from it (say, in a new tab) would run
+ * there with the reader's session. As octet-stream the browser can only save it.
+ */
+export function downloadBlob(content: string): Blob {
   const bytes = Uint8Array.from(atob(content), (char) => char.charCodeAt(0));
-  return new Blob([bytes], { type: contentType });
+  return new Blob([bytes], { type: "application/octet-stream" });
 }
 
 export async function fileToBase64(file: File): Promise<string> {
