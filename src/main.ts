@@ -37,7 +37,10 @@ const commands: Record<string, Command> = {
     summary: "print the DNS records of INBOXD_MAIL_DOMAIN (MX, SPF, DKIM, DMARC) as zone-file lines",
     details: "Makes the DKIM keys first when the data dir has none yet (and says so); while inboxd runs, reads them beside it.",
     async run(config) {
-      process.stdout.write(await serviceDnsZone(config));
+      const { zone, keysMadeNow } = await serviceDnsZone(config);
+      // Said on stderr: the zone on stdout stays fit to redirect into a zone file.
+      if (keysMadeNow) process.stderr.write(`inboxd dns: the DKIM keys did not exist yet: made now in ${config.dataDir}; inboxd serve signs with them once these records are published\n`);
+      process.stdout.write(zone);
       return 0;
     },
   },

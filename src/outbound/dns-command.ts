@@ -11,7 +11,7 @@ import { ensureServiceDkimKeys, serviceDomainRecords, zoneFileLines } from "./se
  * published before the first start. While inboxd runs (it holds the data dir's lock, and made the
  * keys when it started), the keys are read from the database without the lock, read-only.
  */
-export async function serviceDnsZone(config: Config): Promise<string> {
+export async function serviceDnsZone(config: Config): Promise<{ zone: string; keysMadeNow: boolean }> {
   let app;
   try {
     app = openApp(config);
@@ -19,15 +19,14 @@ export async function serviceDnsZone(config: Config): Promise<string> {
     if (!(error instanceof DataDirLockedError)) throw error;
     const sqlite = openDatabaseReadOnly(config.dataDir)!;
     try {
-      return zoneFileLines(config, serviceDomainRecords(config, createStore(sqlite)));
+      return { zone: zoneFileLines(config, serviceDomainRecords(config, createStore(sqlite))), keysMadeNow: false };
     } finally {
       sqlite.close();
     }
   }
   try {
-    const made = await ensureServiceDkimKeys(app);
-    const note = made ? `; the DKIM keys did not exist yet: made now in ${config.dataDir}; inboxd serve signs with them once these records are published\n` : "";
-    return note + zoneFileLines(config, serviceDomainRecords(config, app.store));
+    const keysMadeNow = await ensureServiceDkimKeys(app);
+    return { zone: zoneFileLines(config, serviceDomainRecords(config, app.store)), keysMadeNow };
   } finally {
     app.close();
   }
