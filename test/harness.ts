@@ -3,7 +3,7 @@
  * in-process (fast; tests can move its clock) or as a child process (the built binary or the
  * source), plus typed HTTP helpers. Peers (DNS, SMTP sink, webhook receiver) live in test/peers.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openApp, type App } from "../src/app";
@@ -232,4 +232,17 @@ export async function eventually<T>(what: string, read: () => T | Promise<T>, do
     if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}; last: ${JSON.stringify(value)}`);
     await Bun.sleep(25);
   }
+}
+
+/**
+ * The command line of inboxd for CLI tests: the executable `npm test` builds first (what operators
+ * run, and it starts in a fraction of the time), else the source.
+ */
+export const inboxdCommand = (): string[] => (existsSync(join(repoRoot, "dist/inboxd")) ? [join(repoRoot, "dist/inboxd")] : [process.execPath, join(repoRoot, "src/main.ts")]);
+
+/** Runs an inboxd command to its end; stdin closed. */
+export async function runInboxd(args: string[], env: Record<string, string> = {}): Promise<{ stdout: string; stderr: string; exitCode: number }> {
+  const child = Bun.spawn([...inboxdCommand(), ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+  const [stdout, stderr, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  return { stdout, stderr, exitCode };
 }

@@ -3,7 +3,7 @@ import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { checkHostname } from "../../src/doctor/checks";
 import { selfSignedCert } from "../../src/smtp/self-signed";
-import { repoRoot, seedOrganization, startTestServer, tempDir, type TestServer } from "../harness";
+import { runInboxd, seedOrganization, startTestServer, tempDir, type TestServer } from "../harness";
 import { publishRecords } from "../domains/zone";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startNtpServer, type NtpServer } from "../peers/ntp-server";
@@ -65,9 +65,7 @@ async function runCli(args: string[], overrides: Record<string, string> = {}) {
     INBOXD_LOG_LEVEL: "silent",
     ...overrides,
   };
-  const child = Bun.spawn([process.execPath, join(repoRoot, "src/main.ts"), ...args], { env, stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  return { stdout, stderr, exitCode };
+  return runInboxd(args, env as Record<string, string>);
 }
 
 const failures = (stdout: string) => stdout.split("\n").filter((line) => line.startsWith("FAIL"));

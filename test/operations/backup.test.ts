@@ -3,7 +3,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { register, repoRoot, startChildServer, tempDir, testEnv, type ChildServer } from "../harness";
+import { type ChildServer, inboxdCommand, register, runInboxd, startChildServer, tempDir, testEnv } from "../harness";
 import { openSession } from "../smtp/raw-client";
 
 const dirs: string[] = [];
@@ -18,16 +18,10 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-async function runCli(args: string[], env: Record<string, string>) {
-  const child = Bun.spawn([process.execPath, join(repoRoot, "src/main.ts"), ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  return { stdout, stderr, exitCode };
-}
-
 test("a backup under an SMTP write load restores into a fresh data dir with everything acknowledged before it began", async () => {
   const dataDir = freshDir();
   const env = testEnv(dataDir);
-  const server = await startChildServer(env);
+  const server = await startChildServer(env, { command: inboxdCommand() });
   children.push(server);
   const account = await register(server.api);
 
@@ -52,7 +46,7 @@ test("a backup under an SMTP write load restores into a fresh data dir with ever
 
   const before = [...acknowledged];
   const backupFile = join(freshDir(), "inboxd-backup.db");
-  const backup = await runCli(["backup", backupFile], env);
+  const backup = await runInboxd(["backup", backupFile], env);
   writing = false;
   await Promise.all(writers);
   expect(backup.stderr).not.toContain("error");
@@ -62,27 +56,27 @@ test("a backup under an SMTP write load restores into a fresh data dir with ever
   expect(backup.stderr).toMatch(/backup: [\d.]+ MB of about [\d.]+ MB/);
   expect(acknowledged.length).toBeGreaterThan(before.length);
   // A second backup to the same name would overwrite the first: refused.
-  expect((await runCli(["backup", backupFile], env)).exitCode).toBe(2);
+  expect((await runInboxd(["backup", backupFile], env)).exitCode).toBe(2);
 
   // Restoring while the server runs is refused, and so is replacing a database without --force.
-  const refusedWhileRunning = await runCli(["restore", backupFile, "--force"], env);
+  const refusedWhileRunning = await runInboxd(["restore", backupFile, "--force"], env);
   expect(refusedWhileRunning.exitCode).toBe(2);
   expect(refusedWhileRunning.stderr).toContain("stop it first");
 
   const restoredDir = join(freshDir(), "restored");
   const restoredEnv = testEnv(restoredDir);
-  const restored = await runCli(["restore", backupFile], restoredEnv);
+  const restored = await runInboxd(["restore", backupFile], restoredEnv);
   expect(restored.stderr.trim()).toBe("");
   expect(restored.exitCode).toBe(0);
   expect(statSync(backupFile).mode & 0o777).toBe(0o600);
   expect(statSync(join(restoredDir, "inboxd.db")).mode & 0o777).toBe(0o600);
-  const again = await runCli(["restore", backupFile], restoredEnv);
+  const again = await runInboxd(["restore", backupFile], restoredEnv);
   expect(again.exitCode).toBe(2);
   expect(again.stderr).toContain("add --force");
-  expect((await runCli(["restore", backupFile, "--force"], restoredEnv)).exitCode).toBe(0);
+  expect((await runInboxd(["restore", backupFile, "--force"], restoredEnv)).exitCode).toBe(0);
 
   await server.kill();
-  const second = await startChildServer(restoredEnv);
+  const second = await startChildServer(restoredEnv, { command: inboxdCommand() });
   children.push(second);
   const subjects = new Set<string>();
   for (let page = 1; ; page++) {
@@ -105,7 +99,7 @@ test("restore refuses a file that is not an inboxd database", async () => {
   const dir = freshDir();
   const garbage = join(dir, "garbage.db");
   writeFileSync(garbage, "not a database at all, just text that is long enough to look like a file");
-  const result = await runCli(["restore", garbage], testEnv(join(dir, "data")));
+  const result = await runInboxd(["restore", garbage], testEnv(join(dir, "data")));
   expect(result.exitCode).toBe(2);
   expect(result.stderr.trim().split("\n")).toHaveLength(1);
   expect(result.stderr).toContain(garbage);

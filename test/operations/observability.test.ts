@@ -3,7 +3,7 @@
 // and Prometheus metrics read by an independent parser. The real process, over real sockets.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, rmSync } from "node:fs";
-import { eventually, register, startChildServer, startTestServer, tempDir, testEnv, testPassword, type ChildServer, type Registered } from "../harness";
+import { type ChildServer, eventually, inboxdCommand, register, type Registered, startChildServer, startTestServer, tempDir, testEnv, testPassword } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startSmtpSink, type SmtpSink } from "../peers/smtp-sink";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
@@ -48,6 +48,7 @@ beforeAll(async () => {
       INBOXD_METRICS_BIND: "127.0.0.1:0",
       INBOXD_TRUSTED_PROXIES: "127.0.0.1",
     }),
+    { command: inboxdCommand() },
   );
   account = await register(child.api);
 }, 30_000);

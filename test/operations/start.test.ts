@@ -3,7 +3,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { repoRoot, startChildServer, tempDir, testEnv, type ChildServer } from "../harness";
+import { type ChildServer, inboxdCommand, runInboxd, startChildServer, tempDir, testEnv } from "../harness";
 
 const dirs: string[] = [];
 const children: ChildServer[] = [];
@@ -17,15 +17,9 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-async function runCli(args: string[], env: Record<string, string> = {}) {
-  const child = Bun.spawn([process.execPath, join(repoRoot, "src/main.ts"), ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-  const [stdout, stderr, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  return { stdout, stderr, exitCode };
-}
-
 /** Exactly one line on stderr, containing `naming`, with exit code 2, and an untouched data dir. */
 async function expectOneLineFailure(args: string[], env: Record<string, string>, naming: string, dataDir?: string) {
-  const { stderr, exitCode } = await runCli(args, env);
+  const { stderr, exitCode } = await runInboxd(args, env);
   expect(stderr.trim().split("\n")).toEqual([expect.stringContaining(naming)]);
   expect(stderr).not.toContain("    at ");
   expect(exitCode).toBe(2);
@@ -55,13 +49,13 @@ describe("settings", () => {
   });
 
   test("`inboxd dns` refuses a mail domain that is not a domain name instead of printing it", async () => {
-    const { stdout, exitCode } = await runCli(["dns"], testEnv(join(freshDir(), "data"), { INBOXD_MAIL_DOMAIN: "bad domain" }));
+    const { stdout, exitCode } = await runInboxd(["dns"], testEnv(join(freshDir(), "data"), { INBOXD_MAIL_DOMAIN: "bad domain" }));
     expect(exitCode).toBe(2);
     expect(stdout).toBe("");
   });
 
   test("an unknown INBOXD_ variable and a single-label host name are warned about at start, with the closest name", async () => {
-    const child = await startChildServer(testEnv(freshDir(), { INBOXD_SMTP_MAX_CONECTIONS: "5", INBOXD_HOSTNAME: "mailhost" }));
+    const child = await startChildServer(testEnv(freshDir(), { INBOXD_SMTP_MAX_CONECTIONS: "5", INBOXD_HOSTNAME: "mailhost" }), { command: inboxdCommand() });
     children.push(child);
     const warnings = child
       .output()
@@ -75,7 +69,7 @@ describe("settings", () => {
 
 describe("start failures", () => {
   test("the HTTP port of a running inboxd is not shared: the second start fails with one line", async () => {
-    const first = await startChildServer(testEnv(freshDir()));
+    const first = await startChildServer(testEnv(freshDir()), { command: inboxdCommand() });
     children.push(first);
     const dataDir = join(freshDir(), "data");
     const line = await expectOneLineFailure(["serve"], testEnv(dataDir, { INBOXD_HTTP_PORT: String(first.httpPort) }), "INBOXD_HTTP_PORT", dataDir);
@@ -118,29 +112,29 @@ describe("start failures", () => {
 describe("help and version", () => {
   test("-h, --help, --version and <command> --help for each command", async () => {
     for (const args of [["-h"], ["--help"], ["help"]]) {
-      const { stdout, exitCode } = await runCli(args);
+      const { stdout, exitCode } = await runInboxd(args);
       expect(exitCode).toBe(0);
       expect(stdout).toContain("Usage: inboxd [command]");
       expect(stdout).toContain("INBOXD_METRICS_TOKEN");
     }
-    expect((await runCli(["--version"])).stdout).toMatch(/^inboxd \d+\.\d+\.\d+/);
+    expect((await runInboxd(["--version"])).stdout).toMatch(/^inboxd \d+\.\d+\.\d+/);
     for (const command of ["serve", "migrate", "version", "dns", "doctor", "backup", "restore"]) {
-      const { stdout, exitCode } = await runCli([command, "--help"]);
+      const { stdout, exitCode } = await runInboxd([command, "--help"]);
       expect(exitCode).toBe(0);
       expect(stdout).toStartWith(`Usage: inboxd ${command === "serve" ? "[serve]" : command}`);
     }
-    const unknown = await runCli(["frobnicate"]);
+    const unknown = await runInboxd(["frobnicate"]);
     expect(unknown.exitCode).toBe(2);
     expect(unknown.stderr.trim()).toBe("inboxd: unknown command 'frobnicate' (see inboxd --help)");
   }, 60_000);
 
   test("migrate says what it applied, then that the database is current; dns says when it made the keys", async () => {
     const env = testEnv(join(freshDir(), "data"));
-    expect((await runCli(["migrate"], env)).stdout).toMatch(/^applied \d+ migrations to .*inboxd\.db: 0001_core, /);
-    expect((await runCli(["migrate"], env)).stdout).toMatch(/inboxd\.db is current: no migration to apply\n$/);
-    const first = await runCli(["dns"], env);
+    expect((await runInboxd(["migrate"], env)).stdout).toMatch(/^applied \d+ migrations to .*inboxd\.db: 0001_core, /);
+    expect((await runInboxd(["migrate"], env)).stdout).toMatch(/inboxd\.db is current: no migration to apply\n$/);
+    const first = await runInboxd(["dns"], env);
     expect(first.stderr).toContain("inboxd dns: the DKIM keys did not exist yet: made now in");
     expect(first.stdout).toStartWith("; DNS records for inboxd.test");
-    expect((await runCli(["dns"], env)).stderr).not.toContain("did not exist yet");
+    expect((await runInboxd(["dns"], env)).stderr).not.toContain("did not exist yet");
   }, 30_000);
 });
