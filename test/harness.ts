@@ -3,6 +3,7 @@
  * in-process (fast; tests can move its clock) or as a child process (the built binary or the
  * source), plus typed HTTP helpers. Peers (DNS, SMTP sink, webhook receiver) live in test/peers.
  */
+import { afterAll } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -223,15 +224,36 @@ export async function startChildServer(env: Record<string, string>, options: { c
   };
 }
 
-/** Reads until `done` holds, every 25 ms, for at most `timeoutMs`; throws naming what it waited for. */
-export async function eventually<T>(what: string, read: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+/** Reads until `done` holds, every `pollMs`, for at most `timeoutMs`; throws naming what it waited for. */
+export async function eventually<T>(what: string, read: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000, pollMs = 25): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();
     if (done(value)) return value;
     if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await Bun.sleep(25);
+    await Bun.sleep(pollMs);
   }
+}
+
+/** Temp dirs and child servers of one test file: the children killed and the dirs removed after its tests. */
+export function scratch() {
+  const dirs: string[] = [];
+  const children: ChildServer[] = [];
+  afterAll(async () => {
+    for (const child of children) if (child.proc.exitCode === null) await child.kill("SIGKILL");
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    dir() {
+      const dir = tempDir();
+      dirs.push(dir);
+      return dir;
+    },
+    keep(child: ChildServer): ChildServer {
+      children.push(child);
+      return child;
+    },
+  };
 }
 
 /**

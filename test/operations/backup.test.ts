@@ -1,29 +1,18 @@
 // `inboxd backup` while the server takes mail, then `inboxd restore` into a fresh data dir: every
 // message acknowledged before the backup began is there, and the restored server works.
-import { afterAll, expect, test } from "bun:test";
-import { rmSync, statSync, writeFileSync } from "node:fs";
+import { expect, test } from "bun:test";
+import { statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ChildServer, inboxdCommand, register, runInboxd, startChildServer, tempDir, testEnv } from "../harness";
+import { inboxdCommand, register, runInboxd, scratch, startChildServer, testEnv } from "../harness";
 import { openSession } from "../smtp/raw-client";
 
-const dirs: string[] = [];
-const children: ChildServer[] = [];
-const freshDir = () => {
-  const dir = tempDir();
-  dirs.push(dir);
-  return dir;
-};
-afterAll(async () => {
-  for (const child of children) if (child.proc.exitCode === null) await child.kill("SIGKILL");
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+const { dir: freshDir, keep } = scratch();
 
 test("a backup under an SMTP write load restores into a fresh data dir with everything acknowledged before it began", async () => {
   const dataDir = freshDir();
   const env = testEnv(dataDir);
-  const server = await startChildServer(env, { command: inboxdCommand() });
-  children.push(server);
-  const account = await register(server.api);
+  const server = keep(await startChildServer(env, { command: inboxdCommand() }));
+    const account = await register(server.api);
 
   // Writers that keep delivering over SMTP until told to stop; each 250 is an acknowledgement.
   const acknowledged: string[] = [];
@@ -76,9 +65,8 @@ test("a backup under an SMTP write load restores into a fresh data dir with ever
   expect((await runInboxd(["restore", backupFile, "--force"], restoredEnv)).exitCode).toBe(0);
 
   await server.kill();
-  const second = await startChildServer(restoredEnv, { command: inboxdCommand() });
-  children.push(second);
-  const subjects = new Set<string>();
+  const second = keep(await startChildServer(restoredEnv, { command: inboxdCommand() }));
+    const subjects = new Set<string>();
   for (let page = 1; ; page++) {
     const list = await second.api.get(`/v1/inboxes/${account.inbox.id}/messages?page=${page}&per=100`, account.apiKey.key);
     expect(list.status).toBe(200);

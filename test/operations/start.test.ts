@@ -1,21 +1,11 @@
 // Strict settings and start failures: each is one line on stderr naming the setting, exit code 2,
 // and nothing written to the data dir; help and version for every command.
-import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ChildServer, inboxdCommand, runInboxd, startChildServer, tempDir, testEnv } from "../harness";
+import { inboxdCommand, runInboxd, scratch, startChildServer, testEnv } from "../harness";
 
-const dirs: string[] = [];
-const children: ChildServer[] = [];
-const freshDir = () => {
-  const dir = tempDir();
-  dirs.push(dir);
-  return dir;
-};
-afterAll(async () => {
-  for (const child of children) await child.kill("SIGKILL");
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
+const { dir: freshDir, keep } = scratch();
 
 /** Exactly one line on stderr, containing `naming`, with exit code 2, and an untouched data dir. */
 async function expectOneLineFailure(args: string[], env: Record<string, string>, naming: string, dataDir?: string) {
@@ -55,9 +45,8 @@ describe("settings", () => {
   });
 
   test("an unknown INBOXD_ variable and a single-label host name are warned about at start, with the closest name", async () => {
-    const child = await startChildServer(testEnv(freshDir(), { INBOXD_SMTP_MAX_CONECTIONS: "5", INBOXD_HOSTNAME: "mailhost" }), { command: inboxdCommand() });
-    children.push(child);
-    const warnings = child
+    const child = keep(await startChildServer(testEnv(freshDir(), { INBOXD_SMTP_MAX_CONECTIONS: "5", INBOXD_HOSTNAME: "mailhost" }), { command: inboxdCommand() }));
+        const warnings = child
       .output()
       .split("\n")
       .filter((line) => line.includes('"level":"warn"'))
@@ -69,9 +58,8 @@ describe("settings", () => {
 
 describe("start failures", () => {
   test("the HTTP port of a running inboxd is not shared: the second start fails with one line", async () => {
-    const first = await startChildServer(testEnv(freshDir()), { command: inboxdCommand() });
-    children.push(first);
-    const dataDir = join(freshDir(), "data");
+    const first = keep(await startChildServer(testEnv(freshDir()), { command: inboxdCommand() }));
+        const dataDir = join(freshDir(), "data");
     const line = await expectOneLineFailure(["serve"], testEnv(dataDir, { INBOXD_HTTP_PORT: String(first.httpPort) }), "INBOXD_HTTP_PORT", dataDir);
     expect(line).toContain(`port ${first.httpPort} on 127.0.0.1 is in use by another process`);
     expect((await first.api.get("/health")).status).toBe(200);

@@ -3,7 +3,7 @@
 // deliveries whose transaction was under way or just answered. The figures are printed.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
-import { register, startChildServer, tempDir, testEnv, type ChildServer } from "../harness";
+import { eventually, register, startChildServer, tempDir, testEnv, type ChildServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startSmtpSink, type SmtpSink } from "../peers/smtp-sink";
 
@@ -40,15 +40,8 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function until<T>(what: string, read: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await Bun.sleep(2);
-  }
-}
+/** Polled every 2 ms: the test acts at a moment of the stream, not after it. */
+const until = <T>(what: string, read: () => T | Promise<T>, done: (value: T) => boolean) => eventually(what, read, done, 60_000, 2);
 
 const messageIdOf = (raw: Buffer) => /^Message-ID:\s*(\S+)/im.exec(raw.toString())![1]!;
 const acceptedMessages = () => new Set(sink.messages.map((message) => messageIdOf(message.raw))).size;
