@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { closest, distance } from "fastest-levenshtein";
 import ipaddr from "ipaddr.js";
+import { parseSecretKey } from "./store/secrets";
 
 export class ConfigError extends Error {}
 
@@ -132,7 +133,8 @@ export const settings = {
   dkimRsaEngine: setting("INBOXD_DKIM_RSA", "auto", oneOf("auto", "builtin"), "who makes RSA DKIM signatures: the system's OpenSSL 3 where it loads and proves itself, else node:crypto (auto); node:crypto always (builtin)"),
   smtpClientTimeoutScale: setting("INBOXD_SMTP_CLIENT_TIMEOUT_SCALE", "1", (raw, name) => { const n = Number(raw); return n > 0 && n <= 1 ? n : fail(name, raw, "a factor in (0, 1]"); }, "multiplies the RFC 5321 §4.5.3.2 client timeouts (tests shorten them)"),
   sendLimit: setting("INBOXD_SEND_LIMIT", "100", positiveInt, "sends and replies per hour per organization"),
-  searchBudgetMs: setting("INBOXD_SEARCH_BUDGET_MS", "250", positiveInt, "time one regular-expression search may take before it answers 422"),
+  searchBudgetMs: setting("INBOXD_SEARCH_BUDGET_MS", "250", positiveInt, "time one regular-expression search may run (in its slices, not counting the turns it waits for) before it answers 422"),
+  searchConcurrencyPerOrg: setting("INBOXD_SEARCH_CONCURRENCY_PER_ORG", "4", positiveInt, "regular-expression (and 1-2 character) searches one organization may run at once before 429; words and phrases are not counted"),
   webhookRetryDelays: setting("INBOXD_WEBHOOK_RETRY_DELAYS", "60,300,1800,7200", secondsList, "seconds between webhook tries"),
   webhookTimeoutMs: setting("INBOXD_WEBHOOK_TIMEOUT_MS", "5000", positiveInt, "timeout of one webhook try"),
   webhookAllowPrivate: setting("INBOXD_WEBHOOK_ALLOW_PRIVATE", "0", bool, "allow http and private/loopback webhook targets (development, tests)"),
@@ -144,10 +146,19 @@ export const settings = {
   smtpGreetingDelayMs: setting("INBOXD_SMTP_GREETING_DELAY_MS", "100", nonNegativeInt, "wait before the SMTP greeting; clients that talk early are refused"),
   smtpIdleTimeoutMs: setting("INBOXD_SMTP_IDLE_TIMEOUT_MS", "300000", positiveInt, "how long an inbound SMTP client may stay silent (RFC 5321 §4.5.3.2.7)"),
   smtpDataTimeoutMs: setting("INBOXD_SMTP_DATA_TIMEOUT_MS", "600000", positiveInt, "how long an inbound message may take to arrive after DATA (slow clients)"),
+  smtpCommandTimeoutMs: setting("INBOXD_SMTP_COMMAND_TIMEOUT_MS", "300000", positiveInt, "how long one command line may take to arrive, however slowly its bytes trickle in (RFC 5321 §4.5.3.2)"),
+  smtpSessionTimeoutMs: setting("INBOXD_SMTP_SESSION_TIMEOUT_MS", "1800000", positiveInt, "how long one inbound SMTP connection may last in all; a message under way is answered first"),
+  smtpMaxHeaderLines: setting("INBOXD_SMTP_MAX_HEADER_LINES", "2000", positiveInt, "lines (folded continuations included) in the header of an inbound message; more is refused with 552"),
+  smtpAnalysisTimeoutMs: setting("INBOXD_SMTP_ANALYSIS_TIMEOUT_MS", "30000", positiveInt, "how long parsing and authenticating one inbound message may take before it is answered 451 and its thread replaced"),
+  messageMemoryMb: setting("INBOXD_MESSAGE_MEMORY_MB", "64", positiveInt, "MiB of message data received, analysed and stored at once (SMTP and HTTP together); above it SMTP answers 452 and HTTP 503, try later"),
   smtpWorkers: setting("INBOXD_SMTP_WORKERS", String(defaultSmtpWorkers(availableParallelism())), nonNegativeInt, "threads that parse and authenticate inbound mail, beside the main thread (0: on the main thread)"),
   tlsCert: setting("INBOXD_TLS_CERT", "", text, "PEM certificate for STARTTLS (empty: self-signed, generated once into the data dir)"),
   tlsKey: setting("INBOXD_TLS_KEY", "", text, "PEM private key for STARTTLS"),
+  // Unlike the other settings, a wrong value is not repeated in the error: it is a secret.
+  secretKey: setting("INBOXD_SECRET_KEY", "", (raw, name) => { if (raw === "") return undefined; const key = parseSecretKey(raw); if (!key) throw new ConfigError(`${name}: the value is not 32 bytes in base64 or hex (make one with: openssl rand -base64 32)`); return key; }, "key that seals webhook secrets and DKIM private keys in the database, base64 or hex of 32 bytes (empty: the data dir's secret.key, made at first start)"),
   dmarcEnforce: setting("INBOXD_DMARC_ENFORCE", "0", bool, "refuse inbound mail failing DMARC with p=reject (550 5.7.1)"),
+  reservedLocalParts: setting("INBOXD_RESERVED_LOCAL_PARTS", "postmaster,abuse,noc,security,hostmaster,webmaster,www,admin,administrator,root,mailer-daemon,noreply,no-reply,dmarc", (raw, name) => { const list = commaList(raw.toLowerCase()); return list.every((local) => /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*$/.test(local)) ? list : fail(name, raw, "a comma-separated list of local parts (letters, digits, hyphens, underscores, inner dots)"); }, "local parts no organization may create on the service mail domain (RFC 2142 role names, the CA/Browser Forum's domain-validation names); their mail goes to INBOXD_POSTMASTER_INBOX"),
+  postmasterInbox: setting("INBOXD_POSTMASTER_INBOX", "", (raw, name) => { const address = raw.trim().toLowerCase(); return !address || /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/.test(address) ? address : fail(name, raw, "an inbox address such as ops@example.com"); }, "address of the operator's inbox that receives mail for postmaster and the reserved local parts (empty: that mail is refused with 550)"),
   loginMaxFailures: setting("INBOXD_LOGIN_MAX_FAILURES", "10", positiveInt, "failed logins per email or IP within a minute before 429"),
   loginLockoutSeconds: setting("INBOXD_LOGIN_LOCKOUT_SECONDS", "300", positiveInt, "how long logins stay refused after too many failures"),
   trustedProxies: setting("INBOXD_TRUSTED_PROXIES", "", ipOrCidrList, "reverse proxies (IPs, CIDRs) whose X-Forwarded-For names the client, for the per-address limits"),

@@ -3,10 +3,11 @@
  * substring of subject, text or sender, answered by the FTS5 trigram index. `/pattern/flags` is a
  * regular expression in RE2 syntax, run by re2js (linear time, no backtracking), over candidates
  * from the same index when the pattern holds a literal of 3+ characters, else over the inbox newest
- * first; either walk stops at a time budget and answers 422 rather than hold the server.
+ * first; either walk stops at a time budget and answers 422 rather than hold the server. Walks run
+ * on the event loop in short slices, taking turns, and each organization may run only a few at once.
  */
 import { RE2JS } from "re2js";
-import { invalid } from "../errors";
+import { invalid, ServiceError } from "../errors";
 import type { Store } from "../store";
 import type { SearchableRow } from "../store/message-search";
 import type { MessageSummaryRow } from "../store/messages";
@@ -17,6 +18,11 @@ export const maxPatternLength = 256;
 /** Rows read per step of a walk: a first page needs few; a selective pattern soon reads more at once. */
 const firstBatch = 40;
 const maxBatch = 1000;
+/**
+ * Longest a walk runs before the event loop serves anything else: what walks add to the latency
+ * of /health, an SMTP reply or any other request, however many walks are under way.
+ */
+const sliceMs = 2;
 
 const REGEX_QUERY = /^\/(.+)\/([a-z]*)$/s;
 const flagBits: Record<string, number> = { i: RE2JS.CASE_INSENSITIVE, m: RE2JS.MULTILINE, s: RE2JS.DOTALL, g: 0, u: 0 };
@@ -25,11 +31,15 @@ export interface SearchOptions {
   query: string;
   page: number;
   per: number;
-  /** Wall time the regular-expression walk may take (INBOXD_SEARCH_BUDGET_MS). */
+  /** Time the regular-expression walk may run, in its slices (INBOXD_SEARCH_BUDGET_MS). */
   budgetMs: number;
+  /** The organization of the inbox, whose walks at once are limited. */
+  organizationId: string;
+  /** Walks the organization may run at once (INBOXD_SEARCH_CONCURRENCY_PER_ORG). */
+  walksPerOrganization: number;
 }
 
-export function searchMessages(store: Store, inboxId: string, options: SearchOptions): MessageSummaryRow[] {
+export async function searchMessages(store: Store, inboxId: string, options: SearchOptions): Promise<MessageSummaryRow[]> {
   const phrase = options.query.trim();
   const regex = REGEX_QUERY.exec(phrase);
   if (regex) return regexSearch(store, inboxId, compile(regex[1]!, regex[2]!), candidateQuery(regex[1]!), options);
@@ -54,32 +64,104 @@ function compile(pattern: string, flags: string): RE2JS {
 
 const matchesRow = (regex: RE2JS, row: SearchableRow) => regex.test(row.subject) || regex.test(row.from) || (row.text !== null && regex.test(row.text));
 
+/** Walks under way per organization id. Ids are unique, so one count serves every app of the process. */
+const walking = new Map<string, number>();
+
 /**
- * Walks candidates newest first (the index's matches for `match`, else every message of the
- * inbox), keeping those the expression matches, until the page is full, the inbox is done, or
- * the budget is spent (422: the caller cannot tell a partial page from the last one).
+ * Walks take turns, one slice per turn of the event loop: were each walk to yield on its own, a
+ * turn would run a slice of every walk under way before the loop polled for I/O again.
  */
-function regexSearch(store: Store, inboxId: string, regex: RE2JS, match: string | null, { page, per, budgetMs }: SearchOptions): MessageSummaryRow[] {
-  // performance.now, not the app clock: this bounds real CPU time, which tests never move.
-  const deadline = performance.now() + budgetMs;
-  let skip = (page - 1) * per;
-  const found: number[] = [];
+const waiting: (() => void)[] = [];
+let turning = false;
+
+function turn(): Promise<void> {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  waiting.push(resolve);
+  if (!turning) {
+    turning = true;
+    setImmediate(nextTurn);
+  }
+  return promise;
+}
+
+// The slice runs in the microtasks after this callback; the next one waits for the next check phase, after I/O.
+function nextTurn() {
+  const resolve = waiting.shift();
+  if (!resolve) {
+    turning = false;
+    return;
+  }
+  resolve();
+  setImmediate(nextTurn);
+}
+
+/**
+ * The rows to check, newest first (the index's matches for `match`, else every message of the
+ * inbox). A batch doubles while reading one takes under half a slice, and halves when it takes
+ * more, so that a read of long messages does not outlast the slice it falls in.
+ */
+function* candidates(store: Store, inboxId: string, match: string | null, first: number): Generator<SearchableRow, void> {
   let last: SearchableRow | undefined;
-  for (let size = Math.min(maxBatch, Math.max(firstBatch, 2 * page * per)); ; size = Math.min(maxBatch, size * 2)) {
+  for (let size = first; ; ) {
+    const started = performance.now();
     const batch = match
       ? store.messageSearch.candidates(inboxId, match, last?.rowid ?? Number.MAX_SAFE_INTEGER, size)
       : store.messageSearch.scan(inboxId, last ?? { createdAt: Number.MAX_SAFE_INTEGER, rowid: 0 }, size);
-    for (const row of batch) {
-      if (matchesRow(regex, row)) {
+    const took = performance.now() - started;
+    yield* batch;
+    if (batch.length < size) return;
+    last = batch[batch.length - 1];
+    size = took < sliceMs / 2 ? Math.min(maxBatch, size * 2) : Math.max(1, Math.floor(size / 2));
+  }
+}
+
+/**
+ * Keeps the candidates the expression matches until the page is full, the candidates are done,
+ * or the budget is spent (422: the caller cannot tell a partial page from the last one). The
+ * budget counts the walk's own slices, not the turns it waits for: a busy server answers a walk
+ * later, not differently. 429 while the organization already runs its share of walks.
+ */
+async function regexSearch(store: Store, inboxId: string, regex: RE2JS, match: string | null, options: SearchOptions): Promise<MessageSummaryRow[]> {
+  const { organizationId, walksPerOrganization, budgetMs } = options;
+  const running = walking.get(organizationId) ?? 0;
+  if (running >= walksPerOrganization) {
+    throw new ServiceError(
+      "rate_limited",
+      `Too many searches at once in this organization (at most ${walksPerOrganization} regular-expression or 1-2 character searches); retry shortly, or search for a word or a pattern with a literal of ${minimumLiteralLength} or more characters`,
+      { "Retry-After": String(Math.ceil(budgetMs / 1000)) },
+    );
+  }
+  walking.set(organizationId, running + 1);
+  try {
+    return await walk(store, inboxId, regex, match, options);
+  } finally {
+    const left = walking.get(organizationId)! - 1;
+    if (left > 0) walking.set(organizationId, left);
+    else walking.delete(organizationId);
+  }
+}
+
+async function walk(store: Store, inboxId: string, regex: RE2JS, match: string | null, { page, per, budgetMs }: SearchOptions): Promise<MessageSummaryRow[]> {
+  const rows = candidates(store, inboxId, match, Math.min(maxBatch, Math.max(firstBatch, 2 * page * per)));
+  let skip = (page - 1) * per;
+  const found: number[] = [];
+  // performance.now, not the app clock: the budget is real time in the walk's own slices, which tests never move.
+  for (let spent = 0; ; ) {
+    await turn();
+    const sliceStart = performance.now();
+    let now = sliceStart;
+    while (now - sliceStart < sliceMs) {
+      const next = rows.next();
+      if (next.done) return store.messageSearch.summaries(found);
+      if (matchesRow(regex, next.value)) {
         if (skip > 0) skip--;
-        else found.push(row.rowid);
-        if (found.length === per) return store.messageSearch.summaries(found);
+        else if (found.push(next.value.rowid) === per) return store.messageSearch.summaries(found);
       }
-      if (performance.now() > deadline) {
+      now = performance.now();
+      if (spent + (now - sliceStart) > budgetMs) {
         throw invalid(`query: the search took longer than its ${budgetMs} ms budget; narrow the pattern with a literal of ${minimumLiteralLength} or more characters`);
       }
     }
-    if (batch.length < size) return store.messageSearch.summaries(found);
-    last = batch[batch.length - 1];
+    spent += now - sliceStart;
   }
 }

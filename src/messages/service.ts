@@ -11,10 +11,18 @@ export interface Page {
   per: number;
 }
 
-export function listMessages(app: App, organizationId: string, inboxId: string, options: Page & { query?: string }): MessageSummary[] {
+export async function listMessages(app: App, organizationId: string, inboxId: string, options: Page & { query?: string }): Promise<MessageSummary[]> {
   if (options.query?.trim()) {
     requireInbox(app, organizationId, inboxId);
-    return searchMessages(app.store, inboxId, { query: options.query, page: options.page, per: options.per, budgetMs: app.config.searchBudgetMs }).map(presentMessageSummary);
+    const rows = await searchMessages(app.store, inboxId, {
+      query: options.query,
+      page: options.page,
+      per: options.per,
+      budgetMs: app.config.searchBudgetMs,
+      organizationId,
+      walksPerOrganization: app.config.searchConcurrencyPerOrg,
+    });
+    return rows.map(presentMessageSummary);
   }
   const rows = app.store.messages.list(organizationId, inboxId, options.page, options.per);
   // The busiest read skips the inbox look-up when the page shows the inbox exists: only an empty

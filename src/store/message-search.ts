@@ -65,12 +65,15 @@ export const messageSearchStore = (db: Db) => {
     scan(inboxId: string, cursor: ScanCursor, limit: number): SearchableRow[] {
       return scan.all({ inboxId, createdAt: cursor.createdAt, rowid: cursor.rowid, limit });
     },
-    /** The list fields of the given rows, in the order given. */
+    /**
+     * The list fields of the given rows, in the order given. A walk reads between other requests,
+     * so a row it found may be gone since (its inbox deleted): such rows are left out.
+     */
     summaries(rowids: number[]): MessageSummaryRow[] {
       if (rowids.length === 0) return [];
       const rows = db.select({ ...summaryColumns, rowid }).from(messages).where(inArray(rowid, rowids)).all();
       const byRowid = new Map(rows.map(({ rowid, ...row }) => [rowid, row]));
-      return rowids.map((id) => byRowid.get(id)!);
+      return rowids.flatMap((id) => byRowid.get(id) ?? []);
     },
   };
 };
