@@ -3,8 +3,9 @@ import type { App } from "../app";
 import { assertUsableInboxDomain } from "../domains/hosted";
 import { conflict, invalid, notFound } from "../errors";
 import { newId, randomToken } from "../ids";
-import { baseAddress, normalizeAddress, parseAddress } from "../mail/address";
+import { baseAddress, normalizeAddress, parseAddress, type ParsedAddress } from "../mail/address";
 import type { InboxRow } from "../store/inboxes";
+import { isOperatorAddress, isReservedAddress, operatorInbox } from "./operator-addresses";
 import { presentInbox, type Inbox } from "./present";
 
 /** A random, unguessable local part (80 bits) on the service's own mail domain. */
@@ -28,7 +29,23 @@ function inboxAddress(app: App, organizationId: string, email: string | undefine
   // A quoted local part ("a b"@d) is valid mail syntax but no address anyone should have to type.
   if (!parsed || parsed.local.startsWith('"')) throw invalid("email: must be an email address such as support@example.com");
   assertUsableInboxDomain(app, organizationId, parsed.domain);
-  return parsed.address.toLowerCase();
+  const address = parsed.address.toLowerCase();
+  assertCreatableAddress(app, parsed, address);
+  return address;
+}
+
+/** Throws a 422 naming `email` for an address whose mail would belong to someone else. */
+function assertCreatableAddress(app: App, parsed: ParsedAddress, address: string): void {
+  // RFC 5233: mail to name+tag@domain reaches name@domain, so every tag is that inbox owner's to
+  // hand out; an inbox name+tag@ would take part of their mail, on any domain.
+  if (parsed.local.includes("+")) {
+    throw invalid(`email: "+" may not appear in an inbox address: mail to name+tag@${parsed.domain} is delivered to name@${parsed.domain} (RFC 5233 subaddressing)`);
+  }
+  if (isReservedAddress(app, address)) {
+    throw invalid(`email: ${address} is reserved for the operator of ${parsed.domain} (a role address of RFC 2142, or one that certificate authorities use to validate the domain); choose another name, or an address on a domain of your own`);
+  }
+  // Were it deleted, another organization could otherwise recreate it and receive the operator's mail.
+  if (address === app.config.postmasterInbox) throw invalid(`email: ${address} is reserved for the operator's postmaster mail`);
 }
 
 export function createInbox(app: App, organizationId: string, input: { name?: string; email?: string }): Inbox {
@@ -49,13 +66,18 @@ export function requireInbox(app: App, organizationId: string, inboxId: string):
 
 /**
  * The inbox of this server (any organization) that mail to `address` reaches, if any: the exact
- * address in any case, else, by RFC 5233 subaddressing, `name@domain` for `name+tag@domain`.
+ * address in any case, else, by RFC 5233 subaddressing, `name@domain` for `name+tag@domain`. The
+ * operator's addresses (operator-addresses.ts) reach the operator's inbox: a reserved name always,
+ * even where an organization created it before it was reserved; postmaster elsewhere when no
+ * inbox of the domain's organization takes it.
  */
 export function inboxForAddress(app: App, address: string): InboxRow | undefined {
   const exact = normalizeAddress(address);
   if (!exact) return undefined;
   const base = baseAddress(exact)!;
-  return app.store.inboxes.findByEmail(exact) ?? (base === exact ? undefined : app.store.inboxes.findByEmail(base));
+  if (isReservedAddress(app, base)) return operatorInbox(app);
+  const inbox = app.store.inboxes.findByEmail(exact) ?? (base === exact ? undefined : app.store.inboxes.findByEmail(base));
+  return inbox ?? (isOperatorAddress(app, base) ? operatorInbox(app) : undefined);
 }
 
 export const getInbox = (app: App, organizationId: string, inboxId: string): Inbox => presentInbox(requireInbox(app, organizationId, inboxId));

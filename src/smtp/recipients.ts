@@ -3,8 +3,9 @@
 // is refused in the dialogue, so inboxd never relays and never bounces to a forged sender.
 import type { App } from "../app";
 import { isHostedDomain } from "../domains/hosted";
+import { isOperatorAddress } from "../inboxes/operator-addresses";
 import { inboxForAddress } from "../inboxes/service";
-import { parseAddress } from "../mail/address";
+import { baseAddress, parseAddress } from "../mail/address";
 import { parseReturnPath } from "../outbound/return-path";
 import type { InboxRow } from "../store/inboxes";
 import { SmtpReply } from "./replies";
@@ -16,13 +17,22 @@ export function routeRecipient(app: App, address: string): RecipientTarget {
   const deliveryId = parseReturnPath(app, address);
   if (deliveryId) return { kind: "returnPath", deliveryId };
 
-  // RFC 5321 §4.1.1.3: the domainless "postmaster" names the postmaster of the server's domain.
+  // RFC 5321 §4.1.1.3 and §4.5.1: the domainless "postmaster" (any case) names the postmaster of
+  // the server's domain, and a server MUST accept it.
   const parsed = parseAddress(address.toLowerCase() === "postmaster" ? `postmaster@${app.config.mailDomain}` : address);
   if (!parsed) throw new SmtpReply(553, "5.1.3", "Mailbox name not allowed");
   if (!isHostedDomain(app, parsed.domain)) throw new SmtpReply(550, "5.7.1", "Relaying denied");
 
   // RFC 5233 subaddressing: `name+tag@domain` reaches `name@domain` unless `name+tag` is an inbox itself.
   const inbox = inboxForAddress(app, parsed.address);
-  if (!inbox) throw new SmtpReply(550, "5.1.1", "No such user here");
-  return { kind: "inbox", inbox };
+  if (inbox) return { kind: "inbox", inbox };
+  const base = baseAddress(parsed.address)!;
+  if (!isOperatorAddress(app, base)) throw new SmtpReply(550, "5.1.1", "No such user here");
+  // RFC 5321 §4.5.1 requires postmaster to be accepted; without an inbox for it, the refusal at least tells the sender why.
+  if (!app.config.postmasterInbox) {
+    throw new SmtpReply(550, "5.1.1", `Mail for ${base} goes to the operator of this server, who has not configured an inbox for it (INBOXD_POSTMASTER_INBOX)`);
+  }
+  // A deleted inbox the operator can recreate: senders retry a 4xx, so the mail arrives once it is back.
+  app.log.warn("smtp: the INBOXD_POSTMASTER_INBOX inbox does not exist; mail for the operator is deferred", { postmasterInbox: app.config.postmasterInbox, recipient: base });
+  throw new SmtpReply(451, "4.3.0", `Mail for ${base} goes to the operator of this server, whose inbox for it is missing; try again later`);
 }

@@ -1,0 +1,43 @@
+/**
+ * The operator's addresses: the role names reserved on the service's mail domain
+ * (INBOXD_RESERVED_LOCAL_PARTS) and postmaster on every hosted domain, whose mail goes to the
+ * operator's inbox (INBOXD_POSTMASTER_INBOX) instead of to an organization's.
+ */
+import type { App } from "../app";
+import { isHostedDomain } from "../domains/hosted";
+import type { InboxRow } from "../store/inboxes";
+
+const localAndDomain = (address: string) => {
+  const at = address.lastIndexOf("@");
+  return { local: address.slice(0, at), domain: address.slice(at + 1) };
+};
+
+/**
+ * Whether `base` (a normalised address without its subaddress) names a role on the service's mail
+ * domain. The domain is shared by every organization, so these names stay the operator's. The
+ * default list: RFC 2142 §4 (abuse, noc, security) and §5 for the services the domain runs
+ * (postmaster for SMTP, hostmaster for DNS, webmaster and www for HTTP; not usenet, news, uucp or
+ * ftp), which must reach whoever runs it; admin, administrator, webmaster, hostmaster and
+ * postmaster, which certificate authorities mail to prove control of a domain (CA/Browser Forum
+ * Baseline Requirements §3.2.2.4.4); root and mailer-daemon, the system's own; noreply and
+ * no-reply, which readers take for the service's own senders; dmarc, where DMARC reports go.
+ */
+export function isReservedAddress(app: App, base: string): boolean {
+  const { local, domain } = localAndDomain(base);
+  return domain === app.config.mailDomain.toLowerCase() && app.config.reservedLocalParts.includes(local);
+}
+
+/**
+ * Whether mail for `base` belongs to the operator when no inbox of an organization takes it:
+ * the reserved names, and postmaster at any domain this server receives for, which RFC 5321
+ * §4.5.1 says MUST be accepted.
+ */
+export function isOperatorAddress(app: App, base: string): boolean {
+  const { local, domain } = localAndDomain(base);
+  return isReservedAddress(app, base) || (local === "postmaster" && isHostedDomain(app, domain));
+}
+
+/** The inbox INBOXD_POSTMASTER_INBOX names, if set and the inbox exists. */
+export function operatorInbox(app: App): InboxRow | undefined {
+  return app.config.postmasterInbox ? app.store.inboxes.findByEmail(app.config.postmasterInbox) : undefined;
+}
