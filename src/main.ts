@@ -57,24 +57,26 @@ const commands: Record<string, Command> = {
   backup: {
     usage: "inboxd backup FILE",
     summary: "write a consistent copy of the database to FILE, while the server runs or not",
-    details: "FILE must not exist. Keep it with /etc/inboxd (the settings) and the data dir's smtp-tls.* files.",
+    details: "FILE must not exist, nor FILE.key: the key of its webhook secrets and DKIM keys, copied there from the data dir unless INBOXD_SECRET_KEY is set. Keep both with /etc/inboxd (the settings) and the data dir's smtp-tls.* files.",
     async run(config, [file]) {
       if (!file) throw new ConfigError("backup: name the file to write (inboxd backup FILE)");
       const progress = progressReporter(file);
-      const { bytes } = await backupDatabase(config.dataDir, resolve(file), progress);
+      const { bytes, keyFile } = await backupDatabase(config.dataDir, resolve(file), progress, { secretKeySet: config.secretKey !== undefined });
       progress.finish();
-      process.stdout.write(`backed up ${resolve(config.dataDir, "inboxd.db")} to ${resolve(file)} (${megabytes(bytes)})\n`);
+      const key = keyFile ? `; its secrets open with the key in ${keyFile}: keep the two together` : config.secretKey ? "; its secrets open with INBOXD_SECRET_KEY: keep that setting with it" : "";
+      process.stdout.write(`backed up ${resolve(config.dataDir, "inboxd.db")} to ${resolve(file)} (${megabytes(bytes)})${key}\n`);
       return 0;
     },
   },
   restore: {
     usage: "inboxd restore FILE [--force]",
     summary: "put a backup in place of the database of a stopped installation",
-    details: "Refuses while inboxd runs on the data dir, and over an existing database without --force.",
+    details: "Refuses while inboxd runs on the data dir, and over an existing database without --force. FILE.key, written by backup beside FILE, becomes the data dir's secret.key (unless INBOXD_SECRET_KEY is set, which must then be the key FILE was made with).",
     async run(config, [file], flags) {
       if (!file) throw new ConfigError("restore: name the backup to restore (inboxd restore FILE)");
-      const { messages } = restoreDatabase(config.dataDir, resolve(file), flags["--force"] === "1");
-      process.stdout.write(`restored ${resolve(file)} (${messages} messages) to ${resolve(config.dataDir, "inboxd.db")}; start inboxd to use it\n`);
+      const { messages, keyFile } = restoreDatabase(config.dataDir, resolve(file), flags["--force"] === "1", config.secretKey);
+      const key = keyFile ? `, with its key ${keyFile} as ${resolve(config.dataDir, "secret.key")}` : "";
+      process.stdout.write(`restored ${resolve(file)} (${messages} messages) to ${resolve(config.dataDir, "inboxd.db")}${key}; start inboxd to use it\n`);
       return 0;
     },
   },

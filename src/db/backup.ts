@@ -4,10 +4,12 @@
  * one read transaction, compacted, with no WAL beside it; bun:sqlite has no online-backup API.
  */
 import { Database } from "bun:sqlite";
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from "node:fs";
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "../config";
+import { opensProbe, sealedProbe, secretBox } from "../store/secrets";
 import { DataDirLockedError, holdDataDirLock, prepareDataDir } from "./open";
+import { readSecretKeyFile, secretKeyFile, writeSecretKeyFile } from "./secret-key";
 
 export type BackupRequest = { source: string; target: string };
 export type BackupReply = { done: true } | { error: string };
@@ -25,17 +27,24 @@ const sizeOf = (path: string) => (existsSync(path) ? statSync(path).size : 0);
  * Copies the data dir's database to `target` (which must not exist yet); `onProgress` hears the
  * bytes written so far against the live database's size (an upper bound: the copy is compacted).
  */
-export async function backupDatabase(dataDir: string, target: string, onProgress: (written: number, estimate: number) => void): Promise<{ bytes: number }> {
+export async function backupDatabase(dataDir: string, target: string, onProgress: (written: number, estimate: number) => void, options: { secretKeySet: boolean }): Promise<{ bytes: number; keyFile?: string }> {
   const source = databasePath(dataDir);
   if (!existsSync(source)) throw new ConfigError(`INBOXD_DATA_DIR: no database at ${source}`);
+  // The copy's secrets open only with the key that sealed them: the key file goes beside it, so a
+  // restore elsewhere (the data dir lost with its key) still works. With INBOXD_SECRET_KEY the key
+  // is the operator's to keep, and the data dir's file, if any, is not the one in use.
+  const keyFile = !options.secretKeySet && existsSync(secretKeyFile(dataDir)) ? backupKeyFile(target) : undefined;
   // Made empty first, mode 0600 whatever the umask (the copy holds everything), which VACUUM INTO
   // accepts; "wx" also refuses a file that exists.
-  try {
-    closeSync(openSync(target, "wx", 0o600));
-  } catch (error) {
-    throw new ConfigError((error as { code?: string }).code === "EEXIST" ? `${target} exists already: choose a new file name` : `cannot write ${target}: ${(error as Error).message}`);
+  createEmpty(target);
+  if (keyFile) {
+    try {
+      createEmpty(keyFile);
+    } catch (error) {
+      rmSync(target, { force: true });
+      throw error;
+    }
   }
-  chmodSync(target, 0o600);
   const estimate = sizeOf(source) + sizeOf(`${source}-wal`);
   const worker = new Worker(workerUrl);
   const timer = setInterval(() => onProgress(sizeOf(target), estimate), PROGRESS_EVERY_MS);
@@ -46,7 +55,7 @@ export async function backupDatabase(dataDir: string, target: string, onProgress
       worker.postMessage({ source, target } satisfies BackupRequest);
     });
     if ("error" in reply) {
-      rmSync(target, { force: true });
+      for (const file of [target, keyFile]) if (file) rmSync(file, { force: true });
       throw new Error(`backup failed: ${reply.error}`);
     }
   } finally {
@@ -54,13 +63,30 @@ export async function backupDatabase(dataDir: string, target: string, onProgress
     worker.terminate();
   }
   syncFile(target);
+  if (keyFile) {
+    writeFileSync(keyFile, readFileSync(secretKeyFile(dataDir)));
+    syncFile(keyFile);
+  }
   const bytes = sizeOf(target);
   onProgress(bytes, bytes);
-  return { bytes };
+  return { bytes, keyFile };
 }
 
-/** What a file holds, checked before it may replace an installation's database. */
-export function describeBackup(path: string): { migrations: number; messages: number } {
+/** Where `inboxd backup FILE` puts the key of FILE's secrets, and where `inboxd restore FILE` looks for it. */
+export const backupKeyFile = (backup: string) => `${backup}.key`;
+
+/** A new empty file, mode 0600 whatever the umask; refused when it exists. */
+function createEmpty(path: string): void {
+  try {
+    closeSync(openSync(path, "wx", 0o600));
+  } catch (error) {
+    throw new ConfigError((error as { code?: string }).code === "EEXIST" ? `${path} exists already: choose a new file name` : `cannot write ${path}: ${(error as Error).message}`);
+  }
+  chmodSync(path, 0o600);
+}
+
+/** What a file holds, checked before it may replace an installation's database; `probe` when its secrets are sealed. */
+export function describeBackup(path: string): { migrations: number; messages: number; probe?: string } {
   let sqlite: Database;
   try {
     sqlite = new Database(path, { readonly: true });
@@ -74,7 +100,8 @@ export function describeBackup(path: string): { migrations: number; messages: nu
     if (!hasMigrations) throw new ConfigError(`${path}: not an inboxd database (no schema_migrations table)`);
     const migrations = sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM schema_migrations").get()!.n;
     const messages = sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
-    return { migrations, messages };
+    const sealed = sqlite.query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'secret_box'").get();
+    return { migrations, messages, probe: sealed ? sealedProbe(sqlite) : undefined };
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     throw new ConfigError(`${path}: not a usable inboxd database (${(error as Error).message})`);
@@ -85,10 +112,15 @@ export function describeBackup(path: string): { migrations: number; messages: nu
 
 /**
  * Puts a backup in place of the data dir's database. Only while no inboxd runs on the data dir
- * (its lock is taken for the while), and over an existing database only with `force`.
+ * (its lock is taken for the while), and over an existing database only with `force`. A backup
+ * whose secrets are sealed needs the key that opens them: INBOXD_SECRET_KEY (`secretKey`), else
+ * the key file beside it, which becomes the data dir's; checked before anything is replaced.
  */
-export function restoreDatabase(dataDir: string, backup: string, force: boolean): { messages: number } {
-  const { messages } = describeBackup(backup);
+export function restoreDatabase(dataDir: string, backup: string, force: boolean, secretKey?: Buffer): { messages: number; keyFile?: string } {
+  const { messages, probe } = describeBackup(backup);
+  const keyFile = backupKeyFile(backup);
+  const installKey = probe && !secretKey ? restoredKey(backup, probe) : undefined;
+  if (probe && secretKey && !opensProbe(secretBox(secretKey), probe)) throw new ConfigError(`INBOXD_SECRET_KEY: this key does not open the secrets in ${backup}, which were sealed with another key: set the key it was made with`);
   prepareDataDir(dataDir);
   let lock;
   try {
@@ -100,6 +132,11 @@ export function restoreDatabase(dataDir: string, backup: string, force: boolean)
   try {
     const target = databasePath(dataDir);
     if (existsSync(target) && !force) throw new ConfigError(`${target} exists: add --force to replace it with ${backup}`);
+    const dataKey = secretKeyFile(dataDir);
+    if (installKey && existsSync(dataKey) && !force && !readSecretKeyFile(dataKey).equals(installKey)) throw new ConfigError(`${dataKey} exists and holds another key than ${keyFile}: add --force to replace it`);
+    // A crash between the two leaves a database and a key that do not match: the start refuses
+    // them, and the same restore again mends it.
+    if (installKey) writeSecretKeyFile(dataKey, installKey);
     const staging = `${target}.restoring`;
     copyFileSync(backup, staging);
     chmodSync(staging, 0o600);
@@ -108,10 +145,19 @@ export function restoreDatabase(dataDir: string, backup: string, force: boolean)
     for (const suffix of ["-wal", "-shm"]) rmSync(`${target}${suffix}`, { force: true });
     renameSync(staging, target);
     syncFile(dataDir);
-    return { messages };
+    return { messages, keyFile: installKey ? keyFile : undefined };
   } finally {
     lock.close();
   }
+}
+
+/** The key file beside a backup, once it is known to open the backup's secrets. */
+function restoredKey(backup: string, probe: string): Buffer {
+  const keyFile = backupKeyFile(backup);
+  if (!existsSync(keyFile)) throw new ConfigError(`${backup}: its secrets are sealed, and its key file ${keyFile} is missing: put back the one \`inboxd backup\` wrote beside it, or set INBOXD_SECRET_KEY to the key it was made with`);
+  const key = readSecretKeyFile(keyFile);
+  if (!opensProbe(secretBox(key), probe)) throw new ConfigError(`${backup}: ${keyFile} does not open its secrets, which were sealed with another key`);
+  return key;
 }
 
 function syncFile(path: string): void {

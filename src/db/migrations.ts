@@ -7,6 +7,7 @@ import messageSearchBatched from "../../migrations/0050_message_search_batched.s
 import outbound from "../../migrations/0060_outbound.sql" with { type: "text" };
 import webhooks from "../../migrations/0070_webhooks.sql" with { type: "text" };
 import domains from "../../migrations/0080_domains.sql" with { type: "text" };
+import secretBox from "../../migrations/0090_secret_box.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_core", sql: core },
@@ -17,4 +18,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0060_outbound", sql: outbound },
   { version: "0070_webhooks", sql: webhooks },
   { version: "0080_domains", sql: domains },
+  { version: "0090_secret_box", sql: secretBox },
 ];

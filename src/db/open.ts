@@ -1,6 +1,6 @@
 /** Opens the one SQLite database of a data dir. Every pragma is set here and nowhere else. */
 import { Database } from "bun:sqlite";
-import { accessSync, constants, mkdirSync, statSync } from "node:fs";
+import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "../config";
 
@@ -17,8 +17,19 @@ const RESTART_WAL_PAGES = 16 * 1024;
 
 export interface OpenedDatabase {
   sqlite: Database;
+  /**
+   * Set when the start-up integrity check outlasted QUICK_CHECK_WAIT_MS: it goes on beside the
+   * server, and this settles with its outcome ("ok", or what it found).
+   */
+  unfinishedCheck?: Promise<string>;
   close(): void;
 }
+
+/** How long a start waits for `PRAGMA quick_check`; after it the check finishes beside the server. */
+export const QUICK_CHECK_WAIT_MS = 10_000;
+/** Files that only an installation that has run makes in its data dir; the database was there before them. */
+const INSTALLATION_FILES = ["secret.key", "smtp-tls.crt", "smtp-tls.key"];
+const SQLITE_HEADER = "SQLite format 3\0";
 
 /**
  * Holds an exclusive SQLite lock on `inboxd.lock` for the life of the process. The operating
@@ -26,8 +37,11 @@ export interface OpenedDatabase {
  * while a second live process on the same data dir is refused before it touches the queue.
  */
 export function holdDataDirLock(dataDir: string): Database {
-  const lock = new Database(join(dataDir, "inboxd.lock"), { create: true });
+  const path = join(dataDir, "inboxd.lock");
+  requireWritable(path);
+  const lock = new Database(path, { create: true });
   try {
+    ownerOnly(path);
     lock.exec("PRAGMA busy_timeout = 0");
     lock.exec("PRAGMA locking_mode = EXCLUSIVE");
     lock.exec("BEGIN EXCLUSIVE");
@@ -35,50 +49,175 @@ export function holdDataDirLock(dataDir: string): Database {
   } catch (error) {
     lock.close();
     // Only "busy" means another process holds it; anything else is the data dir's own fault.
-    if ((error as { code?: string }).code !== "SQLITE_BUSY") throw new ConfigError(`INBOXD_DATA_DIR: cannot lock ${join(dataDir, "inboxd.lock")}: ${(error as Error).message}`);
-    throw new DataDirLockedError(`another inboxd is already running on data dir ${dataDir} (its lock ${join(dataDir, "inboxd.lock")} is held)`);
+    if ((error as { code?: string }).code !== "SQLITE_BUSY") throw new ConfigError(`INBOXD_DATA_DIR: cannot lock ${path}: ${(error as Error).message}`);
+    throw new DataDirLockedError(`another inboxd is already running on data dir ${dataDir} (its lock ${path} is held)`);
   }
   return lock;
 }
 
-/** The data dir exists (made if missing), is a directory, and this user may write in it. */
+/** The data dir exists (made mode 0700 if missing, whatever the umask), is a directory, and this user may write in it. */
 export function prepareDataDir(dataDir: string): void {
+  let made: string | undefined;
   try {
-    mkdirSync(dataDir, { recursive: true });
+    made = mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     if (!statSync(dataDir).isDirectory()) throw new Error("it is not a directory");
-    accessSync(dataDir, constants.W_OK | constants.X_OK);
   } catch (error) {
     const reason = (error as { code?: string }).code === "EEXIST" || (error as { code?: string }).code === "ENOTDIR" ? "it is not a directory" : (error as Error).message;
     throw new ConfigError(`INBOXD_DATA_DIR: cannot use ${dataDir}: ${reason}`);
   }
+  if (made) chmodSync(dataDir, 0o700);
+  try {
+    accessSync(dataDir, constants.W_OK | constants.X_OK);
+  } catch {
+    throw new ConfigError(`INBOXD_DATA_DIR: ${dataDir} is not writable by this user`);
+  }
 }
 
-export function openDatabase(dataDir: string): OpenedDatabase {
+export function openDatabase(dataDir: string, options: { quickCheckWaitMs?: number } = {}): OpenedDatabase {
   prepareDataDir(dataDir);
   const lock = holdDataDirLock(dataDir);
-  const sqlite = new Database(join(dataDir, "inboxd.db"), { create: true, strict: true });
-  // WAL first: the other pragmas then apply to a database that readers and the writer share.
-  sqlite.exec("PRAGMA journal_mode = WAL");
-  // FULL: a commit is on disk before the 250/201 that follows it (never lose accepted mail).
-  sqlite.exec("PRAGMA synchronous = FULL");
-  sqlite.exec("PRAGMA foreign_keys = ON");
-  sqlite.exec("PRAGMA busy_timeout = 5000");
-  sqlite.exec("PRAGMA temp_store = MEMORY");
-  // 64 MiB of page cache (SQLite's default is 2 MiB): the id, inbox and queue indexes a busy
-  // server reads on every message stay in memory, instead of being read again from the file and
-  // looked up in the WAL. It grows only as pages are read.
-  sqlite.exec("PRAGMA cache_size = -65536");
-  // The WAL file is reused after each checkpoint that empties it; past this size it is also
-  // truncated then, so that one long burst of mail does not hold its disk space for good.
-  sqlite.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
-  return {
-    sqlite,
-    close() {
-      sqlite.close();
-      lock.close();
-    },
-  };
+  const path = join(dataDir, "inboxd.db");
+  let sqlite: Database | undefined;
+  try {
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) requireWritable(file);
+    if (existsSync(path)) refuseForeignFile(path);
+    else refuseOverInstallation(dataDir, `${path} is missing`);
+    sqlite = new Database(path, { create: true, strict: true });
+    // Before the first read: a checkpoint or a reader elsewhere may hold a lock for a moment.
+    sqlite.exec("PRAGMA busy_timeout = 5000");
+    // Before anything writes (the WAL pragma writes an empty file's header): a refused file stays as it was.
+    const tables = sqlite.query<{ name: string }, []>("SELECT name FROM sqlite_schema WHERE type = 'table'").all().map((row) => row.name);
+    if (tables.length === 0) refuseOverInstallation(dataDir, `${path} is empty`);
+    else if (!tables.includes("schema_migrations")) throw new ConfigError(`INBOXD_DATA_DIR: ${path} is another program's SQLite database (it has no schema_migrations table): inboxd does not start over it; move it away, or restore a backup of this installation (inboxd restore FILE --force)`);
+    // SQLite makes new -wal and -shm files with the database file's mode, whatever the umask.
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(file)) ownerOnly(file);
+    // WAL first: the other pragmas then apply to a database that readers and the writer share.
+    sqlite.exec("PRAGMA journal_mode = WAL");
+    // FULL: a commit is on disk before the 250/201 that follows it (never lose accepted mail).
+    sqlite.exec("PRAGMA synchronous = FULL");
+    sqlite.exec("PRAGMA foreign_keys = ON");
+    sqlite.exec("PRAGMA temp_store = MEMORY");
+    // 64 MiB of page cache (SQLite's default is 2 MiB): the id, inbox and queue indexes a busy
+    // server reads on every message stay in memory, instead of being read again from the file and
+    // looked up in the WAL. It grows only as pages are read.
+    sqlite.exec("PRAGMA cache_size = -65536");
+    // The WAL file is reused after each checkpoint that empties it; past this size it is also
+    // truncated then, so that one long burst of mail does not hold its disk space for good.
+    sqlite.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
+    const unfinishedCheck = tables.length === 0 ? undefined : quickCheck(path, options.quickCheckWaitMs ?? QUICK_CHECK_WAIT_MS);
+    const opened = sqlite;
+    return {
+      sqlite: opened,
+      unfinishedCheck,
+      close() {
+        opened.close();
+        lock.close();
+      },
+    };
+  } catch (error) {
+    sqlite?.close();
+    lock.close();
+    const code = (error as { code?: string }).code;
+    if (code === "SQLITE_CORRUPT" || code === "SQLITE_NOTADB") throw damaged(path, (error as Error).message);
+    throw error;
+  }
 }
+
+/** The refusal of a damaged database: one line, pointing to the way back. */
+const damaged = (path: string, finding: string) =>
+  new ConfigError(`INBOXD_DATA_DIR: ${path} is damaged (${finding.replace(/\s*\n\s*/g, "; ")}): inboxd does not start on it; restore the last backup (inboxd restore FILE --force, see "Backups and upgrades" in the README)`);
+
+/** Refuses a missing or empty database where an installation has run: starting afresh would replace its keys and lose its mail. */
+function refuseOverInstallation(dataDir: string, what: string): void {
+  const found = INSTALLATION_FILES.filter((name) => existsSync(join(dataDir, name)));
+  if (found.length) throw new ConfigError(`INBOXD_DATA_DIR: ${what}, but ${dataDir} holds an installation that has run (${found.join(", ")}): inboxd does not start a new one over it; restore a backup (inboxd restore FILE --force), or empty the data dir to start afresh`);
+}
+
+/** A file that is not SQLite at all, refused before SQLite writes its header over the first bytes of it. */
+function refuseForeignFile(path: string): void {
+  const header = Buffer.alloc(SQLITE_HEADER.length);
+  const fd = openSync(path, "r");
+  let length: number;
+  try {
+    length = readSync(fd, header, 0, header.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (length > 0 && header.toString("latin1", 0, length) !== SQLITE_HEADER) throw new ConfigError(`INBOXD_DATA_DIR: ${path} is not an SQLite database: inboxd does not start over it; move it away, or restore a backup of this installation (inboxd restore FILE --force)`);
+}
+
+/** A file this user may not write (made by another user, or read-only) is named, rather than failing later in SQLite's words. */
+function requireWritable(path: string): void {
+  try {
+    accessSync(path, constants.W_OK);
+  } catch (error) {
+    if ((error as { code?: string }).code !== "ENOENT") throw new ConfigError(`INBOXD_DATA_DIR: ${path} is not writable by this user`);
+  }
+}
+
+/** Mode 0600 for a file of the data dir that this process may have just made under a looser umask. */
+function ownerOnly(path: string): void {
+  if (statSync(path).mode & 0o077) chmodSync(path, 0o600);
+}
+
+/**
+ * `PRAGMA quick_check` on a thread of its own, so that the start waits for it at most `waitMs`:
+ * it reads every page, which took 2 s for a 1.3 GB database in the page cache and 32 s from a
+ * cold disk. Damage found in time is refused here; a check that outlasts the wait goes on and
+ * settles the returned promise. Its source is inline: a worker file would have to be one more
+ * entry point of the compiled executable.
+ */
+function quickCheck(path: string, waitMs: number): Promise<string> | undefined {
+  const shared = new SharedArrayBuffer(8 + 4096);
+  quickCheckWorkerUrl ??= URL.createObjectURL(new Blob([QUICK_CHECK_WORKER], { type: "application/javascript" }));
+  const worker = new Worker(quickCheckWorkerUrl);
+  worker.postMessage({ path, shared });
+  const done = new Int32Array(shared, 0, 2);
+  Atomics.wait(done, 0, 0, waitMs);
+  if (Atomics.load(done, 0) === 1) {
+    worker.terminate();
+    const finding = new TextDecoder().decode(new Uint8Array(shared, 8, done[1]));
+    if (finding !== "ok") throw damaged(path, finding);
+    return undefined;
+  }
+  // It finishes beside the server (a WAL reader neither waits for the writer nor holds it up),
+  // and must not keep a process that is stopping alive.
+  worker.unref();
+  return new Promise((resolve) => {
+    worker.onmessage = ({ data }: MessageEvent<string>) => {
+      resolve(data);
+      worker.terminate();
+    };
+    worker.onerror = (event) => resolve(`the check itself failed: ${event.message}`);
+  });
+}
+
+let quickCheckWorkerUrl: string | undefined;
+
+/** The quick_check thread: its finding goes to shared memory (for a start that waits) and as a message (for one that did not). */
+const QUICK_CHECK_WORKER = `
+import { Database } from "bun:sqlite";
+self.onmessage = ({ data: { path, shared } }) => {
+  let finding;
+  try {
+    const sqlite = new Database(path, { readonly: true });
+    try {
+      finding = sqlite.query("PRAGMA quick_check(1)").get().quick_check;
+    } finally {
+      sqlite.close();
+    }
+  } catch (error) {
+    finding = error.message;
+  }
+  const bytes = new TextEncoder().encode(finding).subarray(0, shared.byteLength - 8);
+  new Uint8Array(shared, 8).set(bytes);
+  const done = new Int32Array(shared, 0, 2);
+  done[1] = bytes.length;
+  Atomics.store(done, 0, 1);
+  Atomics.notify(done, 0);
+  self.postMessage(finding);
+};
+`;
 
 /**
  * Runs `commit` (a whole transaction) with `synchronous = NORMAL`: in WAL mode its COMMIT then

@@ -2,26 +2,28 @@
 import { and, asc, eq } from "drizzle-orm";
 import { dkimKeys } from "../db/schema";
 import type { Db } from "./db";
+import type { SecretBox } from "./secrets";
 
 export type DkimKeyRow = typeof dkimKeys.$inferSelect;
 export type DkimKeyStatus = DkimKeyRow["status"];
 
-export const dkimKeysStore = (db: Db) => {
+export const dkimKeysStore = (db: Db, secrets: SecretBox) => {
+  const opened = (rows: DkimKeyRow[]) => rows.map((row) => ({ ...row, privateKeyPem: secrets.open(row.privateKeyPem) }));
   // Asked for every outgoing message (outbound/signing.ts): prepared once, and the ids alone are
   // cheap to compare with the keys the signer holds, without reading the private keys again (and
   // sorted here rather than by an ORDER BY: see row-reader.ts).
   const activeIds = db.$client.query<{ id: string }, [string]>("SELECT id FROM dkim_keys WHERE domain = ?1 AND status = 'active'");
   return {
     insert(rows: DkimKeyRow[]) {
-      if (rows.length) db.insert(dkimKeys).values(rows).run();
+      if (rows.length) db.insert(dkimKeys).values(rows.map((row) => ({ ...row, privateKeyPem: secrets.seal(row.privateKeyPem) }))).run();
     },
     /** Every key of a domain, oldest first: what its DNS must publish. */
     forDomain(domain: string): DkimKeyRow[] {
-      return db.select().from(dkimKeys).where(eq(dkimKeys.domain, domain)).orderBy(asc(dkimKeys.createdAt), asc(dkimKeys.selector)).all();
+      return opened(db.select().from(dkimKeys).where(eq(dkimKeys.domain, domain)).orderBy(asc(dkimKeys.createdAt), asc(dkimKeys.selector)).all());
     },
     /** The keys that sign mail from a domain now. */
     activeForDomain(domain: string): DkimKeyRow[] {
-      return db.select().from(dkimKeys).where(and(eq(dkimKeys.domain, domain), eq(dkimKeys.status, "active"))).orderBy(asc(dkimKeys.algorithm), asc(dkimKeys.id)).all();
+      return opened(db.select().from(dkimKeys).where(and(eq(dkimKeys.domain, domain), eq(dkimKeys.status, "active"))).orderBy(asc(dkimKeys.algorithm), asc(dkimKeys.id)).all());
     },
     /** The ids of activeForDomain, sorted. */
     activeIdsForDomain(domain: string): string[] {

@@ -19,12 +19,19 @@ import { webhooksStore } from "./webhooks";
 import { messageSearchStore } from "./message-search";
 import { messagesStore } from "./messages";
 import { searchIndexStore } from "./search-index";
+import { keylessBox, type SecretBox } from "./secrets";
 import { sendWindowsStore } from "./send-windows";
 import { suppressionsStore } from "./suppressions";
 import { threadsStore } from "./threads";
 
-export function createStore(sqlite: Database, options: { onCommitted?: (seconds: number) => void } = {}) {
+/**
+ * `secrets` seals webhook secrets and DKIM private keys as they are written and opens them as they
+ * are read (./secrets); without it, as for the read-only look-ups of `inboxd dns` and `inboxd
+ * doctor`, they are read as stored and cannot be written.
+ */
+export function createStore(sqlite: Database, options: { secrets?: SecretBox; onCommitted?: (seconds: number) => void } = {}) {
   const db = drizzleOf(sqlite);
+  const secrets = options.secrets ?? keylessBox;
   const searchIndex = searchIndexStore(sqlite);
   return {
     sqlite,
@@ -46,13 +53,13 @@ export function createStore(sqlite: Database, options: { onCommitted?: (seconds:
     transactionBatched: groupCommit(sqlite, { beforeCommit: searchIndex.catchUp, onCommitted: options.onCommitted }),
     accounts: accountsStore(db),
     deliveries: deliveriesStore(db),
-    dkimKeys: dkimKeysStore(db),
+    dkimKeys: dkimKeysStore(db, secrets),
     domains: domainsStore(db),
     events: eventsStore(db),
     inboxes: inboxesStore(db),
     loginThrottles: loginThrottlesStore(db),
-    webhooks: webhooksStore(db),
-    webhookQueue: webhookQueueStore(db),
+    webhooks: webhooksStore(db, secrets),
+    webhookQueue: webhookQueueStore(db, secrets),
     messages: messagesStore(db),
     messageSearch: messageSearchStore(db),
     sendWindows: sendWindowsStore(db),

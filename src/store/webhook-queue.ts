@@ -5,6 +5,7 @@
  */
 import type { Db } from "./db";
 import type { QueueBacklog } from "./deliveries";
+import type { SecretBox } from "./secrets";
 
 /** A delivery that is due, with what sending it needs: endpoint, secret and the event. */
 export interface DueDelivery {
@@ -49,7 +50,7 @@ export interface AttemptOutcome {
   nextAttemptAt: number | null;
 }
 
-export const webhookQueueStore = (db: Db) => {
+export const webhookQueueStore = (db: Db, secrets: SecretBox) => {
   const sqlite = db.$client;
   // Ordered by due time, then creation order: events to one webhook that are due together go in
   // the order they happened. Deliveries to URLs already at their claim limit are skipped
@@ -96,7 +97,9 @@ export const webhookQueueStore = (db: Db) => {
     /** Webhook deliveries still to be tried, and when the oldest was queued. */
     backlog: (): QueueBacklog => backlog.get()!,
     due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): DueDelivery[] {
-      return due.all(now, JSON.stringify(skipUrls), JSON.stringify(skipDeliveryIds), limit);
+      const rows = due.all(now, JSON.stringify(skipUrls), JSON.stringify(skipDeliveryIds), limit);
+      for (const row of rows) row.secret = secrets.open(row.secret);
+      return rows;
     },
     /** Written before the requests go out, so a crash mid-try cannot cause a hot retry loop. */
     recordAttempts(attempts: ClaimedAttempt[]) {

@@ -5,6 +5,7 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import { events, webhookAttempts, webhookDeliveries, webhooks } from "../db/schema";
 import type { Db } from "./db";
+import type { SecretBox } from "./secrets";
 
 export type WebhookRow = typeof webhooks.$inferSelect;
 export type WebhookChanges = Partial<Pick<WebhookRow, "url" | "events" | "enabled" | "disabledReason" | "firstFailureAt">>;
@@ -17,7 +18,8 @@ export type AttemptWithEvent = { attempt: AttemptRow; event: EventRow };
 /** The test endpoint's events carry this id prefix, which the fan-out trigger skips (0070_webhooks.sql). */
 export const testEventIdPrefix = "evt_test_";
 
-export const webhooksStore = (db: Db) => {
+export const webhooksStore = (db: Db, secrets: SecretBox) => {
+  const opened = <T extends WebhookRow | undefined>(row: T): T => (row ? { ...row, secret: secrets.open(row.secret) } : row);
   /** A new delivery of an event, due at `now`: attempts count from 1. */
   const queueDelivery = (webhookId: string, eventId: string, now: number) => {
     db.insert(webhookDeliveries).values({ webhookId, eventId, status: "pending", attempts: 0, nextAttemptAt: now, createdAt: now, updatedAt: now }).run();
@@ -25,16 +27,16 @@ export const webhooksStore = (db: Db) => {
   return {
     queueDelivery,
     insert(row: WebhookRow) {
-      db.insert(webhooks).values(row).run();
+      db.insert(webhooks).values({ ...row, secret: secrets.seal(row.secret) }).run();
     },
     find(organizationId: string, id: string): WebhookRow | undefined {
-      return db.select().from(webhooks).where(and(eq(webhooks.organizationId, organizationId), eq(webhooks.id, id))).get();
+      return opened(db.select().from(webhooks).where(and(eq(webhooks.organizationId, organizationId), eq(webhooks.id, id))).get());
     },
     list(organizationId: string, page: number, per: number): WebhookRow[] {
-      return db.select().from(webhooks).where(eq(webhooks.organizationId, organizationId)).orderBy(desc(webhooks.createdAt), desc(webhooks.id)).limit(per).offset((page - 1) * per).all();
+      return db.select().from(webhooks).where(eq(webhooks.organizationId, organizationId)).orderBy(desc(webhooks.createdAt), desc(webhooks.id)).limit(per).offset((page - 1) * per).all().map(opened);
     },
     update(id: string, changes: WebhookChanges, now: number): WebhookRow {
-      return db.update(webhooks).set({ ...changes, updatedAt: now }).where(eq(webhooks.id, id)).returning().get()!;
+      return opened(db.update(webhooks).set({ ...changes, updatedAt: now }).where(eq(webhooks.id, id)).returning().get()!);
     },
     /** Its deliveries and attempts go with it (ON DELETE CASCADE). */
     delete(id: string) {
