@@ -1,9 +1,12 @@
 /** The running App: configuration, database, log and clock, shared by every part. */
+import { resolve } from "node:path";
 import { Clock } from "./clock";
 import type { Config } from "./config";
-import { openDatabase } from "./db/open";
+import { openDatabase, QUICK_CHECK_WAIT_MS } from "./db/open";
 import { migrate } from "./db/migrate";
+import { openSecrets } from "./db/secret-key";
 import { createLogger, type Logger } from "./log";
+import { inFlightBudget, type InFlightBudget } from "./memory/in-flight";
 import { createMetrics, type Metrics } from "./metrics/metrics";
 import { createStore, type Store } from "./store";
 
@@ -13,6 +16,8 @@ export interface App {
   clock: Clock;
   store: Store;
   metrics: Metrics;
+  /** Message bytes in flight across SMTP and HTTP (INBOXD_MESSAGE_MEMORY_MB). */
+  messageMemory: InFlightBudget;
   close(): void;
 }
 
@@ -20,16 +25,28 @@ export function openApp(config: Config, options: { clock?: Clock; log?: Logger; 
   const clock = options.clock ?? new Clock();
   const log = options.log ?? createLogger(config.logFormat, config.logLevel);
   const database = openDatabase(config.dataDir);
+  let secrets: ReturnType<typeof openSecrets>;
   try {
     const applied = migrate(database.sqlite, clock.now());
     if (applied.length) log.info("migrations applied", { versions: applied.join(",") });
     options.onMigrated?.(applied);
+    secrets = openSecrets(config, database.sqlite, clock.now());
+    if (secrets.sealedNow) log.info("secrets stored in the clear are now sealed", { count: secrets.sealedNow });
   } catch (e) {
     database.close();
     throw e;
   }
+  if (database.unfinishedCheck) {
+    const path = resolve(config.dataDir, "inboxd.db");
+    log.warn("the database check (PRAGMA quick_check) did not finish in time: started without it; it goes on, and its outcome follows", { database: path, waitedMs: QUICK_CHECK_WAIT_MS });
+    void database.unfinishedCheck.then((finding) => {
+      if (finding === "ok") log.info("the database check finished: no damage", { database: path });
+      else log.error("the database check found damage: stop inboxd and restore the last backup (inboxd restore FILE --force)", { database: path, finding });
+    });
+  }
   // The store reports commit times to the metrics, which read the queues' backlog from the store.
-  const store = createStore(database.sqlite, { onCommitted: (seconds) => metrics.commitDuration.observe(seconds) });
-  const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), now: () => clock.now() });
-  return { config, log, clock, store, metrics, close: () => database.close() };
+  const store = createStore(database.sqlite, { secrets: secrets.box, onCommitted: (seconds) => metrics.commitDuration.observe(seconds) });
+  const messageMemory = inFlightBudget(config.messageMemoryMb * 1024 * 1024);
+  const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), messageBytesInFlight: () => messageMemory.inUse(), now: () => clock.now() });
+  return { config, log, clock, store, metrics, messageMemory, close: () => database.close() };
 }

@@ -4,6 +4,7 @@ import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import type { App } from "../app";
 import { parseJsonBody } from "./body";
+import { messageMemoryGuard } from "./message-memory";
 import { toErrorReply } from "./errors";
 import { apiKeyRoutes } from "./routes/api-keys";
 import { authRoutes } from "./routes/auth";
@@ -27,6 +28,7 @@ export function createHttpApp(app: App) {
   const hasBodySchema = (method: string, path: string) => http.routes.some((route) => route.method === method && route.path === path && route.hooks.body !== undefined);
   return http
     .use(requestLog(app))
+    .use(messageMemoryGuard(app))
     .use(
       cors({
         origin: "*",

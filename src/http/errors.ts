@@ -12,6 +12,7 @@ const statusOf: Record<ErrorKind, number> = {
   too_large: 413,
   invalid: 422,
   rate_limited: 429,
+  unavailable: 503,
 };
 
 export interface ErrorReply {

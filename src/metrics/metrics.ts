@@ -7,8 +7,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { QueueBacklog } from "../store/deliveries";
 
-/** What the gauges read at each scrape: the persisted queues' backlog, and the time now. */
-export type MetricSources = { outboundBacklog: () => QueueBacklog; webhookBacklog: () => QueueBacklog; now: () => number };
+/** What the gauges read at each scrape: the persisted queues' backlog, the message memory in use, and the time now. */
+export type MetricSources = { outboundBacklog: () => QueueBacklog; webhookBacklog: () => QueueBacklog; messageBytesInFlight: () => number; now: () => number };
 
 const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -37,12 +37,22 @@ export function createMetrics(sources: MetricSources) {
   };
   backlogGauges("outbound", (s) => s.outboundBacklog());
   backlogGauges("webhook", (s) => s.webhookBacklog());
+  new Gauge({
+    name: "inboxd_message_bytes_in_flight",
+    help: "message bytes being received, analysed and stored now, against INBOXD_MESSAGE_MEMORY_MB",
+    registers,
+    collect() {
+      this.set(sources.messageBytesInFlight());
+    },
+  });
 
   return {
     registry,
     httpRequests: new Counter({ name: "inboxd_http_requests_total", help: "HTTP requests answered, by route pattern and status", labelNames: ["method", "route", "status"] as const, registers }),
     httpDuration: new Histogram({ name: "inboxd_http_request_duration_seconds", help: "time to answer an HTTP request", labelNames: ["method", "route"] as const, buckets: LATENCY_BUCKETS, registers }),
     smtpConnections: new Counter({ name: "inboxd_smtp_connections_total", help: "inbound SMTP connections accepted", registers }),
+    /** Messages and requests told to try later because the message memory was spent. */
+    memoryDeferrals: new Counter({ name: "inboxd_memory_deferrals_total", help: "SMTP messages (452) and HTTP requests (503) told to try later because INBOXD_MESSAGE_MEMORY_MB was spent", labelNames: ["protocol"] as const, registers }),
     smtpMessages: new Counter({ name: "inboxd_smtp_messages_total", help: "inbound messages by outcome (accepted, or the reply code that refused them)", labelNames: ["outcome"] as const, registers }),
     deliveryAttempts: new Counter({ name: "inboxd_delivery_attempts_total", help: "outbound delivery outcomes per recipient: delivered, deferred, bounced, rejected", labelNames: ["outcome"] as const, registers }),
     webhookAttempts: new Counter({ name: "inboxd_webhook_attempts_total", help: "webhook tries by outcome: succeeded, retry, failed", labelNames: ["outcome"] as const, registers }),

@@ -1,9 +1,12 @@
 // Runs the analysis of received messages (parsing and authentication, ./analyze) on worker
 // threads, so that the event loop keeps serving SMTP sessions and committing while other cores
 // parse. With no workers configured, or where they cannot start, it runs on the main thread.
+// Each analysis has a deadline: past it the message is refused (451) and, on a worker, the thread
+// is replaced, so that no one message can hold a thread however it was crafted. The bytes of a
+// message move to the worker and back without copies (transferred ArrayBuffers).
 import type { Logger } from "../log";
 import { analyzeMessage, type Analysis, type AnalysisSettings } from "./analyze";
-import { analysisResolver, revivedAnalysis, type WorkerReply, type WorkerRequest } from "./analysis-protocol";
+import { analysisResolver, revivedAnalysis, transferable, type WorkerReply, type WorkerRequest } from "./analysis-protocol";
 import type { SmtpIdentity } from "./authenticate";
 
 export interface AnalysisPool {
@@ -17,7 +20,14 @@ export interface AnalysisPoolOptions {
   workers: number;
   authservId: string;
   dnsServers: string[];
+  /** INBOXD_SMTP_ANALYSIS_TIMEOUT_MS */
+  timeoutMs: number;
   log: Logger;
+}
+
+/** An analysis that did not end by its deadline. */
+export class AnalysisTimeoutError extends Error {
+  override readonly name = "AnalysisTimeoutError";
 }
 
 // In the single executable every module has the executable's URL, and the worker, a second
@@ -28,7 +38,13 @@ export function createAnalysisPool(options: AnalysisPoolOptions): AnalysisPool {
   let settings: AnalysisSettings | undefined;
   const analyzeHere = (raw: Buffer, identity: SmtpIdentity) => {
     settings ??= { authservId: options.authservId, resolver: analysisResolver(options.dnsServers) };
-    return analyzeMessage(raw, identity, settings);
+    // On the main thread nothing can stop the work itself; the deadline still frees the session.
+    return new Promise<Analysis>((resolve, reject) => {
+      const timer = setTimeout(() => reject(overDeadline(options.timeoutMs)), options.timeoutMs);
+      analyzeMessage(raw, identity, settings!)
+        .then(resolve, reject)
+        .finally(() => clearTimeout(timer));
+    });
   };
   const workers: AnalysisWorker[] = [];
   const unusable = (worker: AnalysisWorker) => {
@@ -49,13 +65,16 @@ export function createAnalysisPool(options: AnalysisPoolOptions): AnalysisPool {
   };
 }
 
-type Job = { raw: Buffer; identity: SmtpIdentity; resolve: (analysis: Analysis) => void; reject: (error: Error) => void };
+const overDeadline = (timeoutMs: number) => new AnalysisTimeoutError(`its analysis took longer than ${timeoutMs} ms`);
+
+type Job = { raw: Buffer; identity: SmtpIdentity; resolve: (analysis: Analysis) => void; reject: (error: Error) => void; deadline: Timer };
 type Analyze = (raw: Buffer, identity: SmtpIdentity) => Promise<Analysis>;
 
 /**
- * One worker thread. If it exits once it was ready, its pending analyses fail (the sessions
- * answer 451) and a new one starts; if it exits before it was ever ready (it could not load), the
- * pool gives up on it and its pending analyses run on the main thread instead.
+ * One worker thread. If it exits once it was ready, or an analysis on it passes its deadline, its
+ * pending analyses fail (the sessions answer 451) and a new one starts; if it exits before it was
+ * ever ready (it could not load), the pool gives up on it and its pending analyses run on the main
+ * thread instead.
  */
 class AnalysisWorker {
   private worker!: Worker;
@@ -79,8 +98,10 @@ class AnalysisWorker {
   analyze(raw: Buffer, identity: SmtpIdentity): Promise<Analysis> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { raw, identity, resolve, reject });
-      this.post({ type: "analyze", id, raw, identity });
+      const deadline = setTimeout(() => this.overDeadline(id), this.options.timeoutMs);
+      this.pending.set(id, { raw, identity, resolve, reject, deadline });
+      // Until the thread has shown that it loads, the bytes are copied: the main thread may yet need them.
+      this.post({ type: "analyze", id, raw, identity }, this.ready ? transferable([raw]) : []);
     });
   }
 
@@ -90,19 +111,21 @@ class AnalysisWorker {
   }
 
   private start(): void {
-    this.worker = new Worker(workerUrl);
+    const worker = new Worker(workerUrl);
+    this.worker = worker;
+    this.ready = false;
     // The workers never keep the process alive by themselves: the SMTP listener does.
-    this.worker.unref();
-    this.worker.onmessage = ({ data: reply }: MessageEvent<WorkerReply>) => this.settle(reply);
-    this.worker.onerror = (event) => this.options.log.error("smtp analysis worker error", { error: event.message });
-    this.worker.addEventListener("close", () => this.exited());
+    worker.unref();
+    worker.onmessage = ({ data: reply }: MessageEvent<WorkerReply>) => this.settle(reply);
+    worker.onerror = (event) => this.options.log.error("smtp analysis worker error", { error: event.message });
+    // A replaced thread's exit is old news.
+    worker.addEventListener("close", () => worker === this.worker && this.exited());
     this.post({ type: "init", authservId: this.options.authservId, dnsServers: this.options.dnsServers });
   }
 
   private exited(): void {
     if (this.closed) return;
-    const jobs = [...this.pending.values()];
-    this.pending.clear();
+    const jobs = this.takePending();
     if (!this.ready) {
       this.closed = true;
       this.onUnusable(this);
@@ -115,8 +138,29 @@ class AnalysisWorker {
     this.start();
   }
 
-  private post(request: WorkerRequest): void {
-    this.worker.postMessage(request);
+  /** The one way to stop work already running on the thread is to end the thread. */
+  private overDeadline(id: number): void {
+    const job = this.pending.get(id);
+    if (!job || this.closed) return;
+    this.options.log.warn("smtp analysis over its deadline; replacing its thread", { timeoutMs: this.options.timeoutMs, others: this.pending.size - 1 });
+    const old = this.worker;
+    const jobs = this.takePending();
+    this.start();
+    old.terminate();
+    job.reject(overDeadline(this.options.timeoutMs));
+    const replaced = new Error("the analysis thread was replaced");
+    for (const other of jobs) if (other !== job) other.reject(replaced);
+  }
+
+  private takePending(): Job[] {
+    const jobs = [...this.pending.values()];
+    for (const job of jobs) clearTimeout(job.deadline);
+    this.pending.clear();
+    return jobs;
+  }
+
+  private post(request: WorkerRequest, transfer: ArrayBuffer[] = []): void {
+    this.worker.postMessage(request, transfer);
   }
 
   private settle(reply: WorkerReply): void {
@@ -127,6 +171,7 @@ class AnalysisWorker {
     const job = this.pending.get(reply.id);
     if (!job) return;
     this.pending.delete(reply.id);
+    clearTimeout(job.deadline);
     if ("analysis" in reply) job.resolve(revivedAnalysis(reply.analysis));
     else job.reject(Object.assign(new Error(reply.error.message), { name: reply.error.name }));
   }

@@ -1,7 +1,7 @@
 // Entry point of an analysis worker thread: parses and authenticates the messages the SMTP server
 // hands it (./analysis-pool), so that this work runs beside the event loop, on another core.
 import { analyzeMessage, type AnalysisSettings } from "./analyze";
-import { analysisResolver, asBuffer, type WorkerReply, type WorkerRequest } from "./analysis-protocol";
+import { analysisResolver, asBuffer, transferable, type WorkerReply, type WorkerRequest } from "./analysis-protocol";
 
 declare const self: Worker;
 
@@ -19,5 +19,6 @@ self.onmessage = async ({ data: request }: MessageEvent<WorkerRequest>) => {
   } catch (error) {
     reply = { id: request.id, error: { name: (error as Error).name, message: (error as Error).message } };
   }
-  self.postMessage(reply);
+  // The message and its attachments go back without copies: this thread is done with them.
+  self.postMessage(reply, "analysis" in reply ? transferable([reply.analysis.raw, ...reply.analysis.parsed.attachments.map((attachment) => attachment.content)]) : []);
 };

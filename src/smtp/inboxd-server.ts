@@ -1,9 +1,9 @@
 // smtp-server with the connection rules inboxd needs and the library does not offer as options:
 // a configurable greeting delay (3.21.6 hard-codes 100 ms), connection caps per client address,
-// a deadline for the message data, command lines that end in CRLF only, and replies that carry
-// their own enhanced status code. Each is an override of one method of the pinned version's
-// classes (smtp-server 3.21.6 ships their types), so no patch of node_modules is needed and
-// `npm install` builds the same server as `bun install`.
+// deadlines for the message data, for each command line and for the whole session, command lines
+// that end in CRLF only, and replies that carry their own enhanced status code. Each is an override
+// of methods of the pinned version's classes (smtp-server 3.21.6 ships their types), so no patch
+// of node_modules is needed and `npm install` builds the same server as `bun install`.
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { SMTPServer, type SMTPServerOptions } from "smtp-server";
@@ -21,6 +21,17 @@ export interface ConnectionRules {
   maxConnectionsPerIp: number;
   /** How long the message data may take to arrive once DATA was accepted: the slow-client bound. */
   dataTimeoutMs: number;
+  /**
+   * How long one command line may take to arrive, from its first byte to its CRLF. The idle
+   * timeout (socketTimeout) restarts on every byte, so without this a client trickling a byte
+   * now and then would hold the connection for as long as it likes.
+   */
+  commandTimeoutMs: number;
+  /**
+   * How long one connection may last in all, from connect. When it passes, the session is closed
+   * with 421; a message (or any command) under way gets its reply first.
+   */
+  sessionTimeoutMs: number;
 }
 
 // RFC 3463 §2: class.subject.detail at the start of a reply text.
@@ -52,6 +63,11 @@ export class InboxdSmtpServer extends SMTPServer {
     return this.connections.size;
   }
 
+  /** Sends 421 with `text` to one session, which closes it whatever it was doing. */
+  closeConnection(sessionId: string, text: string): void {
+    for (const connection of this.connections) if (connection.id === sessionId) connection.send(421, text);
+  }
+
   closeAllConnections(): void {
     for (const connection of this.connections) connection.send(421, SHUTTING_DOWN);
   }
@@ -59,9 +75,16 @@ export class InboxdSmtpServer extends SMTPServer {
 
 class InboxdConnection extends SMTPConnection {
   declare _server: InboxdSmtpServer;
+  /** Armed while a command line is under way: from its first byte until its line break. */
+  private commandTimer: ReturnType<typeof setTimeout> | undefined;
+  private sessionTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The session limit passed while a reply was owed: the connection closes right after that reply. */
+  private closeAfterReply = false;
 
   /** Refuses a connection over the caps at once, then greets after the configured delay. */
   override init(): void {
+    this.sessionTimer = setTimeout(() => this.sessionTimeUp(), this._server.rules.sessionTimeoutMs);
+    this.sessionTimer.unref();
     this._setListeners(() => {
       const refusal = this.admissionRefusal();
       if (refusal) return this.send(421, refusal);
@@ -80,15 +103,87 @@ class InboxdConnection extends SMTPConnection {
     return undefined;
   }
 
-  /** A reply text that starts with an enhanced status code (RFC 2034) keeps it instead of the library's default for the reply code. */
+  /**
+   * A reply text that starts with an enhanced status code (RFC 2034) keeps it instead of the library's default for the reply code.
+   * Once the session limit has passed, the reply that was owed is followed by the 421 that closes the connection.
+   */
   override send(code: number, data?: string | string[] | null, context?: string | false): void {
     super.send(code, data, typeof data === "string" && ENHANCED_STATUS.test(data) ? false : context);
+    // 354 only invites the message data; the reply to the message comes after it. The library
+    // calls _resetSession() and resumes the parser after this returns, by which time the parser
+    // is closed, so nothing the client pipelined after the message runs.
+    if (this.closeAfterReply && code !== 421 && code !== 354 && !this._closing && !this._closed) {
+      this.closeAfterReply = false;
+      this.send(421, this.sessionLimitText());
+    }
   }
 
-  /** The library's parser wiring, with a parser that accepts command lines ending in CRLF only. */
+  override close(): void {
+    this.clearTimers();
+    super.close();
+  }
+
+  /** The socket closed, whoever closed it (after STARTTLS the TLS socket's close lands here too). */
+  override _onClose(): void {
+    this.clearTimers();
+    super._onClose();
+  }
+
+  private clearTimers(): void {
+    clearTimeout(this.commandTimer);
+    clearTimeout(this.sessionTimer);
+    this.commandTimer = this.sessionTimer = undefined;
+  }
+
+  // RFC 5321 §4.5.3.2 has the server wait a bounded time for each command (§4.5.3.2.7 suggests
+  // 5 minutes). The library's idle timeout is a socket timeout that any byte restarts, so it only
+  // covers the silence before a command's first byte (and after the last reply); this deadline
+  // runs from a command line's first byte to its line break, however slowly the bytes come.
+  // The message data has a deadline of its own (handler_DATA).
+  private commandLineStarted(): void {
+    if (this.commandTimer || this._closing || this._closed) return;
+    this.commandTimer = setTimeout(() => {
+      this.commandTimer = undefined;
+      if (this._closing || this._closed) return;
+      this.send(421, `4.4.2 ${this.name} Timeout: the command line took too long to arrive, closing connection`);
+    }, this._server.rules.commandTimeoutMs);
+    this.commandTimer.unref();
+  }
+
+  private commandLineEnded(): void {
+    clearTimeout(this.commandTimer);
+    this.commandTimer = undefined;
+  }
+
+  /**
+   * The whole-session limit: a session that owes nothing is closed at once; one with a message
+   * (or any command) under way is closed right after its reply, so a message that made it in
+   * is not cut off, and a message still arriving stays under the data deadline.
+   */
+  private sessionTimeUp(): void {
+    this.sessionTimer = undefined;
+    if (this._closing || this._closed) return;
+    if (this._dataStream || this._handlerPending) {
+      this.closeAfterReply = true;
+      return;
+    }
+    this.send(421, this.sessionLimitText());
+  }
+
+  private sessionLimitText(): string {
+    return `4.4.2 ${this.name} Timeout: session time limit reached, closing connection`;
+  }
+
+  /** The library's parser wiring, with a parser that accepts command lines ending in CRLF only and reports when a command line is under way. */
   override _createParser(): SMTPStream {
-    const parser = new CrlfCommandStream({ maxCommandLength: this._server.options.maxCommandLength }, () => this.refuseBareLineBreak());
-    parser.oncommand = (command, callback) => this._onCommand(command, callback);
+    const parser = new CrlfCommandStream(
+      { maxCommandLength: this._server.options.maxCommandLength },
+      { bareLineBreak: () => this.refuseBareLineBreak(), lineStarted: () => this.commandLineStarted() },
+    );
+    parser.oncommand = (command, callback) => {
+      this.commandLineEnded();
+      this._onCommand(command, callback);
+    };
     parser.on("error", (error: Error) => this.send(421, "Error: " + error.message));
     return parser;
   }
@@ -116,21 +211,39 @@ class InboxdConnection extends SMTPConnection {
   }
 }
 
-/** smtp-server's command parser, refusing any chunk of command input with a bare CR or LF. */
+interface CommandStreamEvents {
+  /** A chunk of command input had a bare CR or LF. */
+  bareLineBreak(): void;
+  /** Command input arrived, or a partial line is left over: a command line is under way until oncommand fires. */
+  lineStarted(): void;
+}
+
+/** smtp-server's command parser, refusing any chunk of command input with a bare CR or LF, and telling when a command line is under way. */
 class CrlfCommandStream extends SMTPStream {
   constructor(
     options: SMTPStreamOptions,
-    private readonly onBareLineBreak: () => void,
+    private readonly events: CommandStreamEvents,
   ) {
     super(options);
   }
 
+  // The library parses each chunk of command input at once: complete lines go to oncommand
+  // (which may wait for its handler before the next line is looked at), and an unfinished line is
+  // kept in _remainder when the chunk is done. So a line is under way from the chunk that brings
+  // its first byte (oncommand clears that when the chunk completes lines), and again whenever a
+  // chunk leaves a partial line behind. While a handler runs, no chunk is parsed and nothing is
+  // armed: the client is not timed for the server's own slowness.
   override _write(chunk: Buffer, encoding: BufferEncoding | "buffer", next: (error?: Error | null) => void): void {
-    if (!this._dataMode && !this.isClosed && chunk.length && hasBareLineBreak(chunk, this.pendingLastByte())) {
-      this.onBareLineBreak();
+    if (this._dataMode || this.isClosed || !chunk.length) return super._write(chunk, encoding, next);
+    if (hasBareLineBreak(chunk, this.pendingLastByte())) {
+      this.events.bareLineBreak();
       return next();
     }
-    super._write(chunk, encoding, next);
+    this.events.lineStarted();
+    super._write(chunk, encoding, (error) => {
+      if (this._remainder && !this._dataMode && !this.isClosed) this.events.lineStarted();
+      next(error);
+    });
   }
 
   /** The parser keeps an unfinished line as a 'binary' string. */

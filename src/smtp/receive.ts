@@ -4,6 +4,8 @@
 import type { SMTPServerDataStream, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
 import { parseAddress } from "../mail/address";
+import { headerOverLimit } from "../mail/limits";
+import type { Reservation } from "../memory/in-flight";
 import { alreadyReceived, storeReceivedMessage } from "../messages/receive";
 import { processReturnedReport } from "../outbound/return-path";
 import type { InboxRow } from "../store/inboxes";
@@ -26,31 +28,50 @@ export interface Recipient {
 }
 
 export interface MessageData {
-  /** Complete unless oversized. */
+  /** Complete unless oversized or over the memory budget; empty then. */
   raw: Buffer;
+  /** Bytes the client sent, whether kept or not. */
+  size: number;
   oversized: boolean;
+  /** The message memory (INBOXD_MESSAGE_MEMORY_MB) was spent while it arrived: the rest was read and dropped. */
+  overBudget: boolean;
 }
 
 /**
  * Collects the data of one DATA command, keeping at most `maxSize` bytes (RFC 1870: a message
- * found larger while it arrives is refused at its end). Rejects when the connection drops first.
+ * found larger while it arrives is refused at its end, so the rest is read and dropped) and only
+ * while `memory` grants them: past that, `onMemorySpent` is told at once (reading the rest of a
+ * large message only to refuse it would cost as much CPU and garbage as keeping it). Rejects when
+ * the connection drops first.
  */
-export function readMessageData(stream: SMTPServerDataStream, maxSize: number): Promise<MessageData> {
+export function readMessageData(stream: SMTPServerDataStream, maxSize: number, memory: Reservation, onMemorySpent: () => void): Promise<MessageData> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    let chunks: Buffer[] = [];
     let size = 0;
+    let overBudget = false;
     stream.on("data", (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= maxSize) chunks.push(chunk);
+      if (size > maxSize || overBudget) return;
+      if (memory.grow(chunk.length)) return void chunks.push(chunk);
+      overBudget = true;
+      chunks = [];
+      memory.release();
+      onMemorySpent();
     });
     stream.once("end", () => {
       const oversized = stream.sizeExceeded || size > maxSize;
-      resolve({ raw: oversized ? Buffer.alloc(0) : Buffer.concat(chunks, size), oversized });
+      const kept = !oversized && !overBudget;
+      resolve({ raw: kept ? Buffer.concat(chunks, size) : Buffer.alloc(0), size, oversized, overBudget });
     });
     stream.once("error", reject);
     stream.once("close", () => reject(new Error("the connection closed before the end of the data")));
   });
 }
+
+/** RFC 1870 §6.1 452 / RFC 3463 4.3.1: a temporary shortage; the sender keeps the message and retries. */
+export const memorySpentReply = new SmtpReply(452, "4.3.1", "Too much mail in progress right now, please try again later");
+/** The same shortage found in the middle of the data: RFC 5321 §3.8 lets a server close with 421 at any time. */
+export const memorySpentClosing = "4.3.1 Too much mail in progress right now, please try again later, closing connection";
 
 const defectReplies: Record<DataDefect, SmtpReply> = {
   "bare LF": new SmtpReply(554, "5.5.2", "Bare LF in the message data is not allowed (RFC 5321 §2.3.8): possible SMTP smuggling"),
@@ -62,14 +83,18 @@ const defectReplies: Record<DataDefect, SmtpReply> = {
 export async function receiveMessage(receiver: Receiver, session: SMTPServerSession, recipients: Recipient[], data: MessageData): Promise<string> {
   const { app } = receiver;
   if (data.oversized) throw new SmtpReply(552, "5.3.4", `Message size exceeds the limit of ${app.config.smtpMaxSize} bytes`);
+  if (data.overBudget) throw memorySpentReply;
   const defect = dataDefect(data.raw);
   if (defect) throw defectReplies[defect];
+  const overLimit = headerOverLimit(data.raw, app.config.smtpMaxHeaderLines);
+  if (overLimit) throw new SmtpReply(552, "5.3.4", `Message header too large: ${overLimit}`);
 
   const forInboxes = copiesPerInbox(recipients);
   const returnPaths = recipients.flatMap(({ target }) => (target.kind === "returnPath" ? [target.deliveryId] : []));
   for (const deliveryId of returnPaths) await processReturnedReport(app, deliveryId, data.raw);
   if (forInboxes.length === 0) return "Report accepted";
 
+  // The analysis takes the raw bytes over (a worker thread gets them without a copy): from here on, `analysis.raw`.
   const analysis = await analyze(receiver, session, data.raw);
   if (analysis.dmarcRejects && app.config.dmarcEnforce) throw new SmtpReply(550, "5.7.1", "Rejected by the DMARC policy of the sender's domain");
   const id = transactionId(session);
@@ -80,7 +105,7 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
     copies.flatMap(({ inbox, raw }) => (alreadyReceived(app, inbox.id, analysis.parsed) ? [] : [{ messageId: storeReceivedMessage(app, { inbox, parsed: analysis.parsed, raw, authentication: analysis.authentication }).id, inboxId: inbox.id }])),
   );
   const { spf, dkim, dmarc } = analysis.authentication;
-  for (const { messageId, inboxId } of stored) app.log.info("message received", { messageId, inboxId, transaction: id, size: data.raw.length, spf, dkim, dmarc });
+  for (const { messageId, inboxId } of stored) app.log.info("message received", { messageId, inboxId, transaction: id, size: data.size, spf, dkim, dmarc });
   return `Message accepted as ${id}`;
 }
 
@@ -107,6 +132,7 @@ async function analyze(receiver: Receiver, session: SMTPServerSession, raw: Buff
     return await receiver.analysis.analyze(raw, identity);
   } catch (error) {
     if ((error as Error).name === "MessageLimitError") throw new SmtpReply(552, "5.3.4", `Message too complex: ${(error as Error).message}`);
+    if ((error as Error).name === "AnalysisTimeoutError") throw new SmtpReply(451, "4.3.0", `Message not accepted: ${(error as Error).message}, please try again later`);
     throw error;
   }
 }

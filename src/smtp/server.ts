@@ -10,7 +10,7 @@ import { normalizeAddress } from "../mail/address";
 import type { RunningPart } from "../serve";
 import { createAnalysisPool } from "./analysis-pool";
 import { InboxdSmtpServer } from "./inboxd-server";
-import { readMessageData, receiveMessage, type Receiver, type Recipient } from "./receive";
+import { memorySpentClosing, memorySpentReply, readMessageData, receiveMessage, type Receiver, type Recipient } from "./receive";
 import { routeRecipient } from "./recipients";
 import { SmtpReply } from "./replies";
 import { loadTlsCertificate } from "./tls";
@@ -29,7 +29,7 @@ const QUIET_ERRORS = new Set(["ECONNRESET", "EPIPE", "ETIMEDOUT", "ERR_TLS_HANDS
 
 export async function startSmtp(app: App): Promise<RunningPart> {
   const { config, log } = app;
-  const analysis = createAnalysisPool({ workers: config.smtpWorkers, authservId: config.hostname, dnsServers: config.dnsServers, log });
+  const analysis = createAnalysisPool({ workers: config.smtpWorkers, authservId: config.hostname, dnsServers: config.dnsServers, timeoutMs: config.smtpAnalysisTimeoutMs, log });
   const receiver: Receiver = { app, analysis };
   const recipients = new WeakMap<SMTPServerAddress, Recipient>();
   const tallies = new Map<string, SessionTally>();
@@ -87,24 +87,45 @@ export async function startSmtp(app: App): Promise<RunningPart> {
           callback(error as Error);
         }
       },
+      // RFC 1870 §6.1: a declared SIZE that the message memory cannot take now is a 452 before any data is sent.
+      onMailFrom(address, session, callback) {
+        const declared = Number((address.args || {}).SIZE ?? 0);
+        if (declared > 0 && !app.messageMemory.fits(declared)) {
+          app.metrics.memoryDeferrals.inc({ protocol: "smtp" });
+          tally(session, memorySpentReply.responseCode);
+          return callback(memorySpentReply);
+        }
+        callback();
+      },
       onData(stream, session, callback) {
         const accepted = session.envelope.rcptTo.map((address) => recipients.get(address)!);
         log.debug("smtp data", { session: session.id, peer: session.remoteAddress, mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : "", recipients: accepted.length });
-        readMessageData(stream, config.smtpMaxSize).then(
+        const memory = app.messageMemory.open();
+        // The memory is held until the reply: the message is in this process until it is committed.
+        const answer = (error: Error | null, text?: string) => {
+          memory.release();
+          callback(error, text);
+        };
+        const memorySpent = () => {
+          app.metrics.memoryDeferrals.inc({ protocol: "smtp" });
+          tally(session, 421);
+          server.closeConnection(session.id, memorySpentClosing);
+        };
+        readMessageData(stream, config.smtpMaxSize, memory, memorySpent).then(
           (data) =>
             receiveMessage(receiver, session, accepted, data).then(
               (text) => {
                 tally(session, "accepted");
-                callback(null, text);
+                answer(null, text);
               },
               (error) => {
                 const reply = replyFor(app, error, session.remoteAddress);
                 tally(session, reply.responseCode);
-                callback(reply);
+                answer(reply);
               },
             ),
           // The client left in the middle of the data: there is no one to answer.
-          (error: Error) => callback(error),
+          (error: Error) => answer(error),
         );
       },
     },
@@ -113,6 +134,8 @@ export async function startSmtp(app: App): Promise<RunningPart> {
       maxConnections: config.smtpMaxConnections,
       maxConnectionsPerIp: config.smtpMaxConnectionsPerIp,
       dataTimeoutMs: config.smtpDataTimeoutMs,
+      commandTimeoutMs: config.smtpCommandTimeoutMs,
+      sessionTimeoutMs: config.smtpSessionTimeoutMs,
     },
   );
   // Without a listener, one failed TLS handshake would end the process. Until the server listens,

@@ -8,6 +8,8 @@ export interface SendOptions {
   raw: string | Buffer;
   /** "plain" never upgrades; "starttls" requires STARTTLS and checks the certificate against `ca`. */
   tls?: { mode: "plain" } | { mode: "starttls"; ca: string; servername: string };
+  /** How long the client waits for a reply (default 10 s). */
+  socketTimeoutMs?: number;
 }
 
 export interface Sent {
@@ -28,7 +30,7 @@ export async function sendMail(port: number, options: SendOptions): Promise<Sent
     requireTLS: tls.mode === "starttls",
     tls: tls.mode === "starttls" ? { ca: tls.ca, servername: tls.servername } : undefined,
     connectionTimeout: 5000,
-    socketTimeout: 10_000,
+    socketTimeout: options.socketTimeoutMs ?? 10_000,
   });
   try {
     await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));

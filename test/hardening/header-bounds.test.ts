@@ -1,0 +1,70 @@
+// Hardening: a header that costs quadratic work is refused in the dialogue before any parser sees
+// it, and an analysis that outlives its deadline is answered 451 while the next message is fine.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { startDnsServer, type DnsServer } from "../peers/dns-server";
+import { sendMail } from "../smtp/mail-client";
+
+let server: TestServer;
+let dns: DnsServer;
+let inbox: string;
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address, INBOXD_SMTP_ANALYSIS_TIMEOUT_MS: "500" } });
+  const { apiKey } = seedOrganization(server.app);
+  inbox = (await server.api.post("/v1/inboxes", {}, apiKey)).body.email;
+});
+afterAll(async () => {
+  await server.cleanup();
+  await dns.close();
+});
+
+const message = (from: string, subject: string, extraHeader = "") => `From: ${from}\r\nTo: ${inbox}\r\nSubject: ${subject}${extraHeader}\r\nMessage-ID: <${crypto.randomUUID()}@example.net>\r\n\r\nbody\r\n`;
+
+/** Sends and resolves with the reply code and the time it took; a refusal is a result here, not an error. */
+async function timedSend(from: string, raw: string): Promise<{ code: number; ms: number; response: string }> {
+  const started = performance.now();
+  try {
+    const sent = await sendMail(server.smtpPort, { from, to: [inbox], raw, socketTimeoutMs: 30_000 });
+    return { code: 250, ms: performance.now() - started, response: sent.response };
+  } catch (error) {
+    const { responseCode, response } = error as { responseCode?: number; response?: string };
+    return { code: responseCode ?? 0, ms: performance.now() - started, response: response ?? String(error) };
+  }
+}
+
+test("two fold bombs are refused with 552 within 1 s while another session's message gets its 250 promptly", async () => {
+  // 200 KB of short folds: 50,000 lines; 300 KB in 1,500 long folds: within the line bound, over the size bound.
+  const [sizeBomb, lineBomb, honest] = await Promise.all([
+    timedSend("bomb@example.net", message("bomb@example.net", "x", ("\r\n " + "b".repeat(200)).repeat(1500))),
+    timedSend("bomb@example.net", message("bomb@example.net", "x", "\r\n b".repeat(50_000))),
+    timedSend("honest@example.net", message("honest@example.net", "hello")),
+  ]);
+  expect(sizeBomb.code).toBe(552);
+  expect(sizeBomb.response).toContain("header block over");
+  expect(lineBomb.code).toBe(552);
+  expect(lineBomb.response).toContain("more than 2000 header lines");
+  expect(Math.max(sizeBomb.ms, lineBomb.ms)).toBeLessThan(1000);
+  expect(honest.code).toBe(250);
+  expect(honest.ms).toBeLessThan(1000);
+}, 30_000);
+
+test("a header at the line bound is still accepted", async () => {
+  // From, To, Subject and Message-ID, and the Subject's folds: 2000 lines in all.
+  const atBound = await timedSend("folds@example.net", message("folds@example.net", "x", "\r\n b".repeat(2000 - 4)));
+  expect(atBound.code).toBe(250);
+  const over = await timedSend("folds@example.net", message("folds@example.net", "x", "\r\n b".repeat(2000 - 3)));
+  expect(over.code).toBe(552);
+}, 30_000);
+
+test("an analysis past its deadline is answered 451 and the thread that replaces it analyses the next message", async () => {
+  // SPF for the sender's domain waits on a DNS server that never answers.
+  dns.failNext("slow.example", "TIMEOUT", 1000);
+  const stuck = await timedSend("someone@slow.example", message("someone@slow.example", "stuck"));
+  expect(stuck.code).toBe(451);
+  expect(stuck.response).toContain("took longer than 500 ms");
+  expect(stuck.ms).toBeLessThan(5000);
+  const next = await timedSend("honest@example.net", message("honest@example.net", "after"));
+  expect(next.code).toBe(250);
+}, 30_000);

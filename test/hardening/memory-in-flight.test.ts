@@ -1,0 +1,92 @@
+// Hardening: memory per message in flight. Twenty 20 MB messages over SMTP from one address and ten
+// 18 MB sends over HTTP at once, with a message memory of one such message: what does not fit is
+// told to try later and arrives on the client's retry, and the peak stays bounded (4.4 GB and
+// /health at 28 s without the budget). The issue's target, 400 MB and /health under 100 ms, is not
+// reached yet: one 20 MB message alone costs about 300 MB (mailparser's copies on its thread and
+// a blob insert that holds the event loop about 17 ms per MB); the figures are printed.
+import { afterAll, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { inboxdCommand, register, scratch, startChildServer, testEnv } from "../harness";
+import { startDnsServer } from "../peers/dns-server";
+import { sendMail } from "../smtp/mail-client";
+
+const MB = 1024 * 1024;
+const space = scratch();
+const dns = await startDnsServer();
+afterAll(() => dns.close());
+
+/** A message of about `size` bytes: a base64 attachment of random bytes, 76 characters a line. */
+function bigMessage(size: number, to: string, n: number): Buffer {
+  const base64 = randomBytes(Math.floor((size * 3) / 4 / 1.03)).toString("base64").replace(/.{76}/g, "$&\r\n");
+  const head = `From: sender${n}@example.net\r\nTo: ${to}\r\nSubject: big ${n}\r\nMessage-ID: <big${n}@example.net>\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nsee attached\r\n--b\r\nContent-Type: application/octet-stream; name=blob.bin\r\nContent-Transfer-Encoding: base64\r\n\r\n`;
+  return Buffer.from(head + base64 + "\r\n--b--\r\n");
+}
+
+/** Peak resident memory of a process so far (the kernel's high-water mark), in bytes. */
+async function peakRss(pid: number): Promise<number> {
+  const status = await Bun.file(`/proc/${pid}/status`).text();
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) * 1024;
+}
+
+/** Retries a "try later" answer as a client would, until accepted; throws on a permanent refusal. */
+async function untilAccepted<T>(attempt: () => Promise<T>, isTemporary: (error: unknown) => boolean): Promise<{ result: T; deferrals: number }> {
+  for (let deferrals = 0; ; deferrals++) {
+    try {
+      return { result: await attempt(), deferrals };
+    } catch (error) {
+      if (!isTemporary(error)) throw error;
+      await Bun.sleep(200);
+    }
+  }
+}
+
+test("20 x 20 MB inbound and 10 x 18 MB sends at once: deferred, retried, all stored, peak RSS bounded", async () => {
+  const child = space.keep(await startChildServer(testEnv(space.dir(), { INBOXD_DNS_SERVERS: dns.address, INBOXD_MESSAGE_MEMORY_MB: "20" }), { command: inboxdCommand() }));
+  const { api } = child;
+  const { apiKey: key, inbox } = await register(api);
+  const apiKey = key.key;
+  const other = (await api.post("/v1/inboxes", {}, apiKey)).body;
+
+  let slowestHealthMs = 0;
+  let probing = true;
+  const probe = (async () => {
+    while (probing) {
+      const started = performance.now();
+      await fetch(`http://127.0.0.1:${child.httpPort}/health`);
+      slowestHealthMs = Math.max(slowestHealthMs, performance.now() - started);
+      await Bun.sleep(50);
+    }
+  })();
+
+  const inbound = Array.from({ length: 20 }, (_, n) =>
+    untilAccepted(
+      () => sendMail(child.smtpPort!, { from: `sender${n}@example.net`, to: [inbox.email], raw: bigMessage(20 * MB, inbox.email, n), socketTimeoutMs: 120_000 }),
+      // A 421 in the middle of the data may reach the client as the connection closing under its write.
+      (error) => [421, 451, 452].includes((error as { responseCode?: number }).responseCode ?? 0) || ["ECONNRESET", "EPIPE", "ESOCKET"].includes((error as { code?: string }).code ?? ""),
+    ),
+  );
+  const attachment = randomBytes(Math.floor(18 * MB * 0.74)).toString("base64");
+  const sends = Array.from({ length: 10 }, (_, n) =>
+    untilAccepted(
+      async () => {
+        const res = await api.post(`/v1/inboxes/${inbox.id}/messages/send`, { to: [other.email], subject: `send ${n}`, text: "attached", html: "<p>attached</p>", attachments: [{ content: attachment, name: "blob.bin" }] }, apiKey);
+        if (res.status !== 201) throw Object.assign(new Error(`send: ${res.status} ${JSON.stringify(res.body)}`), { status: res.status, retryAfter: res.headers?.get?.("retry-after") });
+        return res;
+      },
+      (error) => (error as { status?: number }).status === 503,
+    ),
+  );
+  const results = await Promise.all([...inbound, ...sends]);
+  probing = false;
+  await probe;
+  const peak = await peakRss(child.proc.pid);
+  const deferrals = results.reduce((sum, r) => sum + r.deferrals, 0);
+  console.log(`peak RSS ${(peak / MB).toFixed(0)} MB, slowest /health ${slowestHealthMs.toFixed(0)} ms, deferrals ${deferrals}`);
+
+  const received = await api.get(`/v1/inboxes/${inbox.id}/messages?per=100`, apiKey);
+  expect(received.body.filter((m: { subject: string }) => m.subject.startsWith("big ")).length).toBe(20);
+  const copies = await api.get(`/v1/inboxes/${other.id}/messages?per=100`, apiKey);
+  expect(copies.body.filter((m: { subject: string }) => m.subject.startsWith("send ")).length).toBe(10);
+  expect(deferrals).toBeGreaterThan(0);
+  expect(peak).toBeLessThan(1500 * MB);
+}, 300_000);
