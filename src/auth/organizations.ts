@@ -1,10 +1,13 @@
 /** Organizations as seen by a user: membership decides access to `/organizations/{id}/...`. */
 import type { App } from "../app";
-import { forbidden, notFound } from "../errors";
+import { forbidden } from "../errors";
 
-/** The organization id when the user is a member: 404 when it does not exist, 403 when not a member. */
+/**
+ * The organization id when the user is a member, else 403 with the same words whether or not the
+ * organization exists: a different answer for an unknown id would tell anyone with an account
+ * which ids are real. 403 rather than 404 because existing clients rely on it for non-members.
+ */
 export function organizationOfMember(app: App, userId: string, organizationId: string): string {
-  if (!app.store.accounts.findOrganization(organizationId)) throw notFound("Organization not found");
   if (!app.store.accounts.findMembership(userId, organizationId)) throw forbidden("You are not a member of this organization");
   return organizationId;
 }

@@ -59,7 +59,8 @@ function pathOf(family: Family, target: Target, byId: boolean): string {
 const matrix: [string, Family, Target, "ok" | number, string | null][] = [
   ["Alice's access token", "organizations", "own", "ok", null],
   ["Alice's access token", "organizations", "other", 403, "You are not a member of this organization"],
-  ["Alice's access token", "organizations", "unknown", 404, "Organization not found"],
+  // The same answer as for another organization's id: no way to tell which ids exist.
+  ["Alice's access token", "organizations", "unknown", 403, "You are not a member of this organization"],
   ["Alice's access token", "v1", "own", 401, "Access tokens are not accepted under /v1: use an API key"],
   ["Alice's API key", "organizations", "own", 401, "API keys are not accepted under /organizations: use an access token from POST /auth/login"],
   ["Alice's API key", "organizations", "other", 401, "API keys are not accepted under /organizations: use an access token from POST /auth/login"],
