@@ -28,8 +28,10 @@ const MAX_DOMAIN_LENGTH = 253;
 // RFC 5322 §3.2.3 atext; RFC 5321 §4.1.2 Dot-string = Atom *("." Atom).
 const DOT_STRING = /^[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+(?:\.[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+)*$/;
 // RFC 5321 §4.1.2 Quoted-string: qtextSMTP (%d32-33 / %d35-91 / %d93-126) or
-// quoted-pairSMTP (backslash followed by %d32-126).
-const QUOTED_STRING = /^"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"$/;
+// quoted-pairSMTP (backslash followed by %d32-126), less "<" and ">": nodemailer writes
+// them into header fields as spaces, so a message to `"a<b"@d` would name `"a b"@d`
+// in its To field (found by test/fuzz/compose.test.ts). No real mailbox needs them.
+const QUOTED_STRING = /^"(?:[\x20\x21\x23-\x3b\x3d\x3f-\x5b\x5d-\x7e]|\\[\x20-\x3b\x3d\x3f-\x7e])*"$/;
 // RFC 5321 §4.1.2 sub-domain = Let-dig [Ldh-str]: letters, digits, inner hyphens.
 const LDH_LABEL = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 
