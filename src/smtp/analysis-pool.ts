@@ -67,7 +67,7 @@ export function createAnalysisPool(options: AnalysisPoolOptions): AnalysisPool {
 
 const overDeadline = (timeoutMs: number) => new AnalysisTimeoutError(`its analysis took longer than ${timeoutMs} ms`);
 
-type Job = { raw: Buffer; identity: SmtpIdentity; resolve: (analysis: Analysis) => void; reject: (error: Error) => void; deadline: Timer };
+type Job = { raw: Buffer; identity: SmtpIdentity; resolve: (analysis: Analysis) => void; reject: (error: Error) => void; deadline?: Timer };
 type Analyze = (raw: Buffer, identity: SmtpIdentity) => Promise<Analysis>;
 
 /**
@@ -98,8 +98,10 @@ class AnalysisWorker {
   analyze(raw: Buffer, identity: SmtpIdentity): Promise<Analysis> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      const deadline = setTimeout(() => this.overDeadline(id), this.options.timeoutMs);
-      this.pending.set(id, { raw, identity, resolve, reject, deadline });
+      const job: Job = { raw, identity, resolve, reject };
+      this.pending.set(id, job);
+      // A thread still loading its modules is not the message's fault: its clock starts once the thread is ready.
+      if (this.ready) this.startDeadline(id, job);
       // Until the thread has shown that it loads, the bytes are copied: the main thread may yet need them.
       this.post({ type: "analyze", id, raw, identity }, this.ready ? transferable([raw]) : []);
     });
@@ -152,6 +154,10 @@ class AnalysisWorker {
     for (const other of jobs) if (other !== job) other.reject(replaced);
   }
 
+  private startDeadline(id: number, job: Job): void {
+    job.deadline = setTimeout(() => this.overDeadline(id), this.options.timeoutMs);
+  }
+
   private takePending(): Job[] {
     const jobs = [...this.pending.values()];
     for (const job of jobs) clearTimeout(job.deadline);
@@ -166,6 +172,7 @@ class AnalysisWorker {
   private settle(reply: WorkerReply): void {
     if ("ready" in reply) {
       this.ready = true;
+      for (const [id, job] of this.pending) this.startDeadline(id, job);
       return;
     }
     const job = this.pending.get(reply.id);
