@@ -24,7 +24,7 @@ export interface App {
 export function openApp(config: Config, options: { clock?: Clock; log?: Logger; onMigrated?: (versions: string[]) => void } = {}): App {
   const clock = options.clock ?? new Clock();
   const log = options.log ?? createLogger(config.logFormat, config.logLevel);
-  const database = openDatabase(config.dataDir);
+  const database = openDatabase(config.dataDir, { cacheMb: config.dbCacheMb });
   let secrets: ReturnType<typeof openSecrets>;
   try {
     const applied = migrate(database.sqlite, clock.now());
@@ -46,6 +46,9 @@ export function openApp(config: Config, options: { clock?: Clock; log?: Logger; 
   }
   // The store reports commit times to the metrics, which read the queues' backlog from the store.
   const store = createStore(database.sqlite, { secrets: secrets.box, onCommitted: (seconds) => metrics.commitDuration.observe(seconds) });
+  // Chunks a crash left behind before their message was stored (store/blobs.ts).
+  const orphans = store.blobs.removeOrphans();
+  if (orphans) log.info("removed unfinished message blobs", { blobs: orphans });
   const messageMemory = inFlightBudget(config.messageMemoryMb * 1024 * 1024);
   const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), messageBytesInFlight: () => messageMemory.inUse(), now: () => clock.now() });
   return { config, log, clock, store, metrics, messageMemory, close: () => database.close() };

@@ -90,7 +90,7 @@ export function seedMessages(app: App, inbox: InboxRow, count: number, content: 
             createdAt: now,
             updatedAt: now,
           },
-          new Uint8Array(0),
+          { bytes: new Uint8Array(0), blobId: null },
           [],
         );
       }

@@ -8,6 +8,7 @@ import outbound from "../../migrations/0060_outbound.sql" with { type: "text" };
 import webhooks from "../../migrations/0070_webhooks.sql" with { type: "text" };
 import domains from "../../migrations/0080_domains.sql" with { type: "text" };
 import secretBox from "../../migrations/0090_secret_box.sql" with { type: "text" };
+import blobChunks from "../../migrations/0100_blob_chunks.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_core", sql: core },
@@ -19,4 +20,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0070_webhooks", sql: webhooks },
   { version: "0080_domains", sql: domains },
   { version: "0090_secret_box", sql: secretBox },
+  { version: "0100_blob_chunks", sql: blobChunks },
 ];

@@ -8,15 +8,21 @@ import type { Attachment, Delivery } from "./shapes";
 
 export type { Attachment, Delivery };
 
-export const presentAttachment = (row: AttachmentRow): Attachment => ({
-  id: row.id,
-  name: row.name ?? undefined,
-  contentType: row.contentType ?? undefined,
-  size: row.content.byteLength,
-  contentId: row.contentId ?? undefined,
-  inline: row.inline,
-  content: row.content.toString("base64"),
-});
+export const presentAttachment = (row: AttachmentRow): Attachment => {
+  let base64: string | undefined;
+  return {
+    id: row.id,
+    name: row.name ?? undefined,
+    contentType: row.contentType ?? undefined,
+    size: row.content.byteLength,
+    contentId: row.contentId ?? undefined,
+    inline: row.inline,
+    // Encoded when first read: an API response reads it, an event payload leaves it out (store/event-payload.ts).
+    get content() {
+      return (base64 ??= row.content.toString("base64"));
+    },
+  };
+};
 
 export const presentDelivery = (row: DeliveryRow): Delivery => ({
   recipient: row.recipient,

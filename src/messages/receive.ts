@@ -7,6 +7,7 @@ import type { App } from "../app";
 import type { Authentication } from "../db/schema";
 import { newId } from "../ids";
 import type { ParsedMessage } from "../mail/parse";
+import type { StoredBytes } from "../store/blobs";
 import type { InboxRow } from "../store/inboxes";
 import type { AttachmentRow, MessageRow } from "../store/messages";
 import { presentMessage, type Message } from "./present";
@@ -19,8 +20,10 @@ export interface ReceivedMessageInput {
   /** The recipient inbox (e.g. `app.store.inboxes.findByEmail(rcpt)`); the message joins its organization. */
   inbox: InboxRow;
   parsed: ReceivedContent;
-  /** The RFC 5322 bytes as accepted. */
-  raw: Uint8Array;
+  /** The RFC 5322 bytes as accepted, or as prepared for storage ahead of the transaction (prepareContent). */
+  raw: Uint8Array | StoredBytes;
+  /** Blobs prepared for the attachments' contents, by position (prepareContent); none: stored in their rows. */
+  attachmentBlobIds?: (string | null)[];
   /** SPF, DKIM, DMARC (and ARC) results, shown on get. */
   authentication?: Authentication;
   /** The sending inbox, when the message comes from an inbox of this server. */
@@ -70,12 +73,43 @@ export function storeReceivedMessage(app: App, input: ReceivedMessageInput): Mes
       contentId: attachment.contentId ?? null,
       inline: attachment.inline,
       content: attachment.content,
+      blobId: input.attachmentBlobIds?.[position] ?? null,
     }));
-    app.store.messages.insert(row, input.raw, attachments);
+    app.store.messages.insert(row, "blobId" in input.raw ? input.raw : { bytes: input.raw, blobId: null }, attachments);
     const message = presentMessage(row, attachments, []);
     app.store.events.emit({ organizationId: inbox.organizationId, type: "message.received", inboxId: inbox.id, messageId: row.id, payload: message }, now);
     return message;
   });
+}
+
+/** The large parts of a message, written ahead of the transaction that stores it (store/blobs.ts). */
+export interface PreparedContent {
+  /** One per copy that is stored (received copies differ in their trace fields). */
+  sources: StoredBytes[];
+  /** By position, shared by every copy; null: small enough for its row. */
+  attachmentBlobIds: (string | null)[];
+}
+
+/**
+ * Writes a message's sources and attachment contents that are too large for one statement on the
+ * event loop, before its transaction. Give the result to `releasePrepared` after that
+ * transaction, whether it committed or not: what no row claimed is removed.
+ */
+export async function prepareContent(app: App, sources: Uint8Array[], attachments: { content: Uint8Array }[]): Promise<PreparedContent> {
+  const now = app.clock.now();
+  const prepared: PreparedContent = { sources: [], attachmentBlobIds: [] };
+  try {
+    for (const { content } of attachments) prepared.attachmentBlobIds.push((await app.store.blobs.prepare(content, now)).blobId);
+    for (const source of sources) prepared.sources.push(await app.store.blobs.prepare(source, now));
+    return prepared;
+  } catch (error) {
+    releasePrepared(app, prepared);
+    throw error;
+  }
+}
+
+export function releasePrepared(app: App, { sources, attachmentBlobIds }: PreparedContent): void {
+  app.store.blobs.release([...sources.map((source) => source.blobId), ...attachmentBlobIds].filter((id): id is string => id !== null));
 }
 
 /**

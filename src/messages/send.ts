@@ -17,7 +17,7 @@ import type { AttachmentRow, DeliveryRow, MessageRow } from "../store/messages";
 import { assertHeaderSafe, assertRecipientCount, decodeAttachments, uniqueRecipients, validAddresses, type AttachmentInput, type OutgoingAttachment } from "./outgoing";
 import { presentMessage, type Message } from "./present";
 import { assertSendAllowed, takeSend, type RateLimitState } from "./rate-limit";
-import { storeReceivedMessage, type ReceivedContent } from "./receive";
+import { prepareContent, releasePrepared, storeReceivedMessage, type ReceivedContent } from "./receive";
 import { referencesOfReply, replySubject } from "./threading";
 
 export interface SendInput {
@@ -67,7 +67,7 @@ export async function sendMessage(app: App, organizationId: string, inboxId: str
   if (to.length === 0) throw invalid("to: at least one recipient is required");
   assertRecipientCount(to, cc, bcc);
   assertHeaderSafe("subject", input.subject);
-  const attachments = decodeAttachments(input.attachments ?? []);
+  const attachments = await decodeAttachments(input.attachments ?? []);
   const { text, html, subject } = input;
   return dispatch(app, organizationId, { inbox, to, cc, bcc, subject, text, html, labels: input.labels ?? [], attachments, references: [] });
 }
@@ -118,14 +118,17 @@ async function dispatch(app: App, organizationId: string, draft: Draft): Promise
     inReplyTo: draft.inReplyTo,
     references: draft.references,
   });
+  const prepared = await prepareContent(app, [raw], draft.attachments);
+  const source = prepared.sources[0]!;
+  const { attachmentBlobIds } = prepared;
   // Concurrent sends share one commit (group commit); each still answers only once it is on disk.
   const sent = await app.store.transactionBatched(() => {
     // The inbox may have been deleted while the message was composed.
     const inbox = requireInbox(app, organizationId, draft.inbox.id);
     const rateLimit = takeSend(app, organizationId, now);
     const row = sentRow(inbox, draft, threadOfSend(app, inbox, draft, now), messageId, now);
-    const attachments = attachmentRows(row.id, draft.attachments);
-    app.store.messages.insert(row, raw, attachments);
+    const attachments = attachmentRows(row.id, draft.attachments, attachmentBlobIds);
+    app.store.messages.insert(row, source, attachments);
 
     // One copy per recipient inbox: `bob+a@` and `bob+b@` reach the same one.
     const localInboxes = new Map<string, InboxRow>();
@@ -142,9 +145,9 @@ async function dispatch(app: App, organizationId: string, draft: Draft): Promise
     const message = presentMessage(rejected ? { ...row, status: "rejected" } : row, attachments, deliveries);
 
     const copy = receivedCopy(draft, row);
-    for (const recipientInbox of localInboxes.values()) storeReceivedMessage(app, { inbox: recipientInbox, parsed: copy, raw, fromInboxId: inbox.id });
+    for (const recipientInbox of localInboxes.values()) storeReceivedMessage(app, { inbox: recipientInbox, parsed: copy, raw: source, attachmentBlobIds, fromInboxId: inbox.id });
     return { message, rateLimit };
-  });
+  }).finally(() => releasePrepared(app, prepared));
   if (sent.message.deliveries.some((delivery) => delivery.status === "queued")) wakeOutboundQueue(app);
   return sent;
 }
@@ -183,8 +186,8 @@ function sentRow(inbox: InboxRow, draft: Draft, threadId: string, messageId: str
   };
 }
 
-const attachmentRows = (messageId: string, attachments: OutgoingAttachment[]): AttachmentRow[] =>
-  attachments.map((a, position) => ({ id: newId("att"), messageId, position, name: a.name ?? null, contentType: a.contentType, contentId: null, inline: false, content: a.content }));
+const attachmentRows = (messageId: string, attachments: OutgoingAttachment[], blobIds: (string | null)[]): AttachmentRow[] =>
+  attachments.map((a, position) => ({ id: newId("att"), messageId, position, name: a.name ?? null, contentType: a.contentType, contentId: null, inline: false, content: a.content, blobId: blobIds[position] ?? null }));
 
 /** The outbound worker's row: queued, due now (see src/outbound); or rejected without a try, with the reason. */
 const remoteDelivery = (message: MessageRow, recipient: string, refusal: string | undefined, now: number): DeliveryRow => ({

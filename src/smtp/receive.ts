@@ -6,7 +6,7 @@ import type { App } from "../app";
 import { parseAddress } from "../mail/address";
 import { headerOverLimit } from "../mail/limits";
 import type { Reservation } from "../memory/in-flight";
-import { alreadyReceived, storeReceivedMessage } from "../messages/receive";
+import { alreadyReceived, prepareContent, releasePrepared, storeReceivedMessage } from "../messages/receive";
 import { processReturnedReport } from "../outbound/return-path";
 import type { InboxRow } from "../store/inboxes";
 import type { AnalysisPool } from "./analysis-pool";
@@ -52,7 +52,7 @@ export function readMessageData(stream: SMTPServerDataStream, maxSize: number, m
     stream.on("data", (chunk: Buffer) => {
       size += chunk.length;
       if (size > maxSize || overBudget) return;
-      if (memory.grow(chunk.length)) return void chunks.push(chunk);
+      if (memory.cover(size)) return void chunks.push(chunk);
       overBudget = true;
       chunks = [];
       memory.release();
@@ -99,11 +99,20 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
   if (analysis.dmarcRejects && app.config.dmarcEnforce) throw new SmtpReply(550, "5.7.1", "Rejected by the DMARC policy of the sender's domain");
   const id = transactionId(session);
   const time = app.clock.date();
-  const copies = forInboxes.map(({ inbox, address }) => ({ inbox, raw: tracedCopy(app, session, analysis, { id, recipient: address, time }) }));
-  // Sessions whose messages are ready together share one commit; the 250 waits until it is on disk.
-  const stored = await app.store.transactionBatched(() =>
-    copies.flatMap(({ inbox, raw }) => (alreadyReceived(app, inbox.id, analysis.parsed) ? [] : [{ messageId: storeReceivedMessage(app, { inbox, parsed: analysis.parsed, raw, authentication: analysis.authentication }).id, inboxId: inbox.id }])),
+  const prepared = await prepareContent(
+    app,
+    forInboxes.map(({ address }) => tracedCopy(app, session, analysis, { id, recipient: address, time })),
+    analysis.parsed.attachments,
   );
+  const { attachmentBlobIds } = prepared;
+  // Sessions whose messages are ready together share one commit; the 250 waits until it is on disk.
+  const stored = await app.store
+    .transactionBatched(() =>
+      forInboxes.flatMap(({ inbox }, i) =>
+        alreadyReceived(app, inbox.id, analysis.parsed) ? [] : [{ messageId: storeReceivedMessage(app, { inbox, parsed: analysis.parsed, raw: prepared.sources[i]!, attachmentBlobIds, authentication: analysis.authentication }).id, inboxId: inbox.id }],
+      ),
+    )
+    .finally(() => releasePrepared(app, prepared));
   const { spf, dkim, dmarc } = analysis.authentication;
   for (const { messageId, inboxId } of stored) app.log.info("message received", { messageId, inboxId, transaction: id, size: data.size, spf, dkim, dmarc });
   return `Message accepted as ${id}`;

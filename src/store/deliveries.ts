@@ -5,6 +5,7 @@
  */
 import { attachments, deliveries, messages } from "../db/schema";
 import type { AttachmentRow, DeliveryRow, MessageRow } from "./messages";
+import { withContent, type BlobStore } from "./blobs";
 import type { Db } from "./db";
 import { rowReader } from "./row-reader";
 
@@ -55,7 +56,8 @@ const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : 1);
 
 export type QueueBacklog = { depth: number; oldestCreatedAt: number | null };
 
-export const deliveriesStore = (db: Db) => {
+export const deliveriesStore = (db: Db, blobs: BlobStore) => {
+  const whole = withContent(blobs);
   const sqlite = db.$client;
   // Deliveries in flight are skipped: should a try outlast its lease, it is not claimed twice.
   const dueDomains = sqlite.query<{ domain: string }, [number, string, string, number]>(`
@@ -97,8 +99,8 @@ export const deliveriesStore = (db: Db) => {
     "SELECT id, organization_id AS organizationId, inbox_id AS inboxId, from_address AS \"from\", status FROM messages WHERE id = ?1",
   );
   const setMessageStatus = sqlite.query<never, [string, string, number]>("UPDATE messages SET status = ?2, updated_at = ?3 WHERE id = ?1");
-  const sendable = sqlite.query<SendableMessage, [string]>(`
-    SELECT m.id, m.organization_id AS organizationId, m.inbox_id AS inboxId, m.from_address AS "from", m.status, s.raw
+  const sendable = sqlite.query<Omit<SendableMessage, "raw"> & { content: Buffer; blobId: string | null }, [string]>(`
+    SELECT m.id, m.organization_id AS organizationId, m.inbox_id AS inboxId, m.from_address AS "from", m.status, s.raw AS content, s.blob_id AS blobId
     FROM messages m JOIN message_sources s ON s.message_id = m.id WHERE m.id = ?1`);
   // The whole message as events show it, prepared: the queue presents one for every status change.
   const messageRow = rowReader<typeof messages, [string]>(sqlite, messages, "id = ?1");
@@ -163,13 +165,16 @@ export const deliveriesStore = (db: Db) => {
     },
     /** The message and its raw source, when it still exists. */
     sendable(messageId: string): SendableMessage | undefined {
-      return sendable.get(messageId) ?? undefined;
+      const found = sendable.get(messageId);
+      if (!found) return undefined;
+      const { content, blobId, ...message } = whole(found);
+      return { ...message, raw: content };
     },
     /** The message row with its attachments and deliveries, for presenting it. */
     messageWithParts(messageId: string): { row: MessageRow; attachments: AttachmentRow[]; deliveries: DeliveryRow[] } | undefined {
       const row = messageRow.get(messageId);
       if (!row) return undefined;
-      return { row, attachments: attachmentsOfMessage.all(messageId), deliveries: deliveriesOfMessage.all(messageId) };
+      return { row, attachments: attachmentsOfMessage.all(messageId).map(whole), deliveries: deliveriesOfMessage.all(messageId) };
     },
   };
 };

@@ -4,6 +4,7 @@ import { events } from "../db/schema";
 import type { EventName } from "../events/names";
 import { newId } from "../ids";
 import type { Db } from "./db";
+import { storedPayload } from "./event-payload";
 
 export interface NewEvent {
   organizationId: string;
@@ -31,7 +32,7 @@ export const eventsStore = (db: Db) => {
     /** Call inside the transaction of the change the event reports, so the two commit together. */
     emit(event: NewEvent, now: number): string {
       const id = newId("evt");
-      insert.run({ id, organizationId: event.organizationId, type: event.type, inboxId: event.inboxId ?? null, messageId: event.messageId ?? null, payload: JSON.stringify(event.payload), createdAt: now });
+      insert.run({ id, organizationId: event.organizationId, type: event.type, inboxId: event.inboxId ?? null, messageId: event.messageId ?? null, payload: storedPayload(event.payload), createdAt: now });
       return id;
     },
   };

@@ -10,6 +10,7 @@ import { deliveriesStore } from "./deliveries";
 import { drizzleOf } from "./db";
 import { dkimKeysStore } from "./dkim-keys";
 import { domainsStore } from "./domains";
+import { blobStore } from "./blobs";
 import { eventsStore } from "./events";
 import { groupCommit } from "./group-commit";
 import { inboxesStore } from "./inboxes";
@@ -33,8 +34,10 @@ export function createStore(sqlite: Database, options: { secrets?: SecretBox; on
   const db = drizzleOf(sqlite);
   const secrets = options.secrets ?? keylessBox;
   const searchIndex = searchIndexStore(sqlite);
+  const blobs = blobStore(sqlite);
   return {
     sqlite,
+    blobs,
     transaction<T>(fn: () => T): T {
       // Nested: a savepoint of the enclosing transaction, which catches the index up itself.
       if (sqlite.inTransaction) return sqlite.transaction(fn).immediate();
@@ -52,15 +55,15 @@ export function createStore(sqlite: Database, options: { secrets?: SecretBox; on
      */
     transactionBatched: groupCommit(sqlite, { beforeCommit: searchIndex.catchUp, onCommitted: options.onCommitted }),
     accounts: accountsStore(db),
-    deliveries: deliveriesStore(db),
+    deliveries: deliveriesStore(db, blobs),
     dkimKeys: dkimKeysStore(db, secrets),
     domains: domainsStore(db),
     events: eventsStore(db),
     inboxes: inboxesStore(db),
     loginThrottles: loginThrottlesStore(db),
-    webhooks: webhooksStore(db, secrets),
-    webhookQueue: webhookQueueStore(db, secrets),
-    messages: messagesStore(db),
+    webhooks: webhooksStore(db, secrets, blobs),
+    webhookQueue: webhookQueueStore(db, secrets, blobs),
+    messages: messagesStore(db, blobs),
     messageSearch: messageSearchStore(db),
     sendWindows: sendWindowsStore(db),
     suppressions: suppressionsStore(db),

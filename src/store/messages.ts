@@ -4,6 +4,7 @@
  */
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { attachments, deliveries, messages, messageSources } from "../db/schema";
+import { withContent, type BlobStore, type StoredBytes } from "./blobs";
 import type { Db } from "./db";
 import { placeholdersOf } from "./placeholders";
 
@@ -35,7 +36,10 @@ const summarySelect = Object.entries(summaryColumns)
   .map(([key, column]) => `${column.name} AS "${key}"`)
   .join(", ");
 
-export const messagesStore = (db: Db) => {
+const EMPTY = Buffer.alloc(0);
+
+export const messagesStore = (db: Db, blobs: BlobStore) => {
+  const whole = withContent(blobs);
   // The message list is the API's busiest read. A bun:sqlite statement: drizzle maps every column
   // of every row through generic code, which cost more than the indexed read itself; only the
   // JSON column needs decoding (in `list`).
@@ -63,11 +67,18 @@ export const messagesStore = (db: Db) => {
     .prepare();
 
   return {
-    /** The message row, its raw RFC 5322 source and its attachments; call inside a transaction. */
-    insert(row: MessageRow, raw: Uint8Array, attachmentRows: AttachmentRow[]) {
+    /**
+     * The message row, its raw RFC 5322 source and its attachments; call inside a transaction.
+     * Values prepared as blobs (blobs.prepare, `blobId` set) are claimed here, their rows stored empty.
+     */
+    insert(row: MessageRow, raw: StoredBytes, attachmentRows: AttachmentRow[]) {
       insertMessage.run(row);
-      insertSource.run({ messageId: row.id, raw });
-      for (const attachment of attachmentRows) insertAttachment.run(attachment);
+      insertSource.run({ messageId: row.id, raw: raw.blobId ? EMPTY : raw.bytes, blobId: raw.blobId });
+      if (raw.blobId) blobs.claim(raw.blobId);
+      for (const attachment of attachmentRows) {
+        insertAttachment.run(attachment.blobId ? { ...attachment, content: EMPTY } : attachment);
+        if (attachment.blobId) blobs.claim(attachment.blobId);
+      }
     },
     insertDeliveries(rows: DeliveryRow[]) {
       for (const row of rows) insertDelivery.run(row);
@@ -93,7 +104,7 @@ export const messagesStore = (db: Db) => {
     },
     attachmentsOf(messageIds: string[]): AttachmentRow[] {
       if (messageIds.length === 0) return [];
-      return db.select().from(attachments).where(inArray(attachments.messageId, messageIds)).orderBy(asc(attachments.messageId), asc(attachments.position)).all();
+      return db.select().from(attachments).where(inArray(attachments.messageId, messageIds)).orderBy(asc(attachments.messageId), asc(attachments.position)).all().map(whole);
     },
     deliveriesOf(messageIds: string[]): DeliveryRow[] {
       if (messageIds.length === 0) return [];
@@ -101,7 +112,8 @@ export const messagesStore = (db: Db) => {
     },
     /** The RFC 5322 bytes as stored (sent: as composed; received: as accepted). */
     rawSource(messageId: string): Buffer | undefined {
-      return db.select({ raw: messageSources.raw }).from(messageSources).where(eq(messageSources.messageId, messageId)).get()?.raw;
+      const source = db.select({ content: messageSources.raw, blobId: messageSources.blobId }).from(messageSources).where(eq(messageSources.messageId, messageId)).get();
+      return source && whole(source).content;
     },
   };
 };

@@ -3,7 +3,9 @@
  * rather than the query builder, because the worker runs them for every delivery, many per
  * transaction (webhooks/queue.ts batches them).
  */
+import type { BlobStore } from "./blobs";
 import type { Db } from "./db";
+import { payloadReader } from "./event-payload";
 import type { QueueBacklog } from "./deliveries";
 import type { SecretBox } from "./secrets";
 
@@ -50,8 +52,9 @@ export interface AttemptOutcome {
   nextAttemptAt: number | null;
 }
 
-export const webhookQueueStore = (db: Db, secrets: SecretBox) => {
+export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) => {
   const sqlite = db.$client;
+  const wholePayload = payloadReader(db.$client, blobs);
   // Ordered by due time, then creation order: events to one webhook that are due together go in
   // the order they happened. Deliveries to URLs already at their claim limit are skipped
   // so that they cannot hold the head of the queue, and so are those in flight.
@@ -98,7 +101,10 @@ export const webhookQueueStore = (db: Db, secrets: SecretBox) => {
     backlog: (): QueueBacklog => backlog.get()!,
     due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): DueDelivery[] {
       const rows = due.all(now, JSON.stringify(skipUrls), JSON.stringify(skipDeliveryIds), limit);
-      for (const row of rows) row.secret = secrets.open(row.secret);
+      for (const row of rows) {
+        row.secret = secrets.open(row.secret);
+        row.payload = wholePayload(row.payload);
+      }
       return rows;
     },
     /** Written before the requests go out, so a crash mid-try cannot cause a hot retry loop. */

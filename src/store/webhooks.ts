@@ -4,7 +4,9 @@
  */
 import { and, desc, eq, sql } from "drizzle-orm";
 import { events, webhookAttempts, webhookDeliveries, webhooks } from "../db/schema";
+import type { BlobStore } from "./blobs";
 import type { Db } from "./db";
+import { payloadReader } from "./event-payload";
 import type { SecretBox } from "./secrets";
 
 export type WebhookRow = typeof webhooks.$inferSelect;
@@ -18,8 +20,10 @@ export type AttemptWithEvent = { attempt: AttemptRow; event: EventRow };
 /** The test endpoint's events carry this id prefix, which the fan-out trigger skips (0070_webhooks.sql). */
 export const testEventIdPrefix = "evt_test_";
 
-export const webhooksStore = (db: Db, secrets: SecretBox) => {
+export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore) => {
   const opened = <T extends WebhookRow | undefined>(row: T): T => (row ? { ...row, secret: secrets.open(row.secret) } : row);
+  const wholePayload = payloadReader(db.$client, blobs);
+  const withWholePayload = ({ attempt, event }: AttemptWithEvent): AttemptWithEvent => ({ attempt, event: { ...event, payload: wholePayload(event.payload) } });
   /** A new delivery of an event, due at `now`: attempts count from 1. */
   const queueDelivery = (webhookId: string, eventId: string, now: number) => {
     db.insert(webhookDeliveries).values({ webhookId, eventId, status: "pending", attempts: 0, nextAttemptAt: now, createdAt: now, updatedAt: now }).run();
@@ -70,10 +74,12 @@ export const webhooksStore = (db: Db, secrets: SecretBox) => {
         .orderBy(desc(webhookAttempts.createdAt), desc(sql`${webhookAttempts}.rowid`))
         .limit(per)
         .offset((page - 1) * per)
-        .all();
+        .all()
+        .map(withWholePayload);
     },
     findAttempt(webhookId: string, attemptId: string): AttemptWithEvent | undefined {
-      return attemptsWithEvents(db).where(and(eq(webhookAttempts.webhookId, webhookId), eq(webhookAttempts.id, attemptId))).get();
+      const found = attemptsWithEvents(db).where(and(eq(webhookAttempts.webhookId, webhookId), eq(webhookAttempts.id, attemptId))).get();
+      return found && withWholePayload(found);
     },
   };
 };

@@ -1,4 +1,5 @@
 /** Shared steps of the message tests: the server, inboxes over HTTP, a valid send body, stored rows and events. */
+import { payloadReader } from "../../src/store/event-payload";
 import { startTestServer, type TestServer } from "../harness";
 import { startDnsServer } from "../peers/dns-server";
 
@@ -32,9 +33,11 @@ export const rawSource = (server: TestServer, messageId: string) => server.app.s
 /** The header block of a raw message, folded lines joined (RFC 5322 §2.2.3). */
 export const headerBlock = (raw: string) => raw.slice(0, raw.indexOf("\r\n\r\n")).replace(/\r\n([ \t])/g, "$1");
 
+/** The payloads of a message's events, read back whole as webhooks send them. */
 export function events(server: TestServer, type: string, messageId: string) {
+  const whole = payloadReader(server.app.store.sqlite, server.app.store.blobs);
   return server.app.store.sqlite
     .query<{ payload: string }, [string, string]>("SELECT payload FROM events WHERE type = ? AND message_id = ?")
     .all(type, messageId)
-    .map((row) => JSON.parse(row.payload));
+    .map((row) => JSON.parse(whole(row.payload)));
 }

@@ -48,6 +48,8 @@ export const messages = sqliteTable("messages", {
 export const messageSources = sqliteTable("message_sources", {
   messageId: text("message_id").primaryKey(),
   raw: blob("raw", { mode: "buffer" }).notNull(),
+  /** Set when the source is in blob_chunks (src/store/blobs.ts); `raw` is empty then. */
+  blobId: text("blob_id"),
 });
 
 export const attachments = sqliteTable("attachments", {
@@ -59,6 +61,8 @@ export const attachments = sqliteTable("attachments", {
   contentId: text("content_id"),
   inline: integer("inline", { mode: "boolean" }).notNull(),
   content: blob("content", { mode: "buffer" }).notNull(),
+  /** Set when the content is in blob_chunks (src/store/blobs.ts); stored empty then, read back whole. */
+  blobId: text("blob_id"),
 });
 
 export const sendWindows = sqliteTable(

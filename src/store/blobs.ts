@@ -1,0 +1,99 @@
+/**
+ * Large values, written before the transaction that stores their message (migrations/0100).
+ * SQLite writes a value in one statement: 20 MB at 4 KiB pages holds the event loop for about
+ * 350 ms, and every SMTP session and HTTP request with it. A value over STAGE_THRESHOLD is
+ * instead written in chunks, each in a small transaction of its own, one chunk per turn of the
+ * event loop for the whole process (so that ten big messages cost ten times as many turns, not
+ * ten times as long a turn). Those commits do not wait for the disk: the message's own
+ * transaction claims the blob, and the WAL sync of its commit (group commit) makes every frame
+ * written before it durable with it. Unclaimed blobs are discarded by the writer that gave up on
+ * them, or at the next start after a crash.
+ */
+import type { Database } from "bun:sqlite";
+import { commitWithoutWaitingForDisk } from "../db/open";
+import { newId } from "../ids";
+
+export const STAGE_THRESHOLD = 256 * 1024;
+/** One turn's write: about 4 ms at 4 KiB pages. */
+const CHUNK_BYTES = 256 * 1024;
+
+/** Bytes as the store keeps them: small ones in their row, large ones staged as a blob. */
+export type StoredBytes = { bytes: Uint8Array; blobId: string | null };
+
+export function blobStore(sqlite: Database) {
+  const insertStaged = sqlite.query<never, [string, number]>("INSERT INTO staged_blobs (blob_id, created_at) VALUES (?1, ?2)");
+  const insertChunk = sqlite.query<never, [string, number, Uint8Array]>("INSERT INTO blob_chunks (blob_id, seq, bytes) VALUES (?1, ?2, ?3)");
+  const unstage = sqlite.query<never, [string]>("DELETE FROM staged_blobs WHERE blob_id = ?1");
+  const dropChunks = sqlite.query<never, [string]>("DELETE FROM blob_chunks WHERE blob_id = ?1");
+  const stillStaged = sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM staged_blobs WHERE blob_id = ?1");
+  const chunksOf = sqlite.query<{ bytes: Uint8Array }, [string]>("SELECT bytes FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq");
+  const orphans = sqlite.query<{ blobId: string }, []>("SELECT blob_id AS blobId FROM staged_blobs");
+
+  let turns: Promise<unknown> = Promise.resolve();
+  /** Runs `write` in a later turn of the event loop, after every write queued before it. */
+  const inTurn = (write: () => void): Promise<void> => {
+    const done = turns.then(() => new Promise<void>((resolve, reject) => setImmediate(() => {
+      try {
+        commitWithoutWaitingForDisk(sqlite, () => sqlite.transaction(write).immediate());
+        resolve();
+      } catch (error) {
+        reject(error);
+      }
+    })));
+    turns = done.catch(() => undefined);
+    return done;
+  };
+  const discard = (blobId: string) =>
+    commitWithoutWaitingForDisk(sqlite, () =>
+      sqlite
+        .transaction(() => {
+          unstage.run(blobId);
+          dropChunks.run(blobId);
+        })
+        .immediate(),
+    );
+
+  return {
+    /** `bytes` as they will be stored: in their row when small, else staged chunk by chunk (call outside any transaction). */
+    async prepare(bytes: Uint8Array, now: number): Promise<StoredBytes> {
+      if (bytes.byteLength <= STAGE_THRESHOLD) return { bytes, blobId: null };
+      const blobId = newId("blob");
+      try {
+        await inTurn(() => insertStaged.run(blobId, now));
+        for (let seq = 0, at = 0; at < bytes.byteLength; seq++, at += CHUNK_BYTES) {
+          const chunk = bytes.subarray(at, at + CHUNK_BYTES);
+          await inTurn(() => insertChunk.run(blobId, seq, chunk));
+        }
+      } catch (error) {
+        discard(blobId);
+        throw error;
+      }
+      return { bytes, blobId };
+    },
+    /** In the transaction of the row that names the blob: it is no longer an orphan. */
+    claim(blobId: string): void {
+      unstage.run(blobId);
+    },
+    /** After that transaction: a prepared blob no row claimed (the write failed, or was a duplicate) is removed. */
+    release(blobIds: string[]): void {
+      for (const blobId of blobIds) if (stillStaged.get(blobId)!.n > 0) discard(blobId);
+    },
+    read(blobId: string): Buffer {
+      return Buffer.concat(chunksOf.all(blobId).map((row) => row.bytes));
+    },
+    /** At start: the blobs of writers that a crash stopped before their message was stored. */
+    removeOrphans(): number {
+      const found = orphans.all();
+      for (const { blobId } of found) discard(blobId);
+      return found.length;
+    },
+  };
+}
+
+export type BlobStore = ReturnType<typeof blobStore>;
+
+/** A row read back whole: `content` from its blob when it has one. */
+export const withContent =
+  (blobs: BlobStore) =>
+  <T extends { content: Buffer; blobId: string | null }>(row: T): T =>
+    row.blobId ? { ...row, content: blobs.read(row.blobId) } : row;

@@ -1,0 +1,87 @@
+// Large sources and attachments are written as chunks ahead of their message's transaction, and
+// event payloads leave attachment contents to the attachments table: everything reads back whole,
+// webhooks send what they sent before, and nothing is left behind by deletes or crashes.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { startDnsServer, type DnsServer } from "../peers/dns-server";
+import { startWebhookReceiver } from "../peers/webhook-receiver";
+import { sendMail } from "../smtp/mail-client";
+import { webhookQueue } from "../webhooks/helpers";
+
+const receiver = startWebhookReceiver();
+let dns: DnsServer;
+let server: TestServer;
+let apiKey: string;
+
+beforeAll(async () => {
+  dns = await startDnsServer();
+  server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address } });
+  apiKey = seedOrganization(server.app).apiKey;
+});
+afterAll(async () => {
+  await server.cleanup();
+  await dns.close();
+  await receiver.close();
+});
+
+const count = (sql: string) => server.app.store.sqlite.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${sql}`).get()!.n;
+const newInbox = async () => (await server.api.post("/v1/inboxes", {}, apiKey)).body as { id: string; email: string };
+
+test("a 2 MB message over SMTP is stored in chunks and reads back byte for byte: source, attachment, webhook", async () => {
+  const inbox = await newInbox();
+  await server.api.post("/v1/webhooks", { url: receiver.url("/large"), events: ["message.received"] }, apiKey);
+  const blob = randomBytes(1536 * 1024);
+  const raw = `From: a@example.net\r\nTo: ${inbox.email}\r\nSubject: large\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nhi\r\n--b\r\nContent-Type: application/octet-stream; name=blob.bin\r\nContent-Transfer-Encoding: base64\r\n\r\n${blob.toString("base64").replace(/.{76}/g, "$&\r\n")}\r\n--b--\r\n`;
+  await sendMail(server.smtpPort, { from: "a@example.net", to: [inbox.email], raw });
+  const [listed] = (await server.api.get(`/v1/inboxes/${inbox.id}/messages`, apiKey)).body;
+  const message = (await server.api.get(`/v1/inboxes/${inbox.id}/messages/${listed.id}`, apiKey)).body;
+  const attachment = message.attachments[0];
+  expect(attachment.size).toBe(blob.length);
+  expect(Buffer.from(attachment.content, "base64").equals(blob)).toBe(true);
+
+  const source = await fetch(`http://127.0.0.1:${server.httpPort}/v1/inboxes/${inbox.id}/messages/${listed.id}/raw`, { headers: { authorization: `Bearer ${apiKey}` } });
+  expect((await source.text()).endsWith(raw)).toBe(true);
+  const download = await fetch(`http://127.0.0.1:${server.httpPort}/v1/inboxes/${inbox.id}/messages/${listed.id}/attachments/${attachment.id}`, { headers: { authorization: `Bearer ${apiKey}` } });
+  expect(Buffer.from(await download.arrayBuffer()).equals(blob)).toBe(true);
+
+  // The rows hold nothing of it; the chunks do; the stored event names the attachment only.
+  expect(count(`message_sources WHERE message_id = '${listed.id}' AND length(raw) = 0 AND blob_id IS NOT NULL`)).toBe(1);
+  expect(count(`attachments WHERE id = '${attachment.id}' AND length(content) = 0 AND blob_id IS NOT NULL`)).toBe(1);
+  const stored = server.app.store.sqlite.query<{ payload: string }, [string]>("SELECT payload FROM events WHERE message_id = ?1").get(listed.id)!.payload;
+  expect(stored.length).toBeLessThan(10_000);
+
+  await webhookQueue(server).runDueNow();
+  const [delivered] = await receiver.waitFor(1);
+  expect(JSON.parse(delivered!.body).data.attachments[0].content).toBe(attachment.content);
+}, 30_000);
+
+test("a send and its local copy share their chunks, which go with the last message that names them", async () => {
+  const sender = await newInbox();
+  const recipient = await newInbox();
+  const content = randomBytes(600 * 1024);
+  const sent = await server.api.post(`/v1/inboxes/${sender.id}/messages/send`, { to: [recipient.email], subject: "shared", text: "t", html: "<p>t</p>", attachments: [{ content: content.toString("base64"), name: "c.bin" }] }, apiKey);
+  expect(sent.status).toBe(201);
+  const blobIds = server.app.store.sqlite.query<{ blobId: string }, [string]>("SELECT DISTINCT blob_id AS blobId FROM attachments WHERE message_id = ?1").all(sent.body.id);
+  expect(blobIds.length).toBe(1);
+  const chunksOf = () => count(`blob_chunks WHERE blob_id = '${blobIds[0]!.blobId}'`);
+  expect(chunksOf()).toBeGreaterThan(1);
+
+  await server.api.delete(`/v1/inboxes/${sender.id}`, apiKey);
+  expect(chunksOf()).toBeGreaterThan(1);
+  const [copy] = (await server.api.get(`/v1/inboxes/${recipient.id}/messages`, apiKey)).body;
+  const read = (await server.api.get(`/v1/inboxes/${recipient.id}/messages/${copy.id}`, apiKey)).body;
+  expect(Buffer.from(read.attachments[0].content, "base64").equals(content)).toBe(true);
+
+  await server.api.delete(`/v1/inboxes/${recipient.id}`, apiKey);
+  expect(chunksOf()).toBe(0);
+}, 30_000);
+
+test("chunks of a message that a crash stopped before its transaction are removed at the next start", async () => {
+  const prepared = await server.app.store.blobs.prepare(randomBytes(700 * 1024), server.app.clock.now());
+  expect(count(`blob_chunks WHERE blob_id = '${prepared.blobId}'`)).toBeGreaterThan(0);
+  await server.stop();
+  server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address }, dataDir: server.dataDir });
+  expect(count(`blob_chunks WHERE blob_id = '${prepared.blobId}'`)).toBe(0);
+  expect(count("staged_blobs")).toBe(0);
+}, 30_000);
