@@ -73,7 +73,10 @@ export function prepareDataDir(dataDir: string): void {
   }
 }
 
-export function openDatabase(dataDir: string, options: { quickCheckWaitMs?: number } = {}): OpenedDatabase {
+/** The page cache of connections opened without INBOXD_DB_CACHE_MB (commands, tests). */
+const DEFAULT_CACHE_MB = 16;
+
+export function openDatabase(dataDir: string, options: { quickCheckWaitMs?: number; cacheMb?: number } = {}): OpenedDatabase {
   prepareDataDir(dataDir);
   const lock = holdDataDirLock(dataDir);
   const path = join(dataDir, "inboxd.db");
@@ -97,10 +100,11 @@ export function openDatabase(dataDir: string, options: { quickCheckWaitMs?: numb
     sqlite.exec("PRAGMA synchronous = FULL");
     sqlite.exec("PRAGMA foreign_keys = ON");
     sqlite.exec("PRAGMA temp_store = MEMORY");
-    // 64 MiB of page cache (SQLite's default is 2 MiB): the id, inbox and queue indexes a busy
-    // server reads on every message stay in memory, instead of being read again from the file and
-    // looked up in the WAL. It grows only as pages are read.
-    sqlite.exec("PRAGMA cache_size = -65536");
+    // INBOXD_DB_CACHE_MB of page cache (SQLite's default is 2 MiB): the id, inbox and queue
+    // indexes a busy server reads on every message stay in memory, instead of being read again
+    // from the file and looked up in the WAL. It grows as pages are read or written, large
+    // messages' pages too, and stays that size: it is resident memory of the process.
+    sqlite.exec(`PRAGMA cache_size = ${-1024 * (options.cacheMb ?? DEFAULT_CACHE_MB)}`);
     // The WAL file is reused after each checkpoint that empties it; past this size it is also
     // truncated then, so that one long burst of mail does not hold its disk space for good.
     sqlite.exec(`PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);

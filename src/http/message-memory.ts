@@ -24,7 +24,7 @@ export function messageMemoryGuard(app: App) {
       const bytes = length === null ? maxBodyBytes : Math.min(Number(length) || 0, maxBodyBytes);
       if (bytes <= UNCOUNTED_BODY_BYTES) return;
       const memory = app.messageMemory.open();
-      if (!memory.grow(bytes)) {
+      if (!memory.cover(bytes)) {
         app.metrics.memoryDeferrals.inc({ protocol: "http" });
         throw new ServiceError("unavailable", "The server is busy with other large messages; please try again shortly", { "Retry-After": RETRY_AFTER_SECONDS });
       }

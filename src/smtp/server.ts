@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
 import { listenError } from "../config";
+import type { Reservation } from "../memory/in-flight";
 import { normalizeAddress } from "../mail/address";
 import type { RunningPart } from "../serve";
 import { createAnalysisPool } from "./analysis-pool";
@@ -19,6 +20,8 @@ import { loadTlsCertificate } from "./tls";
 const MAX_RECIPIENTS = 100;
 /** RFC 5321 §4.5.3.1.4: a command line is at most 512 octets with its CRLF. */
 const MAX_COMMAND_LENGTH = 510;
+/** How long memory reserved for a declared SIZE waits for its DATA. */
+const DECLARED_SIZE_HOLD_MS = 60_000;
 /** Where port 25 may not be bound (not root, no CAP_NET_BIND_SERVICE). */
 const FALLBACK_PORT = 2525;
 /** How often shutdown looks for sessions that have finished their message. */
@@ -33,6 +36,8 @@ export async function startSmtp(app: App): Promise<RunningPart> {
   const receiver: Receiver = { app, analysis };
   const recipients = new WeakMap<SMTPServerAddress, Recipient>();
   const tallies = new Map<string, SessionTally>();
+  /** The message memory reserved at MAIL FROM for a declared SIZE, until the data comes. */
+  const memoryOf = new Map<string, Reservation>();
   /** What happened to one message (or one refused recipient) of a session, for its log line and the metrics. */
   const tally = (session: SMTPServerSession, outcome: "accepted" | number) => {
     const counts = tallies.get(session.id);
@@ -63,6 +68,8 @@ export async function startSmtp(app: App): Promise<RunningPart> {
         callback();
       },
       onClose(session) {
+        memoryOf.get(session.id)?.release();
+        memoryOf.delete(session.id);
         const counts = tallies.get(session.id);
         tallies.delete(session.id);
         if (!counts) return;
@@ -87,20 +94,30 @@ export async function startSmtp(app: App): Promise<RunningPart> {
           callback(error as Error);
         }
       },
-      // RFC 1870 §6.1: a declared SIZE that the message memory cannot take now is a 452 before any data is sent.
+      // RFC 1870 §6.1: a declared SIZE is reserved at MAIL FROM, and one that the message memory
+      // cannot take now is a 452 before any data is sent.
       onMailFrom(address, session, callback) {
+        memoryOf.get(session.id)?.release();
+        memoryOf.delete(session.id);
         const declared = Number((address.args || {}).SIZE ?? 0);
-        if (declared > 0 && !app.messageMemory.fits(declared)) {
-          app.metrics.memoryDeferrals.inc({ protocol: "smtp" });
-          tally(session, memorySpentReply.responseCode);
-          return callback(memorySpentReply);
+        if (declared > 0) {
+          const memory = app.messageMemory.open();
+          if (!memory.cover(Math.min(declared, config.smtpMaxSize))) {
+            app.metrics.memoryDeferrals.inc({ protocol: "smtp" });
+            tally(session, memorySpentReply.responseCode);
+            return callback(memorySpentReply);
+          }
+          memoryOf.set(session.id, memory);
+          // A client that declares a size and never sends the data (RSET, silence) must not hold the memory for its whole session.
+          setTimeout(() => memoryOf.get(session.id) === memory && memory.release(), DECLARED_SIZE_HOLD_MS).unref();
         }
         callback();
       },
       onData(stream, session, callback) {
         const accepted = session.envelope.rcptTo.map((address) => recipients.get(address)!);
         log.debug("smtp data", { session: session.id, peer: session.remoteAddress, mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : "", recipients: accepted.length });
-        const memory = app.messageMemory.open();
+        const memory = memoryOf.get(session.id) ?? app.messageMemory.open();
+        memoryOf.delete(session.id);
         // The memory is held until the reply: the message is in this process until it is committed.
         const answer = (error: Error | null, text?: string) => {
           memory.release();

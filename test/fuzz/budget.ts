@@ -8,7 +8,7 @@
 import fc from "fast-check";
 
 const DEFAULT_SEED = 20_260_512;
-const DEFAULT_SECONDS = 1.5;
+const DEFAULT_SECONDS = 0.6;
 
 function numberFrom(name: string): number | undefined {
   const text = process.env[name];

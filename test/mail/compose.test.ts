@@ -25,6 +25,16 @@ function expectOnlyCrlf(raw: Buffer) {
 }
 
 describe("composeMessage round trip", () => {
+  test("attachments past one encoding slice (256 KiB) come back whole, at every size around the slice edge", async () => {
+    for (const size of [256 * 1024, 256 * 1024 + 1, 256 * 1024 + 2, 3 * 1024 * 1024 + 7]) {
+      const content = randomBytes(size);
+      const raw = await composeMessage({ ...base, attachments: [{ filename: "big.bin", contentType: "application/octet-stream", content }] });
+      expect((await parseMessage(raw)).attachments[0]!.content.equals(content)).toBe(true);
+      expect(Math.max(...raw.toString("latin1").split("\r\n").map((line) => line.length))).toBeLessThanOrEqual(78);
+      expectOnlyCrlf(raw);
+    }
+  });
+
   test("text, html, two binary attachments, cc, threading headers; bcc nowhere", async () => {
     const pdf = randomBytes(70_000);
     const png = Buffer.concat([Buffer.from("89504e470d0a1a0a", "hex"), randomBytes(3000), Buffer.from([0, 13, 10, 13, 10, 0])]);

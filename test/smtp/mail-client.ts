@@ -10,6 +10,8 @@ export interface SendOptions {
   tls?: { mode: "plain" } | { mode: "starttls"; ca: string; servername: string };
   /** How long the client waits for a reply (default 10 s). */
   socketTimeoutMs?: number;
+  /** Declares the message's size at MAIL FROM (RFC 1870), as Postfix and most MTAs do. */
+  declareSize?: boolean;
 }
 
 export interface Sent {
@@ -35,7 +37,7 @@ export async function sendMail(port: number, options: SendOptions): Promise<Sent
   try {
     await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
     const info = await new Promise<SMTPConnection.SentMessageInfo>((resolve, reject) =>
-      connection.send({ from: options.from, to: options.to }, options.raw, (error, result) => (error ? reject(error) : resolve(result))),
+      connection.send({ from: options.from, to: options.to, size: options.declareSize ? Buffer.byteLength(options.raw) : undefined }, options.raw, (error, result) => (error ? reject(error) : resolve(result))),
     );
     return { response: info.response, accepted: info.accepted.map(String), rejected: info.rejected.map(String), secure: connection.secure };
   } finally {
