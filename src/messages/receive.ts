@@ -84,7 +84,7 @@ export function storeReceivedMessage(app: App, input: ReceivedMessageInput): Mes
 
 /** The large parts of a message, written ahead of the transaction that stores it (store/blobs.ts). */
 export interface PreparedContent {
-  /** One per copy that is stored (received copies differ in their trace fields). */
+  /** One per copy that is stored (received copies differ in their trace fields), each given in parts. */
   sources: StoredBytes[];
   /** By position, shared by every copy; null: small enough for its row. */
   attachmentBlobIds: (string | null)[];
@@ -95,12 +95,12 @@ export interface PreparedContent {
  * event loop, before its transaction. Give the result to `releasePrepared` after that
  * transaction, whether it committed or not: what no row claimed is removed.
  */
-export async function prepareContent(app: App, sources: Uint8Array[], attachments: { content: Uint8Array }[]): Promise<PreparedContent> {
+export async function prepareContent(app: App, sources: Uint8Array[][], attachments: { content: Uint8Array }[]): Promise<PreparedContent> {
   const now = app.clock.now();
   const prepared: PreparedContent = { sources: [], attachmentBlobIds: [] };
   try {
-    for (const { content } of attachments) prepared.attachmentBlobIds.push((await app.store.blobs.prepare(content, now)).blobId);
-    for (const source of sources) prepared.sources.push(await app.store.blobs.prepare(source, now));
+    for (const { content } of attachments) prepared.attachmentBlobIds.push((await app.store.blobs.prepare([content], now)).blobId);
+    for (const parts of sources) prepared.sources.push(await app.store.blobs.prepare(parts, now));
     return prepared;
   } catch (error) {
     releasePrepared(app, prepared);

@@ -118,7 +118,7 @@ async function dispatch(app: App, organizationId: string, draft: Draft): Promise
     inReplyTo: draft.inReplyTo,
     references: draft.references,
   });
-  const prepared = await prepareContent(app, [raw], draft.attachments);
+  const prepared = await prepareContent(app, [[raw]], draft.attachments);
   const source = prepared.sources[0]!;
   const { attachmentBlobIds } = prepared;
   // Concurrent sends share one commit (group commit); each still answers only once it is on disk.

@@ -44,24 +44,37 @@ export interface MessageData {
  * large message only to refuse it would cost as much CPU and garbage as keeping it). Rejects when
  * the connection drops first.
  */
-export function readMessageData(stream: SMTPServerDataStream, maxSize: number, memory: Reservation, onMemorySpent: () => void): Promise<MessageData> {
+export function readMessageData(stream: SMTPServerDataStream, maxSize: number, memory: Reservation, onMemorySpent: () => void, declaredSize = 0): Promise<MessageData> {
   return new Promise((resolve, reject) => {
+    // With a declared size (RFC 1870), the data goes straight into one buffer of that size: no
+    // list of chunks to join into a second copy at the end.
+    let exact = declaredSize > 0 && declaredSize <= maxSize ? Buffer.allocUnsafe(declaredSize) : undefined;
     let chunks: Buffer[] = [];
     let size = 0;
     let overBudget = false;
     stream.on("data", (chunk: Buffer) => {
       size += chunk.length;
       if (size > maxSize || overBudget) return;
-      if (memory.cover(size)) return void chunks.push(chunk);
-      overBudget = true;
-      chunks = [];
-      memory.release();
-      onMemorySpent();
+      if (!memory.cover(size)) {
+        overBudget = true;
+        exact = undefined;
+        chunks = [];
+        memory.release();
+        return onMemorySpent();
+      }
+      if (exact && size <= exact.length) return void chunk.copy(exact, size - chunk.length);
+      if (exact) {
+        chunks = [exact.subarray(0, size - chunk.length)];
+        exact = undefined;
+      }
+      chunks.push(chunk);
     });
     stream.once("end", () => {
       const oversized = stream.sizeExceeded || size > maxSize;
-      const kept = !oversized && !overBudget;
-      resolve({ raw: kept ? Buffer.concat(chunks, size) : Buffer.alloc(0), size, oversized, overBudget });
+      if (oversized || overBudget) return resolve({ raw: Buffer.alloc(0), size, oversized, overBudget });
+      // A declared size a little over the real one: the message is moved to a buffer of its own size.
+      const raw = !exact ? Buffer.concat(chunks, size) : size === exact.length ? exact : Buffer.from(exact.subarray(0, size));
+      resolve({ raw, size, oversized, overBudget });
     });
     stream.once("error", reject);
     stream.once("close", () => reject(new Error("the connection closed before the end of the data")));
@@ -146,8 +159,8 @@ async function analyze(receiver: Receiver, session: SMTPServerSession, raw: Buff
   }
 }
 
-/** The stored source of one copy: our Authentication-Results, then our Received, then the message. */
-function tracedCopy(app: App, session: SMTPServerSession, analysis: Analysis, copy: Pick<TraceDetails, "id" | "recipient" | "time">): Buffer {
+/** The stored source of one copy, in parts: our Authentication-Results and our Received, then the message. */
+function tracedCopy(app: App, session: SMTPServerSession, analysis: Analysis, copy: Pick<TraceDetails, "id" | "recipient" | "time">): Uint8Array[] {
   const received = receivedField({
     helo: session.hostNameAppearsAs,
     clientIp: session.remoteAddress,
@@ -156,5 +169,5 @@ function tracedCopy(app: App, session: SMTPServerSession, analysis: Analysis, co
     tls: session.tlsOptions ? { version: session.tlsOptions.version, cipher: session.tlsOptions.name } : undefined,
     ...copy,
   });
-  return Buffer.concat([Buffer.from(analysis.field + received), analysis.raw]);
+  return [Buffer.from(analysis.field + received), analysis.raw];
 }

@@ -37,7 +37,7 @@ export async function startSmtp(app: App): Promise<RunningPart> {
   const recipients = new WeakMap<SMTPServerAddress, Recipient>();
   const tallies = new Map<string, SessionTally>();
   /** The message memory reserved at MAIL FROM for a declared SIZE, until the data comes. */
-  const memoryOf = new Map<string, Reservation>();
+  const memoryOf = new Map<string, { memory: Reservation; declared: number }>();
   /** What happened to one message (or one refused recipient) of a session, for its log line and the metrics. */
   const tally = (session: SMTPServerSession, outcome: "accepted" | number) => {
     const counts = tallies.get(session.id);
@@ -68,7 +68,7 @@ export async function startSmtp(app: App): Promise<RunningPart> {
         callback();
       },
       onClose(session) {
-        memoryOf.get(session.id)?.release();
+        memoryOf.get(session.id)?.memory.release();
         memoryOf.delete(session.id);
         const counts = tallies.get(session.id);
         tallies.delete(session.id);
@@ -97,7 +97,7 @@ export async function startSmtp(app: App): Promise<RunningPart> {
       // RFC 1870 §6.1: a declared SIZE is reserved at MAIL FROM, and one that the message memory
       // cannot take now is a 452 before any data is sent.
       onMailFrom(address, session, callback) {
-        memoryOf.get(session.id)?.release();
+        memoryOf.get(session.id)?.memory.release();
         memoryOf.delete(session.id);
         const declared = Number((address.args || {}).SIZE ?? 0);
         if (declared > 0) {
@@ -107,16 +107,17 @@ export async function startSmtp(app: App): Promise<RunningPart> {
             tally(session, memorySpentReply.responseCode);
             return callback(memorySpentReply);
           }
-          memoryOf.set(session.id, memory);
+          const held = { memory, declared };
+          memoryOf.set(session.id, held);
           // A client that declares a size and never sends the data (RSET, silence) must not hold the memory for its whole session.
-          setTimeout(() => memoryOf.get(session.id) === memory && memory.release(), DECLARED_SIZE_HOLD_MS).unref();
+          setTimeout(() => memoryOf.get(session.id) === held && memory.release(), DECLARED_SIZE_HOLD_MS).unref();
         }
         callback();
       },
       onData(stream, session, callback) {
         const accepted = session.envelope.rcptTo.map((address) => recipients.get(address)!);
         log.debug("smtp data", { session: session.id, peer: session.remoteAddress, mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : "", recipients: accepted.length });
-        const memory = memoryOf.get(session.id) ?? app.messageMemory.open();
+        const { memory, declared } = memoryOf.get(session.id) ?? { memory: app.messageMemory.open(), declared: 0 };
         memoryOf.delete(session.id);
         // The memory is held until the reply: the message is in this process until it is committed.
         const answer = (error: Error | null, text?: string) => {
@@ -128,7 +129,7 @@ export async function startSmtp(app: App): Promise<RunningPart> {
           tally(session, 421);
           server.closeConnection(session.id, memorySpentClosing);
         };
-        readMessageData(stream, config.smtpMaxSize, memory, memorySpent).then(
+        readMessageData(stream, config.smtpMaxSize, memory, memorySpent, declared).then(
           (data) =>
             receiveMessage(receiver, session, accepted, data).then(
               (text) => {

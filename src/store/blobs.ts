@@ -17,8 +17,30 @@ export const STAGE_THRESHOLD = 256 * 1024;
 /** One turn's write: about 4 ms at 4 KiB pages. */
 const CHUNK_BYTES = 256 * 1024;
 
-/** Bytes as the store keeps them: small ones in their row, large ones staged as a blob. */
+/** Bytes as the store keeps them: small ones in their row, large ones staged as a blob (`bytes` empty then). */
 export type StoredBytes = { bytes: Uint8Array; blobId: string | null };
+
+const EMPTY = new Uint8Array(0);
+
+/** CHUNK_BYTES at a time across the parts; only a chunk that spans two parts is copied. */
+function* chunkedParts(parts: Uint8Array[]): Generator<Uint8Array> {
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  for (const part of parts) {
+    for (let at = 0; at < part.byteLength; ) {
+      const take = Math.min(CHUNK_BYTES - pendingBytes, part.byteLength - at);
+      pending.push(part.subarray(at, at + take));
+      pendingBytes += take;
+      at += take;
+      if (pendingBytes === CHUNK_BYTES) {
+        yield pending.length === 1 ? pending[0]! : Buffer.concat(pending);
+        pending = [];
+        pendingBytes = 0;
+      }
+    }
+  }
+  if (pendingBytes > 0) yield pending.length === 1 ? pending[0]! : Buffer.concat(pending);
+}
 
 export function blobStore(sqlite: Database) {
   const insertStaged = sqlite.query<never, [string, number]>("INSERT INTO staged_blobs (blob_id, created_at) VALUES (?1, ?2)");
@@ -54,21 +76,27 @@ export function blobStore(sqlite: Database) {
     );
 
   return {
-    /** `bytes` as they will be stored: in their row when small, else staged chunk by chunk (call outside any transaction). */
-    async prepare(bytes: Uint8Array, now: number): Promise<StoredBytes> {
-      if (bytes.byteLength <= STAGE_THRESHOLD) return { bytes, blobId: null };
+    /**
+     * The bytes of `parts`, one after the other, as they will be stored: in their row when small,
+     * else staged chunk by chunk (call outside any transaction). Parts spare the caller a copy of
+     * a large message to put a few header lines before it.
+     */
+    async prepare(parts: Uint8Array[], now: number): Promise<StoredBytes> {
+      const size = parts.reduce((sum, part) => sum + part.byteLength, 0);
+      if (size <= STAGE_THRESHOLD) return { bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts), blobId: null };
       const blobId = newId("blob");
       try {
         await inTurn(() => insertStaged.run(blobId, now));
-        for (let seq = 0, at = 0; at < bytes.byteLength; seq++, at += CHUNK_BYTES) {
-          const chunk = bytes.subarray(at, at + CHUNK_BYTES);
-          await inTurn(() => insertChunk.run(blobId, seq, chunk));
+        let seq = 0;
+        for (const chunk of chunkedParts(parts)) {
+          const n = seq++;
+          await inTurn(() => insertChunk.run(blobId, n, chunk));
         }
       } catch (error) {
         discard(blobId);
         throw error;
       }
-      return { bytes, blobId };
+      return { bytes: EMPTY, blobId };
     },
     /** In the transaction of the row that names the blob: it is no longer an orphan. */
     claim(blobId: string): void {

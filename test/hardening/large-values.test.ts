@@ -7,6 +7,7 @@ import { seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startWebhookReceiver } from "../peers/webhook-receiver";
 import { sendMail } from "../smtp/mail-client";
+import { openSession } from "../smtp/raw-client";
 import { webhookQueue } from "../webhooks/helpers";
 
 const receiver = startWebhookReceiver();
@@ -56,6 +57,22 @@ test("a 2 MB message over SMTP is stored in chunks and reads back byte for byte:
   expect(JSON.parse(delivered!.body).data.attachments[0].content).toBe(attachment.content);
 }, 30_000);
 
+test("a declared SIZE above, at or below the real size: the message is stored byte for byte", async () => {
+  const inbox = await newInbox();
+  const body = randomBytes(400 * 1024).toString("base64").replace(/.{76}/g, "$&\r\n");
+  for (const [n, skew] of [[1, 1000], [2, 0], [3, -1000]] as const) {
+    const raw = `From: a@example.net\r\nTo: ${inbox.email}\r\nSubject: declared ${n}\r\nMessage-ID: <declared${n}@example.net>\r\n\r\n${body}\r\n`;
+    const session = await openSession(server.smtpPort);
+    for (const line of ["EHLO client.example", `MAIL FROM:<a@example.net> SIZE=${raw.length + skew}`, `RCPT TO:<${inbox.email}>`, "DATA"]) await session.command(line);
+    session.write(raw + ".\r\n");
+    expect((await session.reply()).code).toBe(250);
+    session.end();
+    const listed = (await server.api.get(`/v1/inboxes/${inbox.id}/messages`, apiKey)).body.find((m: { subject: string }) => m.subject === `declared ${n}`);
+    const source = await fetch(`http://127.0.0.1:${server.httpPort}/v1/inboxes/${inbox.id}/messages/${listed.id}/raw`, { headers: { authorization: `Bearer ${apiKey}` } });
+    expect((await source.text()).endsWith(raw)).toBe(true);
+  }
+}, 30_000);
+
 test("a send and its local copy share their chunks, which go with the last message that names them", async () => {
   const sender = await newInbox();
   const recipient = await newInbox();
@@ -78,7 +95,7 @@ test("a send and its local copy share their chunks, which go with the last messa
 }, 30_000);
 
 test("chunks of a message that a crash stopped before its transaction are removed at the next start", async () => {
-  const prepared = await server.app.store.blobs.prepare(randomBytes(700 * 1024), server.app.clock.now());
+  const prepared = await server.app.store.blobs.prepare([randomBytes(700 * 1024)], server.app.clock.now());
   expect(count(`blob_chunks WHERE blob_id = '${prepared.blobId}'`)).toBeGreaterThan(0);
   await server.stop();
   server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address }, dataDir: server.dataDir });
