@@ -1,6 +1,7 @@
 // Received messages: turns RFC 5322 bytes into the plain fields inboxd stores,
 // threads and shows, via mailparser's simpleParser. Limits: see ./limits.
 
+import { Readable } from "node:stream";
 import { simpleParser, type AddressObject, type EmailAddress, type HeaderLines } from "mailparser";
 import { parseAddress } from "./address";
 import { BOUNDED_PARSER_OPTIONS, MAX_HTML_TO_TEXT_CHARS, asLimitError } from "./limits";
@@ -42,13 +43,25 @@ export interface ParsedMessage {
 }
 
 /**
+ * A large message goes to the parser a slice at a time. Given whole, a 20 MB message reached its
+ * base64 decoder as one piece, held there as two 20 MB strings and the decoded bytes at once: the
+ * parse peaked at 77 MB over the message itself, 36 MB in slices (about 25 % slower).
+ */
+const STREAM_SLICE_BYTES = 64 * 1024;
+
+function* slices(raw: Buffer): Generator<Buffer> {
+  for (let at = 0; at < raw.length; at += STREAM_SLICE_BYTES) yield raw.subarray(at, at + STREAM_SLICE_BYTES);
+}
+
+/**
  * Parses one message. Bodies in any charset iconv-lite or encoding-japanese
  * know (ISO-8859-*, windows-125x, ISO-2022-JP, ...) come out as strings.
  * Rejects with MessageLimitError past the limits in ./limits; otherwise it is
  * lenient, as received mail has to be.
  */
 export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
-  const mail = await simpleParser(raw, BOUNDED_PARSER_OPTIONS).catch((error: unknown) => {
+  const input = raw.length > STREAM_SLICE_BYTES ? Readable.from(slices(raw)) : raw;
+  const mail = await simpleParser(input, BOUNDED_PARSER_OPTIONS).catch((error: unknown) => {
     throw asLimitError(error);
   });
   const headers = rawHeaders(mail.headerLines);

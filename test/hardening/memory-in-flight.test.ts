@@ -1,10 +1,8 @@
 // Hardening: memory per message in flight. Twenty 20 MB messages over SMTP from one address and ten
 // 18 MB sends over HTTP at once, with the default settings and the packaged unit's environment:
 // what does not fit in the message memory is told to try later and arrives on the client's retry,
-// and the peak and /health stay bounded (without the budget: 4.4 GB and /health at 28 s). The
-// issue's target is 400 MB and 100 ms: measured 355-426 MB (most runs 371-389) and 82-111 ms, so
-// the bounds below hold with that spread; what is left is one message's parse on its thread
-// (mailparser holds about 6 times the message at its peak) and heap pages the runtime returns late.
+// the process stays under 400 MB and /health answers quickly throughout (without the budget: 4.4
+// GB and /health at 28 s). Measured in six runs: 351-387 MB, /health 80-98 ms. The figures are printed.
 import { afterAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -48,9 +46,12 @@ async function untilAccepted<T>(attempt: () => Promise<T>, isTemporary: (error: 
 /** As packaging/inboxd.service runs it. */
 const unitEnvironment = { MIMALLOC_PURGE_DELAY: "0" };
 
-/** On the 2 cores of CI the test's own clients (20 SMTP streams and 10 uploads) share the cores with the server. */
-const HEALTH_BOUND_MS = 150;
-const PEAK_BOUND_MB = 450;
+/**
+ * The issue's 100 ms, with room for CI: on its 2 cores the test's own clients (20 SMTP streams and
+ * 10 uploads) and the other tests' leftovers share the cores with the server.
+ */
+const HEALTH_BOUND_MS = 125;
+const PEAK_BOUND_MB = 400;
 
 test("20 x 20 MB inbound and 10 x 18 MB sends at once: deferred, retried, all stored, peak RSS and /health bounded", async () => {
   const child = space.keep(await startChildServer(testEnv(space.dir(), { INBOXD_DNS_SERVERS: dns.address, ...unitEnvironment }), { command: inboxdCommand() }));
