@@ -16,15 +16,13 @@ export interface InFlightBudget {
   open(): Reservation;
   /** Bytes reserved now, for the metrics. */
   inUse(): number;
-  /** Whether `bytes` more would fit now (an early, advisory answer: SMTP's SIZE at MAIL FROM). */
-  fits(bytes: number): boolean;
 }
 
 /**
  * A holder of at least this many bytes leaves a collection behind it. The JavaScript heap frees
  * large buffers only when it next collects, which under a steady stream of big messages came late
  * enough for the process to hold three times the budget in garbage (peak RSS 815 MB against 454 MB
- * with this, for 20 MB messages one at a time). A full collection costs the event loop 10-20 ms.
+ * with this, for 20 MB messages one at a time). A full collection holds its thread 30-70 ms.
  */
 export const COLLECT_AFTER_BYTES = 8 * 1024 * 1024;
 
@@ -66,6 +64,5 @@ export function inFlightBudget(limitBytes: number): InFlightBudget {
       };
     },
     inUse: () => used,
-    fits: (bytes) => fits(bytes, 0),
   };
 }

@@ -8,6 +8,7 @@
  */
 import { RE2JS } from "re2js";
 import { invalid, ServiceError } from "../errors";
+import { takeTurn } from "../event-loop";
 import type { Store } from "../store";
 import type { SearchableRow } from "../store/message-search";
 import type { MessageSummaryRow } from "../store/messages";
@@ -68,34 +69,6 @@ const matchesRow = (regex: RE2JS, row: SearchableRow) => regex.test(row.subject)
 const walking = new Map<string, number>();
 
 /**
- * Walks take turns, one slice per turn of the event loop: were each walk to yield on its own, a
- * turn would run a slice of every walk under way before the loop polled for I/O again.
- */
-const waiting: (() => void)[] = [];
-let turning = false;
-
-function turn(): Promise<void> {
-  const { promise, resolve } = Promise.withResolvers<void>();
-  waiting.push(resolve);
-  if (!turning) {
-    turning = true;
-    setImmediate(nextTurn);
-  }
-  return promise;
-}
-
-// The slice runs in the microtasks after this callback; the next one waits for the next check phase, after I/O.
-function nextTurn() {
-  const resolve = waiting.shift();
-  if (!resolve) {
-    turning = false;
-    return;
-  }
-  resolve();
-  setImmediate(nextTurn);
-}
-
-/**
  * The rows to check, newest first (the index's matches for `match`, else every message of the
  * inbox). A batch doubles while reading one takes under half a slice, and halves when it takes
  * more, so that a read of long messages does not outlast the slice it falls in.
@@ -147,7 +120,7 @@ async function walk(store: Store, inboxId: string, regex: RE2JS, match: string |
   const found: number[] = [];
   // performance.now, not the app clock: the budget is real time in the walk's own slices, which tests never move.
   for (let spent = 0; ; ) {
-    await turn();
+    await takeTurn();
     const sliceStart = performance.now();
     let now = sliceStart;
     while (now - sliceStart < sliceMs) {

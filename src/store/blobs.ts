@@ -3,14 +3,15 @@
  * SQLite writes a value in one statement: 20 MB at 4 KiB pages holds the event loop for about
  * 350 ms, and every SMTP session and HTTP request with it. A value over STAGE_THRESHOLD is
  * instead written in chunks, each in a small transaction of its own, one chunk per turn of the
- * event loop for the whole process (so that ten big messages cost ten times as many turns, not
- * ten times as long a turn). Those commits do not wait for the disk: the message's own
- * transaction claims the blob, and the WAL sync of its commit (group commit) makes every frame
- * written before it durable with it. Unclaimed blobs are discarded by the writer that gave up on
+ * event loop, taking turns with every other such work of the process (src/event-loop.ts: ten
+ * big messages cost ten times as many turns, not ten times as long a turn). Those commits do not
+ * wait for the disk: the message's own transaction claims the blob, and the WAL sync of its
+ * commit (group commit) makes every frame written before it durable with it. Unclaimed blobs are discarded by the writer that gave up on
  * them, or at the next start after a crash.
  */
 import type { Database } from "bun:sqlite";
 import { commitWithoutWaitingForDisk } from "../db/open";
+import { takeTurn } from "../event-loop";
 import { newId } from "../ids";
 
 export const STAGE_THRESHOLD = 256 * 1024;
@@ -51,19 +52,10 @@ export function blobStore(sqlite: Database) {
   const chunksOf = sqlite.query<{ bytes: Uint8Array }, [string]>("SELECT bytes FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq");
   const orphans = sqlite.query<{ blobId: string }, []>("SELECT blob_id AS blobId FROM staged_blobs");
 
-  let turns: Promise<unknown> = Promise.resolve();
-  /** Runs `write` in a later turn of the event loop, after every write queued before it. */
-  const inTurn = (write: () => void): Promise<void> => {
-    const done = turns.then(() => new Promise<void>((resolve, reject) => setImmediate(() => {
-      try {
-        commitWithoutWaitingForDisk(sqlite, () => sqlite.transaction(write).immediate());
-        resolve();
-      } catch (error) {
-        reject(error);
-      }
-    })));
-    turns = done.catch(() => undefined);
-    return done;
+  /** Writes in a turn of the event loop of its own (takeTurn), committed without waiting for the disk. */
+  const inTurn = async (write: () => void): Promise<void> => {
+    await takeTurn();
+    commitWithoutWaitingForDisk(sqlite, () => sqlite.transaction(write).immediate());
   };
   const discard = (blobId: string) =>
     commitWithoutWaitingForDisk(sqlite, () =>
