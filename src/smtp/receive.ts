@@ -33,13 +33,13 @@ export interface MessageData {
   /** Bytes the client sent, whether kept or not. */
   size: number;
   oversized: boolean;
-  /** The message memory (INBOXD_MESSAGE_MEMORY_MB) was spent while it arrived: the rest was read and dropped. */
+  /** The message memory (INBOXD_MESSAGE_MEMORY_MB) was spent while it arrived (the session was told so with 421). */
   overBudget: boolean;
 }
 
 /**
  * Collects the data of one DATA command, keeping at most `maxSize` bytes (RFC 1870: a message
- * found larger while it arrives is refused at its end, so the rest is read and dropped) and only
+ * found larger while it arrives is refused at its end: the rest is read and dropped) and only
  * while `memory` grants them: past that, `onMemorySpent` is told at once (reading the rest of a
  * large message only to refuse it would cost as much CPU and garbage as keeping it). Rejects when
  * the connection drops first.
