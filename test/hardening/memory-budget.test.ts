@@ -1,0 +1,60 @@
+// The message memory's answers at its edge: while a large upload holds it, another large body is
+// 503 with Retry-After before it is read, a declared SIZE that does not fit is 452 at MAIL FROM,
+// small requests still pass, and once the upload ends the memory is free again.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { eventually, seedOrganization, startTestServer, type TestServer } from "../harness";
+import { openSession } from "../smtp/raw-client";
+
+const MB = 1024 * 1024;
+let server: TestServer;
+let apiKey: string;
+let inbox: { id: string; email: string };
+
+beforeAll(async () => {
+  server = await startTestServer({ env: { INBOXD_MESSAGE_MEMORY_MB: "1" } });
+  apiKey = seedOrganization(server.app).apiKey;
+  inbox = (await server.api.post("/v1/inboxes", {}, apiKey)).body;
+});
+afterAll(() => server.cleanup());
+
+const sendUrl = () => `http://127.0.0.1:${server.httpPort}/v1/inboxes/${inbox.id}/messages/send`;
+const sendBody = (attachmentBytes: number) => JSON.stringify({ to: [inbox.email], subject: "s", text: "t", html: "<p>t</p>", attachments: [{ content: Buffer.alloc(attachmentBytes, 1).toString("base64"), name: "a.bin" }] });
+
+test("while a 2 MB upload holds the memory: 503 with Retry-After for another, 452 for a declared SIZE, small requests pass; then free again", async () => {
+  // An upload whose body arrives only when the test says so: its memory is held from its first byte.
+  const held = sendBody(1.5 * MB);
+  let finish!: () => void;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode(held.slice(0, 1000)));
+      finish = () => {
+        controller.enqueue(new TextEncoder().encode(held.slice(1000)));
+        controller.close();
+      };
+    },
+  });
+  const first = fetch(sendUrl(), { method: "POST", body, headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-length": String(held.length) } });
+  const inUse = () => server.app.messageMemory.inUse();
+  await eventually("the upload to hold the memory", inUse, (bytes) => bytes > MB);
+
+  const refused = await fetch(sendUrl(), { method: "POST", body: sendBody(MB), headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" } });
+  expect(refused.status).toBe(503);
+  expect(refused.headers.get("retry-after")).toBe("5");
+  expect(((await refused.json()) as { error: string }).error).toContain("try again");
+
+  const session = await openSession(server.smtpPort);
+  await session.command("EHLO client.example");
+  const declared = await session.command(`MAIL FROM:<a@example.net> SIZE=${2 * MB}`);
+  expect(declared.code).toBe(452);
+  expect(declared.text).toContain("4.3.1");
+  session.end();
+
+  expect((await server.api.get(`/v1/inboxes/${inbox.id}/messages`, apiKey)).status).toBe(200);
+  expect((await server.api.post(`/v1/inboxes/${inbox.id}/messages/send`, JSON.parse(sendBody(10)), apiKey)).status).toBe(201);
+
+  finish();
+  expect((await first).status).toBe(201);
+  await eventually("the memory to be free", inUse, (bytes) => bytes === 0);
+  const after = await fetch(sendUrl(), { method: "POST", body: sendBody(MB), headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" } });
+  expect(after.status).toBe(201);
+}, 30_000);
