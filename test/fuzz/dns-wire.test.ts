@@ -12,6 +12,7 @@ import * as dnsPacket from "dns-packet";
 import fc from "fast-check";
 import { createResolver, DnsLookupError } from "../../src/dns/resolver";
 import { askServer, WireError } from "../../src/dns/wire";
+import { bindBoth } from "../peers/dns-server";
 import { fuzz, testTimeout, withinTime } from "./budget";
 
 // Loopback answers take well under a millisecond; a late one is an ETIMEOUT, which the properties allow.
@@ -24,31 +25,29 @@ let tcp: net.Server;
 let port = 0;
 
 beforeAll(async () => {
-  udp = dgram.createSocket("udp4");
-  await new Promise<void>((resolve) => udp.bind(0, "127.0.0.1", resolve));
-  port = udp.address().port;
-  udp.on("message", (message, peer) => {
-    let query: dnsPacket.DecodedPacket;
-    try {
-      query = dnsPacket.decode(message);
-    } catch {
-      return;
-    }
-    for (const datagram of answer(query).udp) udp.send(datagram, peer.port, peer.address);
-  });
-  tcp = net.createServer((socket) => {
-    socket.on("error", () => {});
-    let received = Buffer.alloc(0);
-    socket.on("data", (chunk) => {
-      received = Buffer.concat([received, Buffer.from(chunk)]);
-      if (received.length < 2 || received.length < 2 + received.readUInt16BE(0)) return;
-      const query = dnsPacket.decode(received.subarray(2, 2 + received.readUInt16BE(0)));
-      const chunks = answer(query).tcp;
-      for (const piece of chunks) socket.write(piece);
-      socket.end();
-    });
-  });
-  await new Promise<void>((resolve) => tcp.listen(port, "127.0.0.1", resolve));
+  ({ udp, tcp, port } = await bindBoth(
+    (message, peer, socket) => {
+      let query: dnsPacket.DecodedPacket;
+      try {
+        query = dnsPacket.decode(message);
+      } catch {
+        return;
+      }
+      for (const datagram of answer(query).udp) socket.send(datagram, peer.port, peer.address);
+    },
+    (socket) => {
+      socket.on("error", () => {});
+      let received = Buffer.alloc(0);
+      socket.on("data", (chunk) => {
+        received = Buffer.concat([received, Buffer.from(chunk)]);
+        if (received.length < 2 || received.length < 2 + received.readUInt16BE(0)) return;
+        const query = dnsPacket.decode(received.subarray(2, 2 + received.readUInt16BE(0)));
+        const chunks = answer(query).tcp;
+        for (const piece of chunks) socket.write(piece);
+        socket.end();
+      });
+    },
+  ));
 });
 afterAll(() => {
   udp.close();

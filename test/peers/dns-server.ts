@@ -234,7 +234,7 @@ function bindUdp(socket: dgram.Socket): Promise<number> {
  * socket already holds that number (ephemeral ports are shared by every test on the machine),
  * both are given up and another port is tried.
  */
-async function bindBoth(
+export async function bindBoth(
   onMessage: (message: Buffer, peer: dgram.RemoteInfo, socket: dgram.Socket) => void,
   onConnection: (socket: net.Socket) => void,
 ): Promise<{ udp: dgram.Socket; tcp: net.Server; port: number }> {
