@@ -2,13 +2,13 @@
 import { resolve } from "node:path";
 import { Clock } from "./clock";
 import type { Config } from "./config";
-import { openDatabase, QUICK_CHECK_WAIT_MS } from "./db/open";
-import { migrate } from "./db/migrate";
-import { openSecrets } from "./db/secret-key";
+import { openDatabase, QUICK_CHECK_WAIT_MS } from "./store/sqlite/open";
+import { migrate } from "./store/sqlite/migrate";
+import { openSecrets } from "./store/sqlite/secret-key";
 import { createLogger, type Logger } from "./log";
 import { inFlightBudget, type InFlightBudget } from "./memory/in-flight";
 import { createMetrics, type Metrics } from "./metrics/metrics";
-import { createStore, type Store } from "./store";
+import { createStore, type Store } from "./store/sqlite/index";
 
 export interface App {
   config: Config;

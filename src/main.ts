@@ -3,8 +3,8 @@
 import { resolve } from "node:path";
 import { openApp } from "./app";
 import { ConfigError, configWarnings, loadConfig, parseFlags, settingsHelp, type Config } from "./config";
-import { backupDatabase, restoreDatabase } from "./db/backup";
-import { DataDirLockedError } from "./db/open";
+import { backupDatabase, restoreDatabase } from "./store/sqlite/backup";
+import { DataDirLockedError } from "./store/sqlite/open";
 import { formatFindings, runDoctor } from "./doctor/command";
 import { serviceDnsZone } from "./outbound/dns-command";
 import { checkBeforeStart, startServices } from "./serve";

@@ -7,7 +7,7 @@ import type { App } from "./app";
 import { createServer } from "node:net";
 import { listenError, type Config } from "./config";
 import { operatorCertificate } from "./smtp/tls";
-import { startCheckpoints } from "./db/checkpoints";
+import { startCheckpoints } from "./store/sqlite/checkpoints";
 import { createHttpApp } from "./http/app";
 import { metricsResponse } from "./http/routes/metrics";
 import { startOutboundQueue } from "./outbound/queue";

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { Elysia } from "elysia";
 import { openApp } from "../../src/app";
 import { loadConfig } from "../../src/config";
-import { startCheckpoints } from "../../src/db/checkpoints";
+import { startCheckpoints } from "../../src/store/sqlite/checkpoints";
 import { createHttpApp } from "../../src/http/app";
 import { insertInbox } from "../../src/inboxes/service";
 import { seedOrganization, tempDir, testEnv } from "../../test/harness";

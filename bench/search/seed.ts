@@ -2,7 +2,7 @@
 // the store (the same rows, index and triggers as real mail) in large transactions.
 import type { App } from "../../src/app";
 import { newId } from "../../src/ids";
-import type { InboxRow } from "../../src/store/inboxes";
+import type { InboxRow } from "../../src/store/sqlite/inboxes";
 
 /** A fixed-seed generator, so every run searches the same corpus. */
 export function seededRandom(seed = 7) {

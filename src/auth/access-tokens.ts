@@ -5,7 +5,7 @@
  */
 import { randomToken, sha256Hex } from "../ids";
 import { unauthorized } from "../errors";
-import type { Store } from "../store";
+import type { Store } from "../store/sqlite/index";
 
 export const accessTokenPrefix = "at_";
 export const accessTokenLifetimeMs = 7 * 24 * 60 * 60 * 1000;

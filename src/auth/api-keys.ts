@@ -2,7 +2,7 @@
 import type { App } from "../app";
 import { notFound, unauthorized } from "../errors";
 import { randomToken, sha256Hex, newId } from "../ids";
-import type { Store } from "../store";
+import type { Store } from "../store/sqlite/index";
 import { requiredText } from "./fields";
 import { presentApiKey, presentCreatedApiKey } from "./present";
 

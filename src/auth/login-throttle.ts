@@ -9,7 +9,7 @@
 import ipaddr from "ipaddr.js";
 import type { App } from "../app";
 import { ServiceError } from "../errors";
-import type { LoginThrottleRow } from "../store/login-throttles";
+import type { LoginThrottleRow } from "../store/sqlite/login-throttles";
 
 const windowMs = 60_000;
 

@@ -1,7 +1,7 @@
 /** The shapes of users, organizations and API keys as the API shows them. */
 import { iso } from "../clock";
 import { resource } from "../present";
-import type { ApiKeyRow, OrganizationRow, UserRow } from "../store/accounts";
+import type { ApiKeyRow, OrganizationRow, UserRow } from "../store/sqlite/accounts";
 import type { CreatedApiKey } from "./api-keys";
 
 export const presentUser = (row: UserRow, organizationIds: string[]) =>

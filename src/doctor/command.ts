@@ -2,11 +2,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config";
-import { openDatabaseReadOnly } from "../db/read-only";
+import { openDatabaseReadOnly } from "../store/sqlite/read-only";
 import { createResolver } from "../dns/resolver";
 import { serverIdentity } from "../domains/present";
 import { domainRecords, spfValue } from "../domains/records";
-import { createStore } from "../store";
+import { createStore } from "../store/sqlite/index";
 import { checkCertificate, checkClock, checkDataDir, checkDomainRecords, checkHostAddresses, checkHostname, checkHostSpf, checkOutboundPort, checkReverseDns, type Finding } from "./checks";
 
 const NETWORK_TIMEOUT_MS = 5000;

@@ -3,8 +3,8 @@ import type { App } from "../app";
 import { iso } from "../clock";
 import type { Config } from "../config";
 import { resource } from "../present";
-import type { DomainRow } from "../store/domains";
-import type { DkimKeyRow } from "../store/dkim-keys";
+import type { DomainRow } from "../store/sqlite/domains";
+import type { DkimKeyRow } from "../store/sqlite/dkim-keys";
 import { domainRecords, type ServerIdentity } from "./records";
 import type { CheckedRecord } from "./status";
 

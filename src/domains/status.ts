@@ -2,7 +2,7 @@
  * How look-ups turn into statuses: of each record, with its history, and of the domain as the
  * contract defines them. Pure, so the rules read in one place.
  */
-import type { DomainStatus, RecordCheck } from "../db/schema";
+import type { DomainStatus, RecordCheck } from "../store/sqlite/schema/index";
 import type { CheckOutcome } from "./dns-checks";
 import type { RecordSpec } from "./records";
 

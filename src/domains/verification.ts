@@ -3,10 +3,10 @@
  * what was found, hand signing over to keys whose records verified, and schedule the next look.
  */
 import type { App } from "../app";
-import type { RecordCheck } from "../db/schema";
+import type { RecordCheck } from "../store/sqlite/schema/index";
 import { createResolver } from "../dns/resolver";
-import type { DkimKeyRow } from "../store/dkim-keys";
-import type { DomainRow } from "../store/domains";
+import type { DkimKeyRow } from "../store/sqlite/dkim-keys";
+import type { DomainRow } from "../store/sqlite/domains";
 import { checkRecord, type CheckOutcome } from "./dns-checks";
 import { checkedRecords, serverIdentity } from "./present";
 import { dkimRecordName, domainRecords } from "./records";

@@ -5,7 +5,7 @@
  */
 import type { App } from "../app";
 import { isHostedDomain } from "../domains/hosted";
-import type { InboxRow } from "../store/inboxes";
+import type { InboxRow } from "../store/sqlite/inboxes";
 
 const localAndDomain = (address: string) => {
   const at = address.lastIndexOf("@");

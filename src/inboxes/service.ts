@@ -4,7 +4,7 @@ import { assertUsableInboxDomain } from "../domains/hosted";
 import { conflict, invalid, notFound } from "../errors";
 import { newId, randomToken } from "../ids";
 import { baseAddress, normalizeAddress, parseAddress, type ParsedAddress } from "../mail/address";
-import type { InboxRow } from "../store/inboxes";
+import type { InboxRow } from "../store/sqlite/inboxes";
 import { isOperatorAddress, isReservedAddress, operatorInbox } from "./operator-addresses";
 import { presentInbox, type Inbox } from "./present";
 

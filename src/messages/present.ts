@@ -1,9 +1,9 @@
 /** Messages and threads as the API and the webhooks show them. */
 import { iso } from "../clock";
 import { resource } from "../present";
-import type { Store } from "../store";
-import type { AttachmentRow, DeliveryRow, MessageRow, MessageSummaryRow } from "../store/messages";
-import type { ThreadRow } from "../store/threads";
+import type { Store } from "../store/sqlite/index";
+import type { AttachmentRow, DeliveryRow, MessageRow, MessageSummaryRow } from "../store/sqlite/messages";
+import type { ThreadRow } from "../store/sqlite/threads";
 import type { Attachment, Delivery } from "./shapes";
 
 export type { Attachment, Delivery };

@@ -4,12 +4,12 @@
  * `message.received` event commit together, before the caller answers 250 (or 201).
  */
 import type { App } from "../app";
-import type { Authentication } from "../db/schema";
+import type { Authentication } from "../store/sqlite/schema/index";
 import { newId } from "../ids";
 import type { ParsedMessage } from "../mail/parse";
-import type { StoredBytes } from "../store/blobs";
-import type { InboxRow } from "../store/inboxes";
-import type { AttachmentRow, MessageRow } from "../store/messages";
+import type { StoredBytes } from "../store/sqlite/blobs";
+import type { InboxRow } from "../store/sqlite/inboxes";
+import type { AttachmentRow, MessageRow } from "../store/sqlite/messages";
 import { presentMessage, type Message } from "./present";
 import { existingThread, messageIdsIn, normalizeMessageId } from "./threading";
 

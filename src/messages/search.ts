@@ -9,9 +9,9 @@
 import { RE2JS } from "re2js";
 import { invalid, ServiceError } from "../errors";
 import { takeTurn } from "../event-loop";
-import type { Store } from "../store";
-import type { SearchableRow } from "../store/message-search";
-import type { MessageSummaryRow } from "../store/messages";
+import type { Store } from "../store/sqlite/index";
+import type { SearchableRow } from "../store/sqlite/message-search";
+import type { MessageSummaryRow } from "../store/sqlite/messages";
 import { candidateQuery, ftsPhrase, minimumLiteralLength } from "./regex-literals";
 
 /** Longest pattern accepted: RE2 compiles in time linear in the pattern, but the program still grows. */

@@ -4,7 +4,7 @@ import { notFound } from "../errors";
 import { requireInbox } from "../inboxes/service";
 import { presentMessageSummary, presentStoredMessages, presentThread, type Message, type MessageSummary, type Thread } from "./present";
 import { searchMessages } from "./search";
-import type { AttachmentRow } from "../store/messages";
+import type { AttachmentRow } from "../store/sqlite/messages";
 
 export interface Page {
   page: number;

@@ -3,7 +3,7 @@
  * found through In-Reply-To, then References from the most recent back, among the Message-IDs
  * stored in the same inbox.
  */
-import type { Store } from "../store";
+import type { Store } from "../store/sqlite/index";
 
 /** References past this many are not looked up: the most recent ones decide. */
 const maxReferencesLookedUp = 20;

@@ -5,7 +5,7 @@
  * App, so that several servers in one test process count apart.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { QueueBacklog } from "../store/deliveries";
+import type { QueueBacklog } from "../store/sqlite/deliveries";
 
 /** What the gauges read at each scrape: the persisted queues' backlog, the message memory in use, and the time now. */
 export type MetricSources = { outboundBacklog: () => QueueBacklog; webhookBacklog: () => QueueBacklog; messageBytesInFlight: () => number; now: () => number };

@@ -6,7 +6,7 @@
 import type { App } from "../app";
 import type { Resolver } from "../dns/resolver";
 import { parseAddress } from "../mail/address";
-import type { QueuedDelivery } from "../store/deliveries";
+import type { QueuedDelivery } from "../store/sqlite/deliveries";
 import type { Relay } from "./relay";
 import { returnPathFor } from "./return-path";
 import { hopAddresses, mxHops, screenAddresses, TemporaryRouteError, UndeliverableDomainError, type Hop } from "./route";

@@ -1,9 +1,9 @@
 /** `inboxd dns`: the zone-file lines the service's own mail domain needs, from the data dir. */
 import { openApp } from "../app";
 import type { Config } from "../config";
-import { DataDirLockedError } from "../db/open";
-import { openDatabaseReadOnly } from "../db/read-only";
-import { createStore } from "../store";
+import { DataDirLockedError } from "../store/sqlite/open";
+import { openDatabaseReadOnly } from "../store/sqlite/read-only";
+import { createStore } from "../store/sqlite/index";
 import { ensureServiceDkimKeys, serviceDomainRecords, zoneFileLines } from "./service-domain";
 
 /**

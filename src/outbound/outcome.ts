@@ -8,8 +8,8 @@ import type { App } from "../app";
 import type { EventName } from "../events/names";
 import { newId } from "../ids";
 import { presentMessage } from "../messages/present";
-import type { SuppressionReason } from "../db/schema";
-import type { DeliveryStatus, OutboundMessage } from "../store/deliveries";
+import type { SuppressionReason } from "../store/sqlite/schema/index";
+import type { DeliveryStatus, OutboundMessage } from "../store/sqlite/deliveries";
 import type { RecipientOutcome } from "./deliver";
 import { isHardBounce, maxTries, retryDelayMs } from "./policy";
 

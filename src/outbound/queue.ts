@@ -12,11 +12,11 @@
  * so a crash never causes a hot retry loop; after a restart the same code picks up what is due.
  */
 import type { App } from "../app";
-import { commitWithoutWaitingForDisk } from "../db/open";
+import { commitWithoutWaitingForDisk } from "../store/sqlite/open";
 import { rsaSignerName } from "../dkim/sign";
 import { createResolver, type Resolver } from "../dns/resolver";
 import type { RunningPart } from "../serve";
-import type { QueuedDelivery } from "../store/deliveries";
+import type { QueuedDelivery } from "../store/sqlite/deliveries";
 import { Destination, prepareJob, transmitJob, type DeliveryContext, type Job, type PreparedJob, type RecipientOutcome } from "./deliver";
 import { recordAcceptances, recordOutcomes } from "./outcome";
 import { retryDelayMs } from "./policy";

@@ -7,7 +7,7 @@
 import type { App } from "../app";
 import { parseReport, type ArfReport, type DsnReport } from "../mail/reports";
 import { normalizeMessageId } from "../messages/threading";
-import type { DeliveryRow } from "../store/messages";
+import type { DeliveryRow } from "../store/sqlite/messages";
 import { moveMessage, settleMessage, suppress } from "./outcome";
 import { isHardBounceStatus } from "./policy";
 

@@ -7,8 +7,8 @@ import type { Config } from "../config";
 import { generateDkimKeys } from "../dkim/keys";
 import { domainRecords, spfValue, type RecordSpec } from "../domains/records";
 import { newId } from "../ids";
-import type { Store } from "../store";
-import type { DkimKeyRow } from "../store/dkim-keys";
+import type { Store } from "../store/sqlite/index";
+import type { DkimKeyRow } from "../store/sqlite/dkim-keys";
 
 /** Generates the service domain's RSA and Ed25519 keys unless it has keys already; true when it made them. */
 export async function ensureServiceDkimKeys(app: App): Promise<boolean> {

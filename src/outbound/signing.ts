@@ -1,7 +1,7 @@
 /** DKIM at send time: every outgoing message is signed with the active keys of its From domain. */
 import type { App } from "../app";
 import { parseAddress } from "../mail/address";
-import type { DkimKeyRow } from "../store/dkim-keys";
+import type { DkimKeyRow } from "../store/sqlite/dkim-keys";
 import type { Signer } from "./sign-pool";
 
 /** The domain has nothing to sign with: the message cannot go out as the contract requires. */

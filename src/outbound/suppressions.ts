@@ -4,7 +4,7 @@ import { iso } from "../clock";
 import { notFound } from "../errors";
 import type { Page } from "../http/pagination";
 import { resource } from "../present";
-import type { SuppressionRow } from "../store/suppressions";
+import type { SuppressionRow } from "../store/sqlite/suppressions";
 
 export const presentSuppression = (row: SuppressionRow) =>
   resource({

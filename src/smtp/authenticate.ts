@@ -1,7 +1,7 @@
 // Sender authentication of one received message with mailauth: SPF for the connecting address and
 // the MAIL FROM (or HELO) identity, every DKIM signature up to a cap, DMARC alignment and ARC.
 import { authenticate, type AuthenticateResult, type DNSResolver } from "mailauth";
-import type { Authentication } from "../db/schema";
+import type { Authentication } from "../store/sqlite/schema/index";
 import { fieldName, filterHeaderFields } from "./header-fields";
 
 /**

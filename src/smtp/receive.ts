@@ -8,7 +8,7 @@ import { headerOverLimit } from "../mail/limits";
 import type { Reservation } from "../memory/in-flight";
 import { alreadyReceived, prepareContent, releasePrepared, storeReceivedMessage } from "../messages/receive";
 import { processReturnedReport } from "../outbound/return-path";
-import type { InboxRow } from "../store/inboxes";
+import type { InboxRow } from "../store/sqlite/inboxes";
 import type { AnalysisPool } from "./analysis-pool";
 import type { Analysis } from "./analyze";
 import { dataDefect, type DataDefect } from "./line-breaks";

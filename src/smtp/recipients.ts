@@ -7,7 +7,7 @@ import { isOperatorAddress } from "../inboxes/operator-addresses";
 import { inboxForAddress } from "../inboxes/service";
 import { baseAddress, parseAddress } from "../mail/address";
 import { parseReturnPath } from "../outbound/return-path";
-import type { InboxRow } from "../store/inboxes";
+import type { InboxRow } from "../store/sqlite/inboxes";
 import { SmtpReply } from "./replies";
 
 export type RecipientTarget = { kind: "inbox"; inbox: InboxRow } | { kind: "returnPath"; deliveryId: string };

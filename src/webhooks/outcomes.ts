@@ -5,7 +5,7 @@
  * Runs inside the queue's transaction.
  */
 import type { App } from "../app";
-import type { AttemptOutcome, ClaimedAttempt } from "../store/webhook-queue";
+import type { AttemptOutcome, ClaimedAttempt } from "../store/sqlite/webhook-queue";
 import { failingPeriodBeforeDisableMs, failingReason, goneReason, isGone, isSuccess, maxAttempts, retryDelayMs, type TryResult } from "./policy";
 
 export interface Finished {

@@ -1,7 +1,7 @@
 /** The shapes of webhooks and webhook attempts as the API shows them. */
 import { iso } from "../clock";
 import { resource } from "../present";
-import type { AttemptWithEvent, WebhookRow } from "../store/webhooks";
+import type { AttemptWithEvent, WebhookRow } from "../store/sqlite/webhooks";
 import { envelopeBody } from "./envelope";
 
 /** Never the secret: it is shown once, on creation. */

@@ -14,7 +14,7 @@ import type { App } from "../app";
 import { createResolver } from "../dns/resolver";
 import { randomToken } from "../ids";
 import type { RunningPart } from "../serve";
-import type { ClaimedAttempt, DueDelivery } from "../store/webhook-queue";
+import type { ClaimedAttempt, DueDelivery } from "../store/sqlite/webhook-queue";
 import { createDeliverer } from "./deliver";
 import { envelopeBody } from "./envelope";
 import { recordOutcomes, type Finished } from "./outcomes";

@@ -9,7 +9,7 @@ import { invalid, notFound } from "../errors";
 import { eventNames, type EventName } from "../events/names";
 import type { Page } from "../http/pagination";
 import { randomToken, newId } from "../ids";
-import { testEventIdPrefix, type WebhookChanges, type WebhookRow } from "../store/webhooks";
+import { testEventIdPrefix, type WebhookChanges, type WebhookRow } from "../store/sqlite/webhooks";
 import { disabledByUserReason } from "./policy";
 import { presentAttempt, presentWebhook } from "./present";
 import { newWebhookSecret } from "./signature";

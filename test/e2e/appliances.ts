@@ -11,7 +11,7 @@ import { existsSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { eventNames } from "../../src/events/names";
-import { createStore } from "../../src/store";
+import { createStore } from "../../src/store/sqlite/index";
 import { register, repoRoot, startChildServer, tempDir, testEnv, type ApiClient, type ApiResponse, type ChildServer, type Registered } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";

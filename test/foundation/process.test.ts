@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { getTableConfig } from "drizzle-orm/sqlite-core";
 import { is } from "drizzle-orm";
 import { SQLiteTable } from "drizzle-orm/sqlite-core";
-import * as schema from "../../src/db/schema";
-import { migrate } from "../../src/db/migrate";
-import { openDatabase } from "../../src/db/open";
+import * as schema from "../../src/store/sqlite/schema/index";
+import { migrate } from "../../src/store/sqlite/migrate";
+import { openDatabase } from "../../src/store/sqlite/open";
 import { repoRoot, startChildServer, tempDir, testEnv } from "../harness";
 
 const dirs: string[] = [];

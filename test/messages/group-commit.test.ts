@@ -2,8 +2,8 @@ import { Database } from "bun:sqlite";
 import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { openDatabase } from "../../src/db/open";
-import { groupCommit } from "../../src/store/group-commit";
+import { openDatabase } from "../../src/store/sqlite/open";
+import { groupCommit } from "../../src/store/sqlite/group-commit";
 import { tempDir } from "../harness";
 
 const dirs: string[] = [];

@@ -1,5 +1,5 @@
 /** Shared steps of the message tests: the server, inboxes over HTTP, a valid send body, stored rows and events. */
-import { payloadReader } from "../../src/store/event-payload";
+import { payloadReader } from "../../src/store/sqlite/event-payload";
 import { startTestServer, type TestServer } from "../harness";
 import { startDnsServer } from "../peers/dns-server";
 

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parseMessage } from "../../src/mail/parse";
 import { storeReceivedMessage } from "../../src/messages/receive";
-import type { InboxRow } from "../../src/store/inboxes";
+import type { InboxRow } from "../../src/store/sqlite/inboxes";
 import { seedOrganization, startTestServer, type TestServer } from "../harness";
 import { createInbox, events } from "./helpers";
 

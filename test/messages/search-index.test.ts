@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { parseMessage } from "../../src/mail/parse";
 import { storeReceivedMessage } from "../../src/messages/receive";
 import { ftsPhrase } from "../../src/messages/regex-literals";
-import type { InboxRow } from "../../src/store/inboxes";
+import type { InboxRow } from "../../src/store/sqlite/inboxes";
 import { seedOrganization, startTestServer, type TestServer } from "../harness";
 import { createInbox } from "./helpers";
 

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { storeReceivedMessage } from "../../src/messages/receive";
 import { searchMessages } from "../../src/messages/search";
-import type { InboxRow } from "../../src/store/inboxes";
+import type { InboxRow } from "../../src/store/sqlite/inboxes";
 import { eventually, seedOrganization, type TestServer } from "../harness";
 import { openSession } from "../smtp/raw-client";
 import { createInbox, startMessageServer } from "./helpers";

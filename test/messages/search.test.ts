@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { storeReceivedMessage, type ReceivedContent } from "../../src/messages/receive";
-import type { InboxRow } from "../../src/store/inboxes";
+import type { InboxRow } from "../../src/store/sqlite/inboxes";
 import { seedOrganization, startTestServer, type TestServer } from "../harness";
 import { createInbox } from "./helpers";
 

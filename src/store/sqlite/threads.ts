@@ -1,6 +1,6 @@
 /** Threads: a conversation in one inbox, with counters kept in step with its messages. */
 import { and, desc, eq, sql } from "drizzle-orm";
-import { threads } from "../db/schema";
+import { threads } from "./schema/index";
 import type { Db } from "./db";
 import { placeholdersOf } from "./placeholders";
 

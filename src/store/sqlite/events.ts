@@ -1,8 +1,8 @@
 /** The events table: written in the caller's transaction, read by the webhook queue. */
 import { sql } from "drizzle-orm";
-import { events } from "../db/schema";
-import type { EventName } from "../events/names";
-import { newId } from "../ids";
+import { events } from "./schema/index";
+import type { EventName } from "../../events/names";
+import { newId } from "../../ids";
 import type { Db } from "./db";
 import { storedPayload } from "./event-payload";
 

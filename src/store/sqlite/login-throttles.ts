@@ -1,6 +1,6 @@
 /** Login throttle rows, one per email or client address with recent attempts (see auth/login-throttle). */
 import { eq, inArray, lte } from "drizzle-orm";
-import { loginThrottles } from "../db/schema";
+import { loginThrottles } from "./schema/index";
 import type { Db } from "./db";
 
 export type LoginThrottleRow = typeof loginThrottles.$inferSelect;

@@ -7,8 +7,8 @@ import type { Database } from "bun:sqlite";
 import { closeSync, existsSync, fchmodSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { dirname, join } from "node:path";
-import { ConfigError, type Config } from "../config";
-import { opensProbe, parseSecretKey, SECRET_KEY_BYTES, sealedProbe, sealStoredSecrets, secretBox, type SecretBox } from "../store/secrets";
+import { ConfigError, type Config } from "../../config";
+import { opensProbe, parseSecretKey, SECRET_KEY_BYTES, sealedProbe, sealStoredSecrets, secretBox, type SecretBox } from "./secrets";
 
 export const secretKeyFile = (dataDir: string) => join(dataDir, "secret.key");
 

@@ -6,8 +6,8 @@
 import { Database } from "bun:sqlite";
 import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ConfigError } from "../config";
-import { opensProbe, sealedProbe, secretBox } from "../store/secrets";
+import { ConfigError } from "../../config";
+import { opensProbe, sealedProbe, secretBox } from "./secrets";
 import { DataDirLockedError, holdDataDirLock, prepareDataDir } from "./open";
 import { readSecretKeyFile, secretKeyFile, writeSecretKeyFile } from "./secret-key";
 
@@ -18,7 +18,7 @@ const PROGRESS_EVERY_MS = 200;
 
 // In the single executable every module has the executable's URL, and the worker, a second
 // entry point of `bun build --compile` (package.json), sits at its path below src/.
-const workerUrl = import.meta.path.startsWith("/$bunfs/") ? new URL("./db/backup-worker.ts", import.meta.url) : new URL("./backup-worker.ts", import.meta.url);
+const workerUrl = import.meta.path.startsWith("/$bunfs/") ? new URL("./store/sqlite/backup-worker.ts", import.meta.url) : new URL("./backup-worker.ts", import.meta.url);
 
 const databasePath = (dataDir: string) => join(dataDir, "inboxd.db");
 const sizeOf = (path: string) => (existsSync(path) ? statSync(path).size : 0);

@@ -11,7 +11,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { closeSync, fdatasync, openSync } from "node:fs";
-import { commitWithoutWaitingForDisk } from "../db/open";
+import { commitWithoutWaitingForDisk } from "./open";
 
 interface Job {
   write: () => unknown;

@@ -3,7 +3,7 @@
  * inbox (and the organization where an id comes from a client), so one tenant never sees another's.
  */
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
-import { attachments, deliveries, messages, messageSources } from "../db/schema";
+import { attachments, deliveries, messages, messageSources } from "./schema/index";
 import { withContent, type BlobStore, type StoredBytes } from "./blobs";
 import type { Db } from "./db";
 import { placeholdersOf } from "./placeholders";

@@ -1,6 +1,6 @@
 /** Fixed windows of the send rate limit: one counter row per organization and window start. */
 import { and, eq, lt, sql } from "drizzle-orm";
-import { sendWindows } from "../db/schema";
+import { sendWindows } from "./schema/index";
 import type { Db } from "./db";
 
 export const sendWindowsStore = (db: Db) => {

@@ -1,5 +1,5 @@
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import type { EventName } from "../../events/names";
+import type { EventName } from "../../../events/names";
 import { timestamps } from "./columns";
 
 export const webhooks = sqliteTable("webhooks", {

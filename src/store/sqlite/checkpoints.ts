@@ -6,8 +6,8 @@
  * instead (./checkpoint-worker) and commits on the event loop do none. Should the thread fail,
  * commits checkpoint again as before.
  */
-import type { App } from "../app";
-import type { RunningPart } from "../serve";
+import type { App } from "../../app";
+import type { RunningPart } from "../../serve";
 import { setCheckpointOnCommit } from "./open";
 
 export type CheckpointRequest = { type: "start"; dataDir: string; intervalMs: number } | { type: "stop" };
@@ -20,7 +20,7 @@ const STOP_TIMEOUT_MS = 5000;
 
 // In the single executable every module has the executable's URL, and the worker, a second
 // entry point of `bun build --compile` (package.json), sits at its path below src/.
-const workerUrl = import.meta.path.startsWith("/$bunfs/") ? new URL("./db/checkpoint-worker.ts", import.meta.url) : new URL("./checkpoint-worker.ts", import.meta.url);
+const workerUrl = import.meta.path.startsWith("/$bunfs/") ? new URL("./store/sqlite/checkpoint-worker.ts", import.meta.url) : new URL("./checkpoint-worker.ts", import.meta.url);
 
 export function startCheckpoints(app: App): RunningPart {
   const { sqlite } = app.store;

@@ -1,6 +1,6 @@
 /** Custom domains: every tenant-facing query takes the organization; look-ups by name for mail routing do not. */
 import { and, asc, desc, eq, like, lte, or, sql } from "drizzle-orm";
-import { domains, inboxes } from "../db/schema";
+import { domains, inboxes } from "./schema/index";
 import type { Db } from "./db";
 import type { InboxRow } from "./inboxes";
 

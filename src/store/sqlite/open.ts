@@ -2,7 +2,7 @@
 import { Database } from "bun:sqlite";
 import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { ConfigError } from "../config";
+import { ConfigError } from "../../config";
 
 export class DataDirLockedError extends Error {}
 

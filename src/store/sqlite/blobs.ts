@@ -10,9 +10,9 @@
  * them, or at the next start after a crash.
  */
 import type { Database } from "bun:sqlite";
-import { commitWithoutWaitingForDisk } from "../db/open";
-import { takeTurn } from "../event-loop";
-import { newId } from "../ids";
+import { commitWithoutWaitingForDisk } from "./open";
+import { takeTurn } from "../../event-loop";
+import { newId } from "../../ids";
 
 export const STAGE_THRESHOLD = 256 * 1024;
 /** One turn's write: about 4 ms at 4 KiB pages. */

@@ -3,7 +3,7 @@
  * the status of the messages they belong to. Prepared statements rather than the query builder:
  * the worker runs them for every message it sends, several per transaction (outbound/queue.ts).
  */
-import { attachments, deliveries, messages } from "../db/schema";
+import { attachments, deliveries, messages } from "./schema/index";
 import type { AttachmentRow, DeliveryRow, MessageRow } from "./messages";
 import { withContent, type BlobStore } from "./blobs";
 import type { Db } from "./db";

@@ -1,6 +1,6 @@
 /** Inboxes: every query takes the organization, so one tenant never sees another's inbox. */
 import { and, desc, eq, sql } from "drizzle-orm";
-import { inboxes } from "../db/schema";
+import { inboxes } from "./schema/index";
 import type { Db } from "./db";
 
 export type InboxRow = typeof inboxes.$inferSelect;

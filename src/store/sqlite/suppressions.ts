@@ -1,6 +1,6 @@
 /** Suppressed recipient addresses per organization (the address column is `COLLATE NOCASE`). */
 import { and, desc, eq, or, sql } from "drizzle-orm";
-import { suppressions } from "../db/schema";
+import { suppressions } from "./schema/index";
 import type { Db } from "./db";
 
 export type SuppressionRow = typeof suppressions.$inferSelect;

@@ -1,6 +1,6 @@
 /** Users, organizations, memberships, access tokens and API keys. */
 import { and, desc, eq, lte, sql } from "drizzle-orm";
-import { accessTokens, apiKeys, memberships, organizations, users } from "../db/schema";
+import { accessTokens, apiKeys, memberships, organizations, users } from "./schema/index";
 import type { Db } from "./db";
 
 export type UserRow = typeof users.$inferSelect;

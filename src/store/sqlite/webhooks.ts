@@ -3,7 +3,7 @@
  * else through an endpoint, so one tenant never reaches another's webhooks or attempts.
  */
 import { and, desc, eq, sql } from "drizzle-orm";
-import { events, webhookAttempts, webhookDeliveries, webhooks } from "../db/schema";
+import { events, webhookAttempts, webhookDeliveries, webhooks } from "./schema/index";
 import type { BlobStore } from "./blobs";
 import type { Db } from "./db";
 import { payloadReader } from "./event-payload";

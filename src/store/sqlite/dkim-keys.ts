@@ -1,6 +1,6 @@
 /** DKIM key pairs per signing domain (the service domain and custom domains). */
 import { and, asc, eq } from "drizzle-orm";
-import { dkimKeys } from "../db/schema";
+import { dkimKeys } from "./schema/index";
 import type { Db } from "./db";
 import type { SecretBox } from "./secrets";
 

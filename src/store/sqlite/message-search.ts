@@ -4,7 +4,7 @@
  * rowid order is arrival order, which is the list's created_at order while the clock runs forward.
  */
 import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
-import { messages, messagesFts } from "../db/schema";
+import { messages, messagesFts } from "./schema/index";
 import type { Db } from "./db";
 import { summaryColumns, type MessageSummaryRow } from "./messages";
 

@@ -1,0 +1,24 @@
+/** The numbered SQL migrations, embedded in the executable as text. Append new files here in order. */
+import core from "../../../migrations/0001_core.sql" with { type: "text" };
+import dkimKeys from "../../../migrations/0020_dkim_keys.sql" with { type: "text" };
+import loginThrottles from "../../../migrations/0030_login_throttles.sql" with { type: "text" };
+import messageSearch from "../../../migrations/0040_message_search.sql" with { type: "text" };
+import messageSearchBatched from "../../../migrations/0050_message_search_batched.sql" with { type: "text" };
+import outbound from "../../../migrations/0060_outbound.sql" with { type: "text" };
+import webhooks from "../../../migrations/0070_webhooks.sql" with { type: "text" };
+import domains from "../../../migrations/0080_domains.sql" with { type: "text" };
+import secretBox from "../../../migrations/0090_secret_box.sql" with { type: "text" };
+import blobChunks from "../../../migrations/0100_blob_chunks.sql" with { type: "text" };
+
+export const migrations: { version: string; sql: string }[] = [
+  { version: "0001_core", sql: core },
+  { version: "0020_dkim_keys", sql: dkimKeys },
+  { version: "0030_login_throttles", sql: loginThrottles },
+  { version: "0040_message_search", sql: messageSearch },
+  { version: "0050_message_search_batched", sql: messageSearchBatched },
+  { version: "0060_outbound", sql: outbound },
+  { version: "0070_webhooks", sql: webhooks },
+  { version: "0080_domains", sql: domains },
+  { version: "0090_secret_box", sql: secretBox },
+  { version: "0100_blob_chunks", sql: blobChunks },
+];
