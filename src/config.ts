@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { closest, distance } from "fastest-levenshtein";
 import ipaddr from "ipaddr.js";
-import { parseSecretKey } from "./store/sqlite/secrets";
+import { parseSecretKey } from "./store/secret-box";
 
 export class ConfigError extends Error {}
 

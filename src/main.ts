@@ -3,8 +3,7 @@
 import { resolve } from "node:path";
 import { openApp } from "./app";
 import { ConfigError, configWarnings, loadConfig, parseFlags, settingsHelp, type Config } from "./config";
-import { backupDatabase, restoreDatabase } from "./store/sqlite/backup";
-import { DataDirLockedError } from "./store/sqlite/open";
+import { backupDatabase, restoreDatabase, StoreInUseError } from "./store/index";
 import { formatFindings, runDoctor } from "./doctor/command";
 import { serviceDnsZone } from "./outbound/dns-command";
 import { checkBeforeStart, startServices } from "./serve";
@@ -162,8 +161,8 @@ main(process.argv.slice(2)).then(
   (error) => {
     // One line, naming the setting at fault; exit 2 so that systemd does not restart into it again.
     if (error instanceof ConfigError) process.stderr.write(`inboxd: ${error.message}\n`);
-    else if (error instanceof DataDirLockedError) process.stderr.write(`inboxd: ${error.message}\n`);
+    else if (error instanceof StoreInUseError) process.stderr.write(`inboxd: ${error.message}\n`);
     else process.stderr.write(`inboxd: ${error instanceof Error ? error.message : String(error)}${process.env.INBOXD_LOG_LEVEL === "debug" && error instanceof Error ? `\n${error.stack}` : ""}\n`);
-    process.exit(error instanceof ConfigError || error instanceof DataDirLockedError ? 2 : 1);
+    process.exit(error instanceof ConfigError || error instanceof StoreInUseError ? 2 : 1);
   },
 );

@@ -7,22 +7,15 @@ import type { App } from "./app";
 import { createServer } from "node:net";
 import { listenError, type Config } from "./config";
 import { operatorCertificate } from "./smtp/tls";
-import { startCheckpoints } from "./store/sqlite/checkpoints";
 import { createHttpApp } from "./http/app";
 import { metricsResponse } from "./http/routes/metrics";
 import { startOutboundQueue } from "./outbound/queue";
 import { ensureServiceDkimKeys } from "./outbound/service-domain";
 import { startWebhookQueue } from "./webhooks/queue";
 import { startDomainChecks } from "./domains/background";
+import type { RunningPart } from "./running-part";
 import { startSmtp } from "./smtp/server";
 import { version } from "./version";
-
-export interface RunningPart {
-  name: string;
-  /** Listener address for the start-up line, when the part listens. */
-  address?: { host: string; port: number };
-  stop(): Promise<void>;
-}
 
 export interface Running {
   httpPort: number;
@@ -114,7 +107,7 @@ export async function startServices(app: App): Promise<Running> {
   const parts: RunningPart[] = [];
   try {
     // First, so it stops last: it writes the database until every other part is done with it.
-    parts.push(startCheckpoints(app));
+    parts.push(app.store.startMaintenance(app.log));
     parts.push(startHttp(app));
     if (app.config.metricsBind) parts.push(startMetricsListener(app, app.config.metricsBind));
     parts.push(await startSmtp(app));

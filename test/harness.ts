@@ -3,6 +3,7 @@
  * in-process (fast; tests can move its clock) or as a child process (the built binary or the
  * source), plus typed HTTP helpers. Peers (DNS, SMTP sink, webhook receiver) live in test/peers.
  */
+import { Database } from "bun:sqlite";
 import { afterAll } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -111,6 +112,7 @@ export async function startTestServer(options: { env?: Record<string, string>; d
     if (stopped) return;
     stopped = true;
     await running.stop();
+    closeDatabaseOf(app);
     app.close();
   };
   return {
@@ -130,11 +132,35 @@ export async function startTestServer(options: { env?: Record<string, string>; d
 }
 
 /** An organization with an API key, made straight in the store (register over HTTP is tested on its own). */
-export function seedOrganization(app: App, name = "Test org"): { organizationId: string; apiKey: string } {
+export async function seedOrganization(app: App, name = "Test org"): Promise<{ organizationId: string; apiKey: string }> {
   const organizationId = newId("org");
   const now = app.clock.now();
-  app.store.accounts.createOrganization({ id: organizationId, name }, now);
-  return { organizationId, apiKey: createApiKey(app.store, organizationId, "test", now).key };
+  await app.store.accounts.createOrganization({ id: organizationId, name }, now);
+  return { organizationId, apiKey: (await createApiKey(app.store, organizationId, "test", now)).key };
+}
+
+const databases = new Map<string, Database>();
+
+/**
+ * A connection of the test's own to the app's database (the store keeps its connection to itself),
+ * for the rows and tables its interface does not show. It sees what the app has committed. The test
+ * server's stop closes it; an app opened otherwise closes it with closeDatabaseOf.
+ */
+export function databaseOf(app: App): Database {
+  const path = join(app.config.dataDir, "inboxd.db");
+  let sqlite = databases.get(path);
+  if (!sqlite) {
+    sqlite = new Database(path, { create: false, strict: true });
+    sqlite.exec("PRAGMA busy_timeout = 5000");
+    databases.set(path, sqlite);
+  }
+  return sqlite;
+}
+
+export function closeDatabaseOf(app: App): void {
+  const path = join(app.config.dataDir, "inboxd.db");
+  databases.get(path)?.close();
+  databases.delete(path);
 }
 
 /** The password `register` uses unless overridden, for tests that log in afterwards. */

@@ -15,7 +15,6 @@ import { join } from "node:path";
 import { Elysia } from "elysia";
 import { openApp } from "../../src/app";
 import { loadConfig } from "../../src/config";
-import { startCheckpoints } from "../../src/store/sqlite/checkpoints";
 import { createHttpApp } from "../../src/http/app";
 import { insertInbox } from "../../src/inboxes/service";
 import { seedOrganization, tempDir, testEnv } from "../../test/harness";
@@ -78,13 +77,13 @@ const row = (label: string, r: WrkResult) =>
 const dataDir = tempDir("inboxd-bench-api");
 const app = openApp(loadConfig(testEnv(dataDir, { INBOXD_SEND_LIMIT: "1000000000" })));
 try {
-  const { organizationId, apiKey } = seedOrganization(app);
-  const inbox = app.store.inboxes.findByEmail(insertInbox(app, organizationId, { email: "bench@inboxd.test" }).email)!;
-  const recipient = insertInbox(app, organizationId, { email: "recipient@inboxd.test" });
-  seedMessages(app, inbox, 10_000, corpus(500));
+  const { organizationId, apiKey } = await seedOrganization(app);
+  const inbox = (await app.store.inboxes.findByEmail((await app.store.transaction((tx) => insertInbox(app, tx, organizationId, { email: "bench@inboxd.test" }))).email))!;
+  const recipient = await app.store.transaction((tx) => insertInbox(app, tx, organizationId, { email: "recipient@inboxd.test" }));
+  await seedMessages(app, inbox, 10_000, corpus(500));
 
   // As under `inboxd serve`: WAL checkpoints on their own thread, not inside the event loop's commits.
-  const checkpoints = startCheckpoints(app);
+  const checkpoints = app.store.startMaintenance(app.log);
   const server = createHttpApp(app).listen({ port: 0, hostname: "127.0.0.1" });
   const base = `http://127.0.0.1:${server.server!.port}`;
 

@@ -19,7 +19,7 @@ import nodemailer from "nodemailer";
 import { rsaSignerName } from "../../src/dkim/sign";
 import { startOutboundQueue, type OutboundQueue } from "../../src/outbound/queue";
 import { createSigner, defaultSigningThreads } from "../../src/outbound/sign-pool";
-import { register, startTestServer } from "../../test/harness";
+import { databaseOf, register, startTestServer } from "../../test/harness";
 import { startDnsServer } from "../../test/peers/dns-server";
 import { freePort, waitForPort } from "../lib";
 
@@ -120,24 +120,26 @@ await Promise.all(
 const queueMs = performance.now() - queueStart;
 
 // 2. The reference: nodemailer's pooled SMTP transport, the same raw messages and envelopes, straight to the sink.
-const messages = ids.map((id) => {
-  const delivery = app.store.messages.deliveriesOf([id])[0]!;
-  return { raw: app.store.messages.rawSource(id)!, envelope: { from: `bounces+${delivery.id}@${app.config.hostname}`, to: [delivery.recipient] } };
-});
+const messages = await Promise.all(
+  ids.map(async (id) => {
+    const delivery = (await app.store.messages.deliveriesOf([id]))[0]!;
+    return { raw: (await app.store.messages.rawSource(id))!, envelope: { from: `bounces+${delivery.id}@${app.config.hostname}`, to: [delivery.recipient] } };
+  }),
+);
 const transport = nodemailer.createTransport({ pool: true, maxConnections: CONNECTIONS, maxMessages: Infinity, host: "127.0.0.1", port: sink.port, secure: false, ignoreTLS: true });
 const direct = await measure(() => Promise.all(messages.map((message) => transport.sendMail(message))));
 transport.close();
 
 // 3. What DKIM signing alone allows on this machine: the same messages through the queue's signer.
 const signer = createSigner(app.log, threads, app.config.dkimRsaEngine);
-const keys = app.store.dkimKeys.activeForDomain(app.config.mailDomain);
+const keys = await app.store.dkimKeys.activeForDomain(app.config.mailDomain);
 const signing = await measure(() => Promise.all(messages.map((message) => signer.sign(message.raw, { domain: app.config.mailDomain, keys, signTime: new Date() }))));
 signer.close();
 
 // 4. inboxd's queue drains the same number of queued messages: claim, sign, send, record. Done when
 // no delivery waits any more; the check reads one row of a partial index (a count of the delivered
 // ones every few milliseconds took a tenth of the main thread the queue runs on).
-const waiting = app.store.sqlite.query<{ one: number }, []>("SELECT 1 AS one FROM deliveries WHERE next_attempt_at IS NOT NULL LIMIT 1");
+const waiting = databaseOf(app).query<{ one: number }, []>("SELECT 1 AS one FROM deliveries WHERE next_attempt_at IS NOT NULL LIMIT 1");
 const drain = async (queue: OutboundQueue) => {
   const measured = await measure(async () => {
     while (waiting.get()) await Bun.sleep(2);
@@ -146,12 +148,12 @@ const drain = async (queue: OutboundQueue) => {
   return measured;
 };
 const queued = await drain(startOutboundQueue(app));
-const failed = app.store.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM deliveries WHERE status != 'delivered'").get()!.n;
+const failed = databaseOf(app).query<{ n: number }, []>("SELECT count(*) AS n FROM deliveries WHERE status != 'delivered'").get()!.n;
 
 // 5. A diagnostic: the same drain again, every delivery due as it was at first, with a signer that
 // adds nothing, to show the queue's own cost.
-app.store.sqlite.run("UPDATE deliveries SET status = 'queued', attempts = 0, last_response = NULL, next_attempt_at = created_at");
-app.store.sqlite.run("UPDATE messages SET status = 'sent'");
+databaseOf(app).run("UPDATE deliveries SET status = 'queued', attempts = 0, last_response = NULL, next_attempt_at = created_at");
+databaseOf(app).run("UPDATE messages SET status = 'sent'");
 const unsigned = await drain(startOutboundQueue(app, { signer: { sign: async (raw) => Buffer.from(raw), close() {} } }));
 
 const line = (label: string, { ms, cpu }: { ms: number; cpu: string }, note = "") =>

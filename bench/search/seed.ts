@@ -2,7 +2,7 @@
 // the store (the same rows, index and triggers as real mail) in large transactions.
 import type { App } from "../../src/app";
 import { newId } from "../../src/ids";
-import type { InboxRow } from "../../src/store/sqlite/inboxes";
+import type { InboxRecord } from "../../src/store";
 
 /** A fixed-seed generator, so every run searches the same corpus. */
 export function seededRandom(seed = 7) {
@@ -58,14 +58,14 @@ export function corpus(textBytes = 2048): Corpus {
 }
 
 /** Appends `count` received messages to the inbox, one thread each, in transactions of 5,000. */
-export function seedMessages(app: App, inbox: InboxRow, count: number, content: Corpus, onProgress?: (done: number) => void) {
+export async function seedMessages(app: Pick<App, "store" | "clock">, inbox: InboxRecord, count: number, content: Corpus, onProgress?: (done: number) => void) {
   const batch = 5_000;
   for (let done = 0; done < count; done += batch) {
-    app.store.transaction(() => {
+    await app.store.transaction(async (tx) => {
       for (let i = done; i < Math.min(count, done + batch); i++) {
         const now = app.clock.now();
-        const threadId = app.store.threads.insert({ id: newId("thr"), organizationId: inbox.organizationId, inboxId: inbox.id, subject: "s", createdAt: now }).id;
-        app.store.messages.insert(
+        const threadId = (await tx.threads.insert({ id: newId("thr"), organizationId: inbox.organizationId, inboxId: inbox.id, subject: "s", createdAt: now })).id;
+        await tx.messages.insert(
           {
             id: newId("msg"),
             organizationId: inbox.organizationId,

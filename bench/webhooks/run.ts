@@ -13,7 +13,7 @@ import { envelopeBody } from "../../src/webhooks/envelope";
 import { pinnedPost } from "../../src/webhooks/pinned-fetch";
 import { startWebhookQueue } from "../../src/webhooks/queue";
 import { createWebhook } from "../../src/webhooks/service";
-import { seedOrganization, tempDir, testEnv } from "../../test/harness";
+import { closeDatabaseOf, databaseOf, seedOrganization, tempDir, testEnv } from "../../test/harness";
 import { startDnsServer } from "../../test/peers/dns-server";
 
 const eventCount = Number(process.argv[2] ?? 20_000);
@@ -84,14 +84,14 @@ async function throughQueue(urlOf: (n: number) => string, events: number, env: R
     const app = openApp(loadConfig(testEnv(dataDir, env)));
     const organizations: string[] = [];
     for (let n = 0; n < webhookCount; n++) {
-      const { organizationId } = seedOrganization(app);
+      const { organizationId } = await seedOrganization(app);
       await createWebhook(app, organizationId, { url: urlOf(n), events: ["message.received"] });
       organizations.push(organizationId);
     }
     const writeStarted = performance.now();
-    app.store.transaction(() => {
+    await app.store.transaction(async (tx) => {
       for (let i = 0; i < events; i++) {
-        app.store.events.emit({ organizationId: organizations[i % webhookCount]!, type: "message.received", inboxId: message.inboxId, messageId: message.id, payload: message }, app.clock.now());
+        await tx.events.emit({ organizationId: organizations[i % webhookCount]!, type: "message.received", inboxId: message.inboxId, messageId: message.id, payload: message }, app.clock.now());
       }
     });
     const writeSeconds = (performance.now() - writeStarted) / 1000;
@@ -100,8 +100,9 @@ async function throughQueue(urlOf: (n: number) => string, events: number, env: R
     await queue.runDueNow();
     const seconds = (performance.now() - started) / 1000;
     await queue.stop();
-    const recorded = app.store.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM webhook_attempts WHERE success = 1 AND finished_at IS NOT NULL").get()!.n;
-    const succeeded = app.store.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'succeeded'").get()!.n;
+    const recorded = databaseOf(app).query<{ n: number }, []>("SELECT count(*) AS n FROM webhook_attempts WHERE success = 1 AND finished_at IS NOT NULL").get()!.n;
+    const succeeded = databaseOf(app).query<{ n: number }, []>("SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'succeeded'").get()!.n;
+    closeDatabaseOf(app);
     app.close();
     if (recorded !== events || succeeded !== events) throw new Error(`expected ${events} recorded successes, got ${recorded} attempts and ${succeeded} deliveries`);
     return { perSecond: events / seconds, writePerSecond: events / writeSeconds };

@@ -5,22 +5,22 @@
  */
 import { randomToken, sha256Hex } from "../ids";
 import { unauthorized } from "../errors";
-import type { Store } from "../store/sqlite/index";
+import type { Aggregates } from "../store";
 
 export const accessTokenPrefix = "at_";
 export const accessTokenLifetimeMs = 7 * 24 * 60 * 60 * 1000;
 
 /** Stores the hash of a new token for the user and returns the token itself (shown this once). */
-export function issueAccessToken(store: Store, userId: string, now: number): string {
+export async function issueAccessToken(store: Aggregates, userId: string, now: number): Promise<string> {
   const token = accessTokenPrefix + randomToken(32);
-  store.accounts.deleteExpiredAccessTokens(userId, now);
-  store.accounts.insertAccessToken({ tokenHash: sha256Hex(token), userId, expiresAt: now + accessTokenLifetimeMs, createdAt: now });
+  await store.accounts.deleteExpiredAccessTokens(userId, now);
+  await store.accounts.insertAccessToken({ tokenHash: sha256Hex(token), userId, expiresAt: now + accessTokenLifetimeMs, createdAt: now });
   return token;
 }
 
 /** The user an access token belongs to; 401 when it is unknown or expired. */
-export function userOfAccessToken(store: Store, token: string, now: number): string {
-  const row = store.accounts.findAccessTokenByHash(sha256Hex(token));
+export async function userOfAccessToken(store: Aggregates, token: string, now: number): Promise<string> {
+  const row = await store.accounts.findAccessTokenByHash(sha256Hex(token));
   if (!row) throw unauthorized("Invalid access token");
   if (row.expiresAt <= now) throw unauthorized("Access token expired: log in again");
   return row.userId;

@@ -46,19 +46,19 @@ export async function register(app: App, input: Registration) {
   const email = accountEmail("username", input.email);
   const password = requiredPassword(input.password);
   checkNewPassword(password);
-  countRegistration(app, input.clientIp);
-  // Hashing is slow and asynchronous: done before the transaction, which must not await.
+  await countRegistration(app, input.clientIp);
+  // Hashing is slow: done before the transaction, which must await nothing but the store.
   const passwordHash = await hashPassword(password);
-  return app.store.transaction(() => {
-    if (app.store.accounts.findUserByEmail(email)) throw conflict("Email already registered");
+  return app.store.transaction(async (tx) => {
+    if (await tx.accounts.findUserByEmail(email)) throw conflict("Email already registered");
     const now = app.clock.now();
     const user = { id: newId("usr"), email, firstName, lastName, passwordHash, createdAt: now, updatedAt: now };
-    app.store.accounts.insertUser(user);
-    const organization = app.store.accounts.createOrganization({ id: newId("org"), name: `${firstName}'s organization` }, now);
-    app.store.accounts.insertMembership({ userId: user.id, organizationId: organization.id, role: "owner", createdAt: now });
-    const apiKey = createApiKey(app.store, organization.id, "Default", now);
-    const token = issueAccessToken(app.store, user.id, now);
-    const inbox = insertInbox(app, organization.id, { email: randomInboxAddress(app.config.mailDomain) });
+    await tx.accounts.insertUser(user);
+    const organization = await tx.accounts.createOrganization({ id: newId("org"), name: `${firstName}'s organization` }, now);
+    await tx.accounts.insertMembership({ userId: user.id, organizationId: organization.id, role: "owner", createdAt: now });
+    const apiKey = await createApiKey(tx, organization.id, "Default", now);
+    const token = await issueAccessToken(tx, user.id, now);
+    const inbox = await insertInbox(app, tx, organization.id, { email: randomInboxAddress(app.config.mailDomain) });
     return { user: presentUser(user, [organization.id]), token, organization: presentOrganization(organization), apiKey: presentCreatedApiKey(apiKey), inbox };
   });
 }
@@ -69,17 +69,17 @@ export async function login(app: App, input: Credentials) {
   const password = requiredPassword(input.password);
   refuseOverlongPassword(password);
   const attempt = { email, clientIp: input.clientIp };
-  beginLoginAttempt(app, attempt);
-  const user = app.store.accounts.findUserByEmail(email);
+  await beginLoginAttempt(app, attempt);
+  const user = await app.store.accounts.findUserByEmail(email);
   const valid = user ? await verifyPassword(password, user.passwordHash) : await verifyAgainstDummy(password);
   if (!user || !valid) {
     // What fail2ban and the operator need: the address; which of the two was wrong stays unsaid, as to the client.
     app.log.warn("login failed", { clientIp: input.clientIp ?? null });
     throw unauthorized("Invalid credentials");
   }
-  return app.store.transaction(() => {
-    loginSucceeded(app, attempt);
-    const token = issueAccessToken(app.store, user.id, app.clock.now());
-    return { user: presentUser(user, app.store.accounts.organizationIdsOfUser(user.id)), token };
+  return app.store.transaction(async (tx) => {
+    await loginSucceeded(app, tx, attempt);
+    const token = await issueAccessToken(tx, user.id, app.clock.now());
+    return { user: presentUser(user, await tx.accounts.organizationIdsOfUser(user.id)), token };
   });
 }

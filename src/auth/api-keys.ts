@@ -2,7 +2,8 @@
 import type { App } from "../app";
 import { notFound, unauthorized } from "../errors";
 import { randomToken, sha256Hex, newId } from "../ids";
-import type { Store } from "../store/sqlite/index";
+import type { Page } from "../page";
+import type { Aggregates } from "../store";
 import { requiredText } from "./fields";
 import { presentApiKey, presentCreatedApiKey } from "./present";
 
@@ -23,43 +24,43 @@ export interface CreatedApiKey {
   key: string;
 }
 
-export function createApiKey(store: Store, organizationId: string, name: string, now: number): CreatedApiKey {
+export async function createApiKey(store: Aggregates, organizationId: string, name: string, now: number): Promise<CreatedApiKey> {
   const key = newApiKeyValue();
   const row = { id: newId("key"), organizationId, name, prefix: key.slice(0, apiKeyPrefixLength), keyHash: sha256Hex(key), createdAt: now };
-  store.accounts.insertApiKey(row);
+  await store.accounts.insertApiKey(row);
   return { id: row.id, organizationId, name, prefix: row.prefix, createdAt: now, key };
 }
 
 /** The organization an API key acts for; `lastUsedAt` is written at most once a minute per key. */
-export function organizationOfApiKey(store: Store, key: string, now: number): string {
-  const row = store.accounts.findApiKeyByHash(sha256Hex(key));
+export async function organizationOfApiKey(store: Aggregates, key: string, now: number): Promise<string> {
+  const row = await store.accounts.findApiKeyByHash(sha256Hex(key));
   if (!row) throw unauthorized("Invalid API key");
-  if (row.lastUsedAt === null || now - row.lastUsedAt >= lastUsedResolutionMs) store.accounts.touchApiKey(row.id, now);
+  if (row.lastUsedAt === null || now - row.lastUsedAt >= lastUsedResolutionMs) await store.accounts.touchApiKey(row.id, now);
   return row.organizationId;
 }
 
 /** A new named key for the organization; the record carries the key this once. */
-export function addApiKey(app: App, organizationId: string, input: { name?: string }) {
+export async function addApiKey(app: App, organizationId: string, input: { name?: string }) {
   const name = requiredText("name", input.name, apiKeyNameMaxLength);
-  return presentCreatedApiKey(createApiKey(app.store, organizationId, name, app.clock.now()));
+  return presentCreatedApiKey(await createApiKey(app.store, organizationId, name, app.clock.now()));
 }
 
-export const listApiKeys = (app: App, organizationId: string, page: { page: number; per: number }) =>
-  app.store.accounts.listApiKeys(organizationId, page.page, page.per).map(presentApiKey);
+export const listApiKeys = async (app: App, organizationId: string, page: Page) =>
+  (await app.store.accounts.listApiKeys(organizationId, page.page, page.per)).map(presentApiKey);
 
-function findApiKey(app: App, organizationId: string, keyId: string) {
-  const row = app.store.accounts.findApiKey(organizationId, keyId);
+async function findApiKey(store: Aggregates, organizationId: string, keyId: string) {
+  const row = await store.accounts.findApiKey(organizationId, keyId);
   if (!row) throw notFound("API key not found");
   return row;
 }
 
-export const getApiKey = (app: App, organizationId: string, keyId: string) => presentApiKey(findApiKey(app, organizationId, keyId));
+export const getApiKey = async (app: App, organizationId: string, keyId: string) => presentApiKey(await findApiKey(app.store, organizationId, keyId));
 
 /** Revokes at once: the next request with the key finds no row and gets 401. Returns the deleted record. */
 export function deleteApiKey(app: App, organizationId: string, keyId: string) {
-  return app.store.transaction(() => {
-    const row = findApiKey(app, organizationId, keyId);
-    app.store.accounts.deleteApiKey(organizationId, keyId);
+  return app.store.transaction(async (tx) => {
+    const row = await findApiKey(tx, organizationId, keyId);
+    await tx.accounts.deleteApiKey(organizationId, keyId);
     return presentApiKey(row);
   });
 }

@@ -9,7 +9,7 @@
 import ipaddr from "ipaddr.js";
 import type { App } from "../app";
 import { ServiceError } from "../errors";
-import type { LoginThrottleRow } from "../store/sqlite/login-throttles";
+import type { LoginThrottleRecord, Transaction } from "../store";
 
 const windowMs = 60_000;
 
@@ -36,12 +36,12 @@ function subjectsOf(attempt: LoginAttempt): { email: string; address?: string } 
   return { email: `email:${attempt.email}`, address: attempt.clientIp ? addressSubject(attempt.clientIp) : undefined };
 }
 
-function withAttempts(subject: string, windowStart: number, attempts: number, lockedUntil: number | null): LoginThrottleRow {
+function withAttempts(subject: string, windowStart: number, attempts: number, lockedUntil: number | null): LoginThrottleRecord {
   return { subject, windowStart, attempts, lockedUntil, expiresAt: Math.max(windowStart + windowMs, lockedUntil ?? 0) };
 }
 
 /** Counts one more attempt; a window that ran out or a lock that ended starts a new count. */
-function counted(app: App, subject: string, row: LoginThrottleRow | undefined, now: number): LoginThrottleRow {
+function counted(app: App, subject: string, row: LoginThrottleRecord | undefined, now: number): LoginThrottleRecord {
   const fresh = !row || now - row.windowStart >= windowMs || (row.lockedUntil !== null && row.lockedUntil <= now);
   const attempts = fresh ? 1 : row.attempts + 1;
   const locks = attempts >= app.config.loginMaxFailures;
@@ -50,31 +50,31 @@ function counted(app: App, subject: string, row: LoginThrottleRow | undefined, n
 }
 
 /** 429 while the email or the address is locked; otherwise counts the attempt against both. */
-export function beginLoginAttempt(app: App, attempt: LoginAttempt) {
+export async function beginLoginAttempt(app: App, attempt: LoginAttempt) {
   const { email, address } = subjectsOf(attempt);
   const subjects = address ? [email, address] : [email];
   const now = app.clock.now();
-  app.store.transaction(() => {
-    const rows = app.store.loginThrottles.find(subjects);
+  await app.store.transaction(async (tx) => {
+    const rows = await tx.loginThrottles.find(subjects);
     const lockedUntil = Math.max(0, ...rows.map((r) => r.lockedUntil ?? 0));
     if (lockedUntil > now) {
       const seconds = Math.ceil((lockedUntil - now) / 1000);
       throw new ServiceError("rate_limited", "Too many failed logins, please try again later.", { "Retry-After": String(seconds) });
     }
-    app.store.loginThrottles.prune(now);
-    for (const subject of subjects) app.store.loginThrottles.save(counted(app, subject, rows.find((r) => r.subject === subject), now));
+    await tx.loginThrottles.prune(now);
+    for (const subject of subjects) await tx.loginThrottles.save(counted(app, subject, rows.find((r) => r.subject === subject), now));
   });
 }
 
 /** After a correct password: the email starts afresh, and the address gets its attempt back. */
-export function loginSucceeded(app: App, attempt: LoginAttempt) {
+export async function loginSucceeded(app: App, tx: Transaction, attempt: LoginAttempt) {
   const { email, address } = subjectsOf(attempt);
-  app.store.transaction(() => {
-    app.store.loginThrottles.delete(email);
+  await tx.transaction(async (tx) => {
+    await tx.loginThrottles.delete(email);
     if (!address) return;
-    const row = app.store.loginThrottles.find([address])[0];
+    const row = (await tx.loginThrottles.find([address]))[0];
     if (!row) return;
     const attempts = Math.max(0, row.attempts - 1);
-    app.store.loginThrottles.save(withAttempts(row.subject, row.windowStart, attempts, attempts >= app.config.loginMaxFailures ? row.lockedUntil : null));
+    await tx.loginThrottles.save(withAttempts(row.subject, row.windowStart, attempts, attempts >= app.config.loginMaxFailures ? row.lockedUntil : null));
   });
 }

@@ -7,7 +7,7 @@ import { forbidden } from "../errors";
  * organization exists: a different answer for an unknown id would tell anyone with an account
  * which ids are real. 403 rather than 404 because existing clients rely on it for non-members.
  */
-export function organizationOfMember(app: App, userId: string, organizationId: string): string {
-  if (!app.store.accounts.findMembership(userId, organizationId)) throw forbidden("You are not a member of this organization");
+export async function organizationOfMember(app: App, userId: string, organizationId: string): Promise<string> {
+  if (!(await app.store.accounts.findMembership(userId, organizationId))) throw forbidden("You are not a member of this organization");
   return organizationId;
 }

@@ -12,13 +12,13 @@ import { addressSubject } from "./login-throttle";
 const windowMs = 3_600_000;
 
 /** 429 once the address used up its registrations of the hour; otherwise counts this one. */
-export function countRegistration(app: App, clientIp: string | undefined) {
+export async function countRegistration(app: App, clientIp: string | undefined) {
   const address = clientIp ? addressSubject(clientIp) : undefined;
   if (!address) return;
   const subject = `register:${address}`;
   const now = app.clock.now();
-  app.store.transaction(() => {
-    const row = app.store.loginThrottles.find([subject])[0];
+  await app.store.transaction(async (tx) => {
+    const row = (await tx.loginThrottles.find([subject]))[0];
     const fresh = !row || now - row.windowStart >= windowMs;
     const windowStart = fresh ? now : row.windowStart;
     const attempts = fresh ? 1 : row.attempts + 1;
@@ -26,7 +26,7 @@ export function countRegistration(app: App, clientIp: string | undefined) {
       const seconds = Math.ceil((windowStart + windowMs - now) / 1000);
       throw new ServiceError("rate_limited", "Too many registrations from this address, please try again later.", { "Retry-After": String(seconds) });
     }
-    app.store.loginThrottles.prune(now);
-    app.store.loginThrottles.save({ subject, windowStart, attempts, lockedUntil: null, expiresAt: windowStart + windowMs });
+    await tx.loginThrottles.prune(now);
+    await tx.loginThrottles.save({ subject, windowStart, attempts, lockedUntil: null, expiresAt: windowStart + windowMs });
   });
 }

@@ -5,6 +5,9 @@ import { promisify } from "node:util";
 
 export type DkimAlgorithm = "rsa-sha256" | "ed25519-sha256";
 
+/** A key's place in a rotation: pending until its record verifies, active while it signs, retired once a newer key of its algorithm is active. */
+export type DkimKeyStatus = "pending" | "active" | "retired";
+
 export type DkimKey = {
   selector: string;
   algorithm: DkimAlgorithm;

@@ -5,6 +5,7 @@ import { isIP } from "node:net";
 import ipaddr from "ipaddr.js";
 import type * as dnsPacket from "dns-packet";
 import type { DNSResolver } from "mailauth";
+import type { Config } from "../config";
 import { askServer, parseServerAddress, WireError, type RecordAnswer, type ServerAddress, type WireReply } from "./wire";
 
 export type MxRecord = { exchange: string; priority: number };
@@ -65,6 +66,15 @@ const MAX_CNAME_CHAIN = 8;
  */
 export function isNullMx(records: MxRecord[]): boolean {
   return records.length === 1 && records[0].exchange === "";
+}
+
+/**
+ * The resolver the configuration asks for (INBOXD_DNS_SERVERS), built here only: by the App for
+ * every part of it (app.resolver), by `inboxd doctor`, which runs without an App, and by each
+ * analysis thread, which cannot share the App's.
+ */
+export function configuredResolver(config: Pick<Config, "dnsServers">): Resolver {
+  return createResolver(config.dnsServers);
 }
 
 /** `servers` as "host:port" strings (INBOXD_DNS_SERVERS); none: the system's name servers. */

@@ -2,18 +2,17 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config";
-import { openDatabaseReadOnly } from "../store/sqlite/read-only";
-import { createResolver } from "../dns/resolver";
+import { configuredResolver } from "../dns/resolver";
 import { serverIdentity } from "../domains/present";
 import { domainRecords, spfValue } from "../domains/records";
-import { createStore } from "../store/sqlite/index";
+import { openStoreReadOnly } from "../store";
 import { checkCertificate, checkClock, checkDataDir, checkDomainRecords, checkHostAddresses, checkHostname, checkHostSpf, checkOutboundPort, checkReverseDns, type Finding } from "./checks";
 
 const NETWORK_TIMEOUT_MS = 5000;
 
 /** The findings, in the order the VPS walkthrough meets them. */
 export async function runDoctor(config: Config, now: number = Date.now()): Promise<Finding[]> {
-  const resolver = createResolver(config.dnsServers);
+  const resolver = configuredResolver(config);
   const server = serverIdentity(config);
   const findings: Finding[] = [checkHostname(config.hostname)];
   const addresses = await checkHostAddresses(resolver, server);
@@ -25,15 +24,14 @@ export async function runDoctor(config: Config, now: number = Date.now()): Promi
   return findings;
 
   async function domainFindings(config: Config): Promise<Finding[]> {
-    const sqlite = openDatabaseReadOnly(config.dataDir);
-    if (!sqlite) return [{ ok: false, check: `${config.mailDomain}: DKIM`, detail: `no database in ${config.dataDir} yet, so no DKIM keys`, fix: "run `inboxd dns` (or start inboxd once) to make the keys, then publish what it prints" }];
+    const store = openStoreReadOnly(config);
+    if (!store) return [{ ok: false, check: `${config.mailDomain}: DKIM`, detail: `no database in ${config.dataDir} yet, so no DKIM keys`, fix: "run `inboxd dns` (or start inboxd once) to make the keys, then publish what it prints" }];
     try {
-      const store = createStore(sqlite);
-      const domains = [config.mailDomain.toLowerCase(), ...store.domains.verifiedNames()];
-      const perDomain = await Promise.all(domains.map((domain) => checkDomainRecords(resolver, server, domain, domainRecords(server, domain, store.dkimKeys.forDomain(domain)))));
+      const domains = [config.mailDomain.toLowerCase(), ...(await store.domains.verifiedNames())];
+      const perDomain = await Promise.all(domains.map(async (domain) => checkDomainRecords(resolver, server, domain, domainRecords(server, domain, await store.dkimKeys.forDomain(domain)))));
       return perDomain.flat();
     } finally {
-      sqlite.close();
+      store.close();
     }
   }
 }

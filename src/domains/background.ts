@@ -4,7 +4,7 @@
  * Due times live in the database and come from the App's clock; a short poll finds what is due.
  */
 import type { App } from "../app";
-import type { RunningPart } from "../serve";
+import type { RunningPart } from "../running-part";
 import { nextCheckAt } from "./status";
 import { verifyDomainRecords } from "./verification";
 
@@ -20,9 +20,9 @@ export function startDomainChecks(app: App): RunningPart {
   async function checkDue() {
     while (!stopped) {
       const now = app.clock.now();
-      const due = app.store.transaction(() => {
-        const rows = app.store.domains.due(now, BATCH_SIZE);
-        for (const row of rows) app.store.domains.update(row.id, { nextCheckAt: nextCheckAt(row.status, row.recordsChangedAt, now) });
+      const due = await app.store.transaction(async (tx) => {
+        const rows = await tx.domains.due(now, BATCH_SIZE);
+        for (const row of rows) await tx.domains.update(row.id, { nextCheckAt: nextCheckAt(row.status, row.recordsChangedAt, now) });
         return rows;
       });
       if (due.length === 0) return;

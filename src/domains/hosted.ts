@@ -4,26 +4,30 @@
  */
 import type { App } from "../app";
 import { invalid } from "../errors";
+import type { Aggregates } from "../store";
 import { normalizeDomainName } from "./name";
 
 const canonical = (domain: string) => normalizeDomainName(domain) ?? domain.toLowerCase();
 
-/** Whether mail for this domain is ours to accept (SMTP asks it at RCPT). */
-export function isHostedDomain(app: App, domain: string): boolean {
+/**
+ * Whether mail for this domain is ours to accept (SMTP asks it at RCPT). `store`: where the domain
+ * is looked up (the caller's transaction, when in one).
+ */
+export async function isHostedDomain(app: App, store: Aggregates, domain: string): Promise<boolean> {
   const name = canonical(domain);
   if (name === app.config.mailDomain.toLowerCase()) return true;
-  return app.store.domains.findByName(name)?.receiving === true;
+  return (await store.domains.findByName(name))?.receiving === true;
 }
 
 /**
  * Throws a 422 naming `email` unless an inbox of this organization may have an address on the
  * domain: the service's mail domain, or one of the organization's domains with receiving verified.
  */
-export function assertUsableInboxDomain(app: App, organizationId: string, domain: string): void {
+export async function assertUsableInboxDomain(app: App, organizationId: string, domain: string): Promise<void> {
   const name = canonical(domain);
   const serviceDomain = app.config.mailDomain.toLowerCase();
   if (name === serviceDomain) return;
-  const row = app.store.domains.findByName(name);
+  const row = await app.store.domains.findByName(name);
   if (!row || row.organizationId !== organizationId) {
     throw invalid(`email: ${name} is neither the service's mail domain (${serviceDomain}) nor a domain of this organization; add it with POST /v1/domains`);
   }

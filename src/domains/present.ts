@@ -3,15 +3,17 @@ import type { App } from "../app";
 import { iso } from "../clock";
 import type { Config } from "../config";
 import { resource } from "../present";
-import type { DomainRow } from "../store/sqlite/domains";
-import type { DkimKeyRow } from "../store/sqlite/dkim-keys";
+import type { Aggregates, DkimKeyRecord, DomainRecord as StoredDomain } from "../store";
 import { domainRecords, type ServerIdentity } from "./records";
 import type { CheckedRecord } from "./status";
 
 export const serverIdentity = (config: Config): ServerIdentity => ({ hostname: config.hostname.toLowerCase(), publicIps: config.publicIps });
 
-/** The records the domain must publish now, each with the outcome of its last look-up (pending before the first). */
-export function checkedRecords(app: App, row: DomainRow, keys: DkimKeyRow[] = app.store.dkimKeys.forDomain(row.name)): CheckedRecord[] {
+/**
+ * The records the domain must publish now, each with the outcome of its last look-up (pending
+ * before the first). `keys`: the domain's DKIM keys (`dkimKeys.forDomain`).
+ */
+export function checkedRecords(app: App, row: StoredDomain, keys: DkimKeyRecord[]): CheckedRecord[] {
   return domainRecords(serverIdentity(app.config), row.name, keys).map((spec) => ({ ...spec, ...(row.recordChecks[spec.key] ?? { status: "pending" }) }));
 }
 
@@ -31,7 +33,9 @@ export function presentRecord(record: CheckedRecord) {
 
 export type DomainRecord = ReturnType<typeof presentRecord>;
 
-export function presentDomain(app: App, row: DomainRow) {
+/** `store`: where its keys are read (the caller's transaction, when in one). */
+export async function presentDomain(app: App, store: Aggregates, row: StoredDomain) {
+  const keys = await store.dkimKeys.forDomain(row.name);
   return resource({
     id: row.id,
     organizationId: row.organizationId,
@@ -40,11 +44,11 @@ export function presentDomain(app: App, row: DomainRow) {
     verified: row.status === "verified",
     receiving: row.receiving,
     sending: row.sending,
-    records: checkedRecords(app, row).map(presentRecord),
+    records: checkedRecords(app, row, keys).map(presentRecord),
     verifiedAt: row.verifiedAt === null ? undefined : iso(row.verifiedAt),
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),
   });
 }
 
-export type Domain = ReturnType<typeof presentDomain>;
+export type Domain = Awaited<ReturnType<typeof presentDomain>>;

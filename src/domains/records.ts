@@ -3,7 +3,7 @@
  * record per key, and DMARC for sending. Pure: the server's identity and the keys come in as values.
  */
 import { isIPv6 } from "node:net";
-import type { DkimKey } from "../dkim/keys";
+import type { DkimKey, DkimKeyStatus } from "../dkim/keys";
 import { dkimTxtValue } from "../dkim/keys";
 
 export type RecordPurpose = "receiving" | "sending";
@@ -11,7 +11,7 @@ export type RecordPurpose = "receiving" | "sending";
 /** This server as other hosts see it: the MX target, and the addresses it sends from when configured. */
 export type ServerIdentity = { hostname: string; publicIps: string[] };
 
-export type RecordKey = Pick<DkimKey, "selector" | "algorithm" | "publicKeyBase64"> & { id: string; status: "active" | "pending" | "retired"; createdAt: number };
+export type RecordKey = Pick<DkimKey, "selector" | "algorithm" | "publicKeyBase64"> & { id: string; status: DkimKeyStatus; createdAt: number };
 
 /** Oldest generation first, RSA before Ed25519 within one (the order generateDkimKeys makes them in). */
 const byGeneration = (a: RecordKey, b: RecordKey) => a.createdAt - b.createdAt || Number(a.algorithm !== "rsa-sha256") - Number(b.algorithm !== "rsa-sha256");

@@ -2,25 +2,24 @@
 import type { App } from "../app";
 import { dkimSelector, generateDkimKeys, type DkimKey } from "../dkim/keys";
 import { conflict, invalid, notFound } from "../errors";
-import type { Page } from "../http/pagination";
 import { newId } from "../ids";
-import { deleteInbox } from "../inboxes/service";
-import type { DkimKeyRow } from "../store/sqlite/dkim-keys";
-import type { DomainRow } from "../store/sqlite/domains";
+import { removeInbox } from "../inboxes/service";
+import type { Page } from "../page";
+import type { Aggregates, DkimKeyRecord, DomainRecord, Transaction } from "../store";
 import { isSameOrSubdomain, normalizeDomainName } from "./name";
 import { checkedRecords, presentDomain, presentRecord } from "./present";
 import { SETUP_CHECK_INTERVAL_MS } from "./status";
 import { saveDomainState, verifyDomainRecords } from "./verification";
 
 /** `{domainId}` in paths: the identifier, or the name in any case or IDN form. */
-function findDomain(app: App, organizationId: string, idOrName: string): DomainRow {
-  const row = app.store.domains.find(organizationId, normalizeDomainName(idOrName) ?? idOrName);
+async function findDomain(store: Aggregates, organizationId: string, idOrName: string): Promise<DomainRecord> {
+  const row = await store.domains.find(organizationId, normalizeDomainName(idOrName) ?? idOrName);
   if (!row) throw notFound("Domain not found");
   return row;
 }
 
-function assertUnclaimed(app: App, organizationId: string, name: string) {
-  const existing = app.store.domains.findByName(name);
+async function assertUnclaimed(store: Aggregates, organizationId: string, name: string): Promise<void> {
+  const existing = await store.domains.findByName(name);
   if (!existing) return;
   throw conflict(existing.organizationId === organizationId ? `Domain ${name} already exists` : `Domain ${name} is already claimed by another organization`);
 }
@@ -29,7 +28,7 @@ function assertUnclaimed(app: App, organizationId: string, name: string) {
  * New keys are pending: a key signs only once its record is seen in DNS (verification turns it
  * active), so mail from a domain is never signed with a key receivers cannot find.
  */
-const keyRows = (keys: DkimKey[], domain: string, organizationId: string, now: number): DkimKeyRow[] =>
+const keyRows = (keys: DkimKey[], domain: string, organizationId: string, now: number): DkimKeyRecord[] =>
   keys.map((key) => ({ id: newId("dkim"), domain, organizationId, ...key, status: "pending", createdAt: now, updatedAt: now }));
 
 export async function createDomain(app: App, organizationId: string, input: { name: string }) {
@@ -37,13 +36,13 @@ export async function createDomain(app: App, organizationId: string, input: { na
   if (!name) throw invalid("name: must be a domain name such as example.com");
   const serviceDomain = app.config.mailDomain.toLowerCase();
   if (isSameOrSubdomain(name, serviceDomain)) throw invalid(`name: ${name} is the service's own mail domain or a subdomain of it, which needs no verification`);
-  assertUnclaimed(app, organizationId, name);
+  await assertUnclaimed(app.store, organizationId, name);
   const keys = await generateDkimKeys(app.clock.date());
-  return app.store.transaction(() => {
+  return app.store.transaction(async (tx) => {
     // Again: another request may have claimed the name while the keys were being generated.
-    assertUnclaimed(app, organizationId, name);
+    await assertUnclaimed(tx, organizationId, name);
     const now = app.clock.now();
-    const row: DomainRow = {
+    const row: DomainRecord = {
       id: newId("dom"),
       organizationId,
       name,
@@ -59,32 +58,35 @@ export async function createDomain(app: App, organizationId: string, input: { na
       createdAt: now,
       updatedAt: now,
     };
-    app.store.domains.insert(row);
-    app.store.dkimKeys.insert(keyRows(keys, name, organizationId, now));
-    return presentDomain(app, row);
+    await tx.domains.insert(row);
+    await tx.dkimKeys.insert(keyRows(keys, name, organizationId, now));
+    return presentDomain(app, tx, row);
   });
 }
 
-export const listDomains = (app: App, organizationId: string, page: Page) =>
-  app.store.domains.list(organizationId, page.page, page.per).map((row) => presentDomain(app, row));
+export async function listDomains(app: App, organizationId: string, page: Page) {
+  const rows = await app.store.domains.list(organizationId, page.page, page.per);
+  return Promise.all(rows.map((row) => presentDomain(app, app.store, row)));
+}
 
-export const getDomain = (app: App, organizationId: string, idOrName: string) => presentDomain(app, findDomain(app, organizationId, idOrName));
+export const getDomain = async (app: App, organizationId: string, idOrName: string) => presentDomain(app, app.store, await findDomain(app.store, organizationId, idOrName));
 
-export function domainDnsRecords(app: App, organizationId: string, idOrName: string) {
-  return checkedRecords(app, findDomain(app, organizationId, idOrName)).map(presentRecord);
+export async function domainDnsRecords(app: App, organizationId: string, idOrName: string) {
+  const row = await findDomain(app.store, organizationId, idOrName);
+  return checkedRecords(app, row, await app.store.dkimKeys.forDomain(row.name)).map(presentRecord);
 }
 
 export async function verifyDomain(app: App, organizationId: string, idOrName: string) {
-  const verified = await verifyDomainRecords(app, findDomain(app, organizationId, idOrName));
+  const verified = await verifyDomainRecords(app, await findDomain(app.store, organizationId, idOrName));
   if (!verified) throw notFound("Domain not found");
-  return presentDomain(app, verified);
+  return presentDomain(app, app.store, verified);
 }
 
 /**
  * The selector suffix for a new generation of keys today: "" for the first, then one past the
  * highest in use ("2", "3", ...), so a record name once shown with one key never gets another.
  */
-function nextRotationSuffix(keys: DkimKeyRow[], date: Date): string {
+function nextRotationSuffix(keys: DkimKeyRecord[], date: Date): string {
   let highest = 0;
   for (const key of keys) {
     const todays = dkimSelector(date, key.algorithm);
@@ -101,19 +103,19 @@ function nextRotationSuffix(keys: DkimKeyRow[], date: Date): string {
  * replaced, since nothing was ever signed with them.
  */
 export async function rotateDkimKeys(app: App, organizationId: string, idOrName: string) {
-  findDomain(app, organizationId, idOrName);
+  await findDomain(app.store, organizationId, idOrName);
   const date = app.clock.date();
   const generated = await generateDkimKeys(date);
-  return app.store.transaction(() => {
-    const row = findDomain(app, organizationId, idOrName);
+  return app.store.transaction(async (tx) => {
+    const row = await findDomain(tx, organizationId, idOrName);
     const now = app.clock.now();
-    const keys = app.store.dkimKeys.forDomain(row.name);
+    const keys = await tx.dkimKeys.forDomain(row.name);
     const suffix = nextRotationSuffix(keys, date);
-    for (const key of keys) if (key.status === "pending") app.store.dkimKeys.remove(key.id);
+    for (const key of keys) if (key.status === "pending") await tx.dkimKeys.remove(key.id);
     const renamed = generated.map((key) => ({ ...key, selector: dkimSelector(date, key.algorithm, suffix) }));
-    app.store.dkimKeys.insert(keyRows(renamed, row.name, organizationId, now));
-    const saved = saveDomainState(app, { ...row, recordsChangedAt: now }, row.recordChecks, now, true);
-    return presentDomain(app, saved);
+    await tx.dkimKeys.insert(keyRows(renamed, row.name, organizationId, now));
+    const saved = await saveDomainState(app, tx, { ...row, recordsChangedAt: now }, row.recordChecks, now, true);
+    return presentDomain(app, tx, saved);
   });
 }
 
@@ -122,15 +124,15 @@ export async function rotateDkimKeys(app: App, organizationId: string, idOrName:
  * unless `force`, which deletes them too (each with its messages, and an inbox.deleted event).
  */
 export function deleteDomain(app: App, organizationId: string, idOrName: string, options: { force?: boolean } = {}) {
-  return app.store.transaction(() => {
-    const row = findDomain(app, organizationId, idOrName);
-    const inboxes = app.store.domains.inboxesOnDomain(organizationId, row.name);
+  return app.store.transaction(async (tx) => {
+    const row = await findDomain(tx, organizationId, idOrName);
+    const inboxes = await tx.domains.inboxesOnDomain(organizationId, row.name);
     if (inboxes.length && !options.force) {
       throw conflict(`Domain ${row.name} is used by ${inboxes.length} inbox${inboxes.length === 1 ? "" : "es"}; delete ${inboxes.length === 1 ? "it" : "them"} first, or pass force=true to delete them with the domain`);
     }
-    const domain = presentDomain(app, row);
-    for (const inbox of inboxes) deleteInbox(app, organizationId, inbox.id);
-    app.store.domains.delete(row.id);
+    const domain = await presentDomain(app, tx, row);
+    for (const inbox of inboxes) await removeInbox(app, tx, organizationId, inbox.id);
+    await tx.domains.delete(row.id);
     return domain;
   });
 }

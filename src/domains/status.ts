@@ -2,9 +2,12 @@
  * How look-ups turn into statuses: of each record, with its history, and of the domain as the
  * contract defines them. Pure, so the rules read in one place.
  */
-import type { DomainStatus, RecordCheck } from "../store/sqlite/schema/index";
 import type { CheckOutcome } from "./dns-checks";
 import type { RecordSpec } from "./records";
+
+export type DomainStatus = "pending" | "verified" | "failed";
+/** The last look-up of one record, keyed by `<type> <name>`; a record takes the same statuses as its domain. */
+export type RecordCheck = { status: DomainStatus; reason?: string };
 
 /**
  * A record found as required is verified; found but wrong, failed. One not found is pending while

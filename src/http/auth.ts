@@ -35,9 +35,9 @@ interface GuardContext {
 }
 
 /** One guard shape for both families, so a route plugin can be written once for either guard. */
-const organizationGuard = (name: string, organizationOf: (context: GuardContext) => string) =>
-  new Elysia({ name }).resolve({ as: "scoped" }, ({ headers, params }) => ({
-    organizationId: organizationOf({ headers, params: params as GuardContext["params"] }),
+const organizationGuard = (name: string, organizationOf: (context: GuardContext) => Promise<string>) =>
+  new Elysia({ name }).resolve({ as: "scoped" }, async ({ headers, params }) => ({
+    organizationId: await organizationOf({ headers, params: params as GuardContext["params"] }),
   }));
 
 export type OrganizationGuard = ReturnType<typeof organizationGuard>;
@@ -48,7 +48,7 @@ export const apiKeyGuard = (app: App): OrganizationGuard =>
 
 /** `/organizations/:organization_id`: an access token whose user is a member of that organization. */
 export const organizationMemberGuard = (app: App): OrganizationGuard =>
-  organizationGuard("organization-member-guard", ({ headers, params }) => {
-    const userId = userOfAccessToken(app.store, accessTokenOf(headers.authorization), app.clock.now());
+  organizationGuard("organization-member-guard", async ({ headers, params }) => {
+    const userId = await userOfAccessToken(app.store, accessTokenOf(headers.authorization), app.clock.now());
     return organizationOfMember(app, userId, params.organization_id ?? "");
   });

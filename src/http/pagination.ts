@@ -1,7 +1,8 @@
 /**
  * The `page` and `per` query of every list (contract.md "Lists"): defaults 1 and 20, `per` at most
  * 100, out-of-range values 422. Checked as digit patterns rather than t.Integer: Elysia's integer
- * coercion reports a range error without the field's name, and the error must name it.
+ * coercion reports a range error without the field's name, and the error must name it. The checked
+ * text becomes a Page with pageOf (src/page.ts).
  */
 import { t } from "elysia";
 
@@ -10,9 +11,3 @@ export const paginationQuery = t.Object({
   per: t.Optional(t.String({ pattern: "^([1-9]|[1-9][0-9]|100)$", error: "must be a whole number from 1 to 100", description: "default 20" })),
 });
 
-export interface Page {
-  page: number;
-  per: number;
-}
-
-export const pageOf = (query: typeof paginationQuery.static): Page => ({ page: Number(query.page ?? 1), per: Number(query.per ?? 20) });

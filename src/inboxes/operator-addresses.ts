@@ -5,7 +5,7 @@
  */
 import type { App } from "../app";
 import { isHostedDomain } from "../domains/hosted";
-import type { InboxRow } from "../store/sqlite/inboxes";
+import type { Aggregates, InboxRecord } from "../store";
 
 const localAndDomain = (address: string) => {
   const at = address.lastIndexOf("@");
@@ -32,12 +32,12 @@ export function isReservedAddress(app: App, base: string): boolean {
  * the reserved names, and postmaster at any domain this server receives for, which RFC 5321
  * §4.5.1 says MUST be accepted.
  */
-export function isOperatorAddress(app: App, base: string): boolean {
+export async function isOperatorAddress(app: App, store: Aggregates, base: string): Promise<boolean> {
   const { local, domain } = localAndDomain(base);
-  return isReservedAddress(app, base) || (local === "postmaster" && isHostedDomain(app, domain));
+  return isReservedAddress(app, base) || (local === "postmaster" && (await isHostedDomain(app, store, domain)));
 }
 
 /** The inbox INBOXD_POSTMASTER_INBOX names, if set and the inbox exists. */
-export function operatorInbox(app: App): InboxRow | undefined {
-  return app.config.postmasterInbox ? app.store.inboxes.findByEmail(app.config.postmasterInbox) : undefined;
+export async function operatorInbox(app: App, store: Aggregates): Promise<InboxRecord | undefined> {
+  return app.config.postmasterInbox ? store.inboxes.findByEmail(app.config.postmasterInbox) : undefined;
 }

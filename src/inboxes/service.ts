@@ -4,31 +4,32 @@ import { assertUsableInboxDomain } from "../domains/hosted";
 import { conflict, invalid, notFound } from "../errors";
 import { newId, randomToken } from "../ids";
 import { baseAddress, normalizeAddress, parseAddress, type ParsedAddress } from "../mail/address";
-import type { InboxRow } from "../store/sqlite/inboxes";
+import type { Page } from "../page";
+import type { Aggregates, InboxRecord, Transaction } from "../store";
 import { isOperatorAddress, isReservedAddress, operatorInbox } from "./operator-addresses";
 import { presentInbox, type Inbox } from "./present";
 
 /** A random, unguessable local part (80 bits) on the service's own mail domain. */
 export const randomInboxAddress = (mailDomain: string) => `${randomToken(10)}@${mailDomain.toLowerCase()}`;
 
-/** Creates the inbox and its `inbox.created` event; call inside a transaction when composing. */
-export function insertInbox(app: App, organizationId: string, input: { name?: string; email: string }) {
-  if (app.store.inboxes.findByEmail(input.email)) throw conflict("Email address already in use");
+/** Creates the inbox and its `inbox.created` event, in the caller's transaction. */
+export async function insertInbox(app: App, tx: Transaction, organizationId: string, input: { name?: string; email: string }) {
+  if (await tx.inboxes.findByEmail(input.email)) throw conflict("Email address already in use");
   const now = app.clock.now();
   const row = { id: newId("inb"), organizationId, name: input.name ?? null, email: input.email.toLowerCase(), createdAt: now, updatedAt: now };
-  app.store.inboxes.insert(row);
+  await tx.inboxes.insert(row);
   const inbox = presentInbox(row);
-  app.store.events.emit({ organizationId, type: "inbox.created", inboxId: row.id, payload: inbox }, now);
+  await tx.events.emit({ organizationId, type: "inbox.created", inboxId: row.id, payload: inbox }, now);
   return inbox;
 }
 
 /** The requested address in stored form, or a random one on the service domain. */
-function inboxAddress(app: App, organizationId: string, email: string | undefined): string {
+async function inboxAddress(app: App, organizationId: string, email: string | undefined): Promise<string> {
   if (email === undefined) return randomInboxAddress(app.config.mailDomain);
   const parsed = parseAddress(email.trim());
   // A quoted local part ("a b"@d) is valid mail syntax but no address anyone should have to type.
   if (!parsed || parsed.local.startsWith('"')) throw invalid("email: must be an email address such as support@example.com");
-  assertUsableInboxDomain(app, organizationId, parsed.domain);
+  await assertUsableInboxDomain(app, organizationId, parsed.domain);
   const address = parsed.address.toLowerCase();
   assertCreatableAddress(app, parsed, address);
   return address;
@@ -48,18 +49,18 @@ function assertCreatableAddress(app: App, parsed: ParsedAddress, address: string
   if (address === app.config.postmasterInbox) throw invalid(`email: ${address} is reserved for the operator's postmaster mail`);
 }
 
-export function createInbox(app: App, organizationId: string, input: { name?: string; email?: string }): Inbox {
-  const email = inboxAddress(app, organizationId, input.email);
-  return app.store.transaction(() => insertInbox(app, organizationId, { name: input.name, email }));
+export async function createInbox(app: App, organizationId: string, input: { name?: string; email?: string }): Promise<Inbox> {
+  const email = await inboxAddress(app, organizationId, input.email);
+  return app.store.transaction((tx) => insertInbox(app, tx, organizationId, { name: input.name, email }));
 }
 
-export function listInboxes(app: App, organizationId: string, page: { page: number; per: number }): Inbox[] {
-  return app.store.inboxes.list(organizationId, page.page, page.per).map(presentInbox);
+export async function listInboxes(app: App, organizationId: string, page: Page): Promise<Inbox[]> {
+  return (await app.store.inboxes.list(organizationId, page.page, page.per)).map(presentInbox);
 }
 
 /** The inbox if it belongs to the organization; 404 `Inbox not found` otherwise. */
-export function requireInbox(app: App, organizationId: string, inboxId: string): InboxRow {
-  const row = app.store.inboxes.find(organizationId, inboxId);
+export async function requireInbox(store: Aggregates, organizationId: string, inboxId: string): Promise<InboxRecord> {
+  const row = await store.inboxes.find(organizationId, inboxId);
   if (!row) throw notFound("Inbox not found");
   return row;
 }
@@ -71,36 +72,39 @@ export function requireInbox(app: App, organizationId: string, inboxId: string):
  * even where an organization created it before it was reserved; postmaster elsewhere when no
  * inbox of the domain's organization takes it.
  */
-export function inboxForAddress(app: App, address: string): InboxRow | undefined {
+export async function inboxForAddress(app: App, store: Aggregates, address: string): Promise<InboxRecord | undefined> {
   const exact = normalizeAddress(address);
   if (!exact) return undefined;
   const base = baseAddress(exact)!;
-  if (isReservedAddress(app, base)) return operatorInbox(app);
-  const inbox = app.store.inboxes.findByEmail(exact) ?? (base === exact ? undefined : app.store.inboxes.findByEmail(base));
-  return inbox ?? (isOperatorAddress(app, base) ? operatorInbox(app) : undefined);
+  if (isReservedAddress(app, base)) return operatorInbox(app, store);
+  const inbox = (await store.inboxes.findByEmail(exact)) ?? (base === exact ? undefined : await store.inboxes.findByEmail(base));
+  return inbox ?? ((await isOperatorAddress(app, store, base)) ? operatorInbox(app, store) : undefined);
 }
 
-export const getInbox = (app: App, organizationId: string, inboxId: string): Inbox => presentInbox(requireInbox(app, organizationId, inboxId));
+export const getInbox = async (app: App, organizationId: string, inboxId: string): Promise<Inbox> => presentInbox(await requireInbox(app.store, organizationId, inboxId));
 
 /** `name: null` (or "") removes the name. */
-export function updateInbox(app: App, organizationId: string, inboxId: string, input: { name?: string | null }): Inbox {
-  return app.store.transaction(() => {
-    const current = requireInbox(app, organizationId, inboxId);
+export function updateInbox(app: App, organizationId: string, inboxId: string, input: { name?: string | null }): Promise<Inbox> {
+  return app.store.transaction(async (tx) => {
+    const current = await requireInbox(tx, organizationId, inboxId);
     if (input.name === undefined) return presentInbox(current);
     const now = app.clock.now();
-    const inbox = presentInbox(app.store.inboxes.rename(organizationId, inboxId, input.name || null, now)!);
-    app.store.events.emit({ organizationId, type: "inbox.updated", inboxId, payload: inbox }, now);
+    const inbox = presentInbox((await tx.inboxes.rename(organizationId, inboxId, input.name || null, now))!);
+    await tx.events.emit({ organizationId, type: "inbox.updated", inboxId, payload: inbox }, now);
     return inbox;
   });
 }
 
 /** Deletes the inbox with its threads and messages; returns it as it was, which `inbox.deleted` carries. */
-export function deleteInbox(app: App, organizationId: string, inboxId: string): Inbox {
-  return app.store.transaction(() => {
-    const row = app.store.inboxes.delete(organizationId, inboxId);
-    if (!row) throw notFound("Inbox not found");
-    const inbox = presentInbox(row);
-    app.store.events.emit({ organizationId, type: "inbox.deleted", inboxId, payload: inbox }, app.clock.now());
-    return inbox;
-  });
+export function deleteInbox(app: App, organizationId: string, inboxId: string): Promise<Inbox> {
+  return app.store.transaction((tx) => removeInbox(app, tx, organizationId, inboxId));
+}
+
+/** deleteInbox in the caller's transaction. */
+export async function removeInbox(app: App, tx: Transaction, organizationId: string, inboxId: string): Promise<Inbox> {
+  const row = await tx.inboxes.delete(organizationId, inboxId);
+  if (!row) throw notFound("Inbox not found");
+  const inbox = presentInbox(row);
+  await tx.events.emit({ organizationId, type: "inbox.deleted", inboxId, payload: inbox }, app.clock.now());
+  return inbox;
 }

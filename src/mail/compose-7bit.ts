@@ -6,7 +6,7 @@
 
 import { randomBytes } from "node:crypto";
 import { foldLines, hasLongerLines, isPlainText } from "nodemailer/lib/mime-funcs";
-import type { PreparedMessage } from "./compose";
+import type { PreparedMessage } from "./prepared-message";
 
 // Written as they are by nodemailer: an ASCII dot-atom local part at an ASCII host name (no
 // quoted local part, no IDN), a display name of word characters and spaces (no quotes).

@@ -8,13 +8,7 @@ import MailComposer from "nodemailer/lib/mail-composer";
 import { nextTurn } from "../event-loop";
 import { parseAddress } from "./address";
 import { compose7bit } from "./compose-7bit";
-
-export interface ComposeAttachment {
-  filename?: string;
-  /** Media type, e.g. `application/pdf`; derived from the filename when absent. */
-  contentType?: string;
-  content: Buffer;
-}
+import type { ComposeAttachment, PreparedMessage } from "./prepared-message";
 
 export interface ComposeInput {
   from: string;
@@ -63,24 +57,6 @@ export function envelopeRecipients(input: Pick<ComposeInput, "to" | "cc" | "bcc"
     if (!byMailbox.has(wire.toLowerCase())) byMailbox.set(wire.toLowerCase(), wire);
   });
   return [...byMailbox.values()];
-}
-
-/** A message ready to write: addresses in wire form, header text cleaned, ids in brackets. */
-export interface PreparedMessage {
-  from: string;
-  /** Empty when there is none. */
-  fromName: string;
-  to: string[];
-  cc: string[];
-  subject: string;
-  messageId: string;
-  date: Date;
-  /** Empty when there is none. */
-  inReplyTo: string;
-  references: string[];
-  text?: string;
-  html?: string;
-  attachments: ComposeAttachment[];
 }
 
 /**

@@ -1,14 +1,14 @@
 /** Messages and threads as the API and the webhooks show them. */
 import { iso } from "../clock";
 import { resource } from "../present";
-import type { Store } from "../store/sqlite/index";
-import type { AttachmentRow, DeliveryRow, MessageRow, MessageSummaryRow } from "../store/sqlite/messages";
-import type { ThreadRow } from "../store/sqlite/threads";
+import type { Aggregates } from "../store";
+import type { AttachmentRecord, DeliveryRecord, MessageRecord, MessageSummaryRecord } from "../store";
+import type { ThreadRecord } from "../store";
 import type { Attachment, Delivery } from "./shapes";
 
 export type { Attachment, Delivery };
 
-export const presentAttachment = (row: AttachmentRow): Attachment => {
+export const presentAttachment = (row: AttachmentRecord): Attachment => {
   let base64: string | undefined;
   return {
     id: row.id,
@@ -24,7 +24,7 @@ export const presentAttachment = (row: AttachmentRow): Attachment => {
   };
 };
 
-export const presentDelivery = (row: DeliveryRow): Delivery => ({
+export const presentDelivery = (row: DeliveryRecord): Delivery => ({
   recipient: row.recipient,
   status: row.status,
   attempts: row.attempts,
@@ -34,7 +34,7 @@ export const presentDelivery = (row: DeliveryRow): Delivery => ({
 });
 
 /** Every field: what get, send, reply, thread get and the message events show. */
-export const presentMessage = (row: MessageRow, attachments: AttachmentRow[], deliveries: DeliveryRow[]) =>
+export const presentMessage = (row: MessageRecord, attachments: AttachmentRecord[], deliveries: DeliveryRecord[]) =>
   resource({
     id: row.id,
     organizationId: row.organizationId,
@@ -62,7 +62,7 @@ export const presentMessage = (row: MessageRow, attachments: AttachmentRow[], de
 export type Message = ReturnType<typeof presentMessage>;
 
 /** The subset the message list shows (the description's list fields). */
-export const presentMessageSummary = (row: MessageSummaryRow) =>
+export const presentMessageSummary = (row: MessageSummaryRecord) =>
   resource({
     id: row.id,
     organizationId: row.organizationId,
@@ -80,14 +80,14 @@ export const presentMessageSummary = (row: MessageSummaryRow) =>
 export type MessageSummary = ReturnType<typeof presentMessageSummary>;
 
 /** Stored messages with their attachments and deliveries, read in two queries whatever their number. */
-export function presentStoredMessages(store: Store, rows: MessageRow[]): Message[] {
+export async function presentStoredMessages(store: Aggregates, rows: MessageRecord[]): Promise<Message[]> {
   const ids = rows.map((row) => row.id);
-  const attachments = groupBy(store.messages.attachmentsOf(ids), (row) => row.messageId);
-  const deliveries = groupBy(store.messages.deliveriesOf(ids), (row) => row.messageId);
+  const attachments = groupBy(await store.messages.attachmentsOf(ids), (row) => row.messageId);
+  const deliveries = groupBy(await store.messages.deliveriesOf(ids), (row) => row.messageId);
   return rows.map((row) => presentMessage(row, attachments.get(row.id) ?? [], deliveries.get(row.id) ?? []));
 }
 
-export const presentThread = (row: ThreadRow) =>
+export const presentThread = (row: ThreadRecord) =>
   resource({
     id: row.id,
     organizationId: row.organizationId,

@@ -5,6 +5,7 @@
  * until the window ends) and RateLimit-Policy `limit;w=3600`.
  */
 import type { App } from "../app";
+import type { Transaction } from "../store";
 import { ServiceError } from "../errors";
 
 const windowSeconds = 3600;
@@ -38,17 +39,17 @@ function exhausted(limit: number, reset: number): ServiceError {
 }
 
 /** Refuses (429) when the window is already full, without counting: checked before the costly work. */
-export function assertSendAllowed(app: App, organizationId: string, now: number): void {
+export async function assertSendAllowed(app: App, organizationId: string, now: number): Promise<void> {
   const { start, reset } = currentWindow(now);
   const limit = app.config.sendLimit;
-  if (app.store.sendWindows.used(organizationId, start) >= limit) throw exhausted(limit, reset);
+  if ((await app.store.sendWindows.used(organizationId, start)) >= limit) throw exhausted(limit, reset);
 }
 
 /** Counts one send, or refuses (429). Call inside the transaction that stores the send. */
-export function takeSend(app: App, organizationId: string, now: number): RateLimitState {
+export async function takeSend(app: App, tx: Transaction, organizationId: string, now: number): Promise<RateLimitState> {
   const { start, reset } = currentWindow(now);
   const limit = app.config.sendLimit;
-  const count = app.store.sendWindows.take(organizationId, start, limit);
+  const count = await tx.sendWindows.take(organizationId, start, limit);
   if (count === undefined) throw exhausted(limit, reset);
   return { limit, remaining: limit - count, reset };
 }

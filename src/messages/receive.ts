@@ -4,21 +4,19 @@
  * `message.received` event commit together, before the caller answers 250 (or 201).
  */
 import type { App } from "../app";
-import type { Authentication } from "../store/sqlite/schema/index";
 import { newId } from "../ids";
 import type { ParsedMessage } from "../mail/parse";
-import type { StoredBytes } from "../store/sqlite/blobs";
-import type { InboxRow } from "../store/sqlite/inboxes";
-import type { AttachmentRow, MessageRow } from "../store/sqlite/messages";
+import type { Authentication } from "../smtp/authenticate";
+import type { Aggregates, AttachmentRecord, InboxRecord, MessageRecord, StoredBytes, Transaction } from "../store";
 import { presentMessage, type Message } from "./present";
-import { existingThread, messageIdsIn, normalizeMessageId } from "./threading";
+import { assignThread, messageIdsIn, normalizeMessageId } from "./threading";
 
 /** What is stored of a received message: the fields of `parseMessage`'s result that matter here. */
 export type ReceivedContent = Pick<ParsedMessage, "messageId" | "inReplyTo" | "references" | "from" | "to" | "cc" | "subject" | "text" | "html" | "attachments">;
 
 export interface ReceivedMessageInput {
   /** The recipient inbox (e.g. `app.store.inboxes.findByEmail(rcpt)`); the message joins its organization. */
-  inbox: InboxRow;
+  inbox: InboxRecord;
   parsed: ReceivedContent;
   /** The RFC 5322 bytes as accepted, or as prepared for storage ahead of the transaction (prepareContent). */
   raw: Uint8Array | StoredBytes;
@@ -32,15 +30,14 @@ export interface ReceivedMessageInput {
 }
 
 /**
- * Stores one received message in one transaction (nested in the caller's, if any) and returns it
- * as the API shows it. Synchronous: no await may split the transaction.
+ * Stores one received message, in the caller's transaction, and returns it as the API shows it.
  */
-export function storeReceivedMessage(app: App, input: ReceivedMessageInput): Message {
+export async function storeReceivedMessage(app: App, tx: Transaction, input: ReceivedMessageInput): Promise<Message> {
   const { inbox, parsed } = input;
   const now = app.clock.now();
-  return app.store.transaction(() => {
-    const threadId = attachToThread(app, inbox, parsed, now);
-    const row: MessageRow = {
+  return tx.transaction(async (tx) => {
+    const threadId = await assignThread(tx, inbox, parsed, now);
+    const row: MessageRecord = {
       id: newId("msg"),
       organizationId: inbox.organizationId,
       inboxId: inbox.id,
@@ -64,7 +61,7 @@ export function storeReceivedMessage(app: App, input: ReceivedMessageInput): Mes
       createdAt: now,
       updatedAt: now,
     };
-    const attachments: AttachmentRow[] = parsed.attachments.map((attachment, position) => ({
+    const attachments: AttachmentRecord[] = parsed.attachments.map((attachment, position) => ({
       id: newId("att"),
       messageId: row.id,
       position,
@@ -75,9 +72,9 @@ export function storeReceivedMessage(app: App, input: ReceivedMessageInput): Mes
       content: attachment.content,
       blobId: input.attachmentBlobIds?.[position] ?? null,
     }));
-    app.store.messages.insert(row, "blobId" in input.raw ? input.raw : { bytes: input.raw, blobId: null }, attachments);
+    await tx.messages.insert(row, "blobId" in input.raw ? input.raw : { bytes: input.raw, blobId: null }, attachments);
     const message = presentMessage(row, attachments, []);
-    app.store.events.emit({ organizationId: inbox.organizationId, type: "message.received", inboxId: inbox.id, messageId: row.id, payload: message }, now);
+    await tx.events.emit({ organizationId: inbox.organizationId, type: "message.received", inboxId: inbox.id, messageId: row.id, payload: message }, now);
     return message;
   });
 }
@@ -103,13 +100,13 @@ export async function prepareContent(app: App, sources: Uint8Array[][], attachme
     for (const parts of sources) prepared.sources.push(await app.store.blobs.prepare(parts, now));
     return prepared;
   } catch (error) {
-    releasePrepared(app, prepared);
+    await releasePrepared(app, prepared);
     throw error;
   }
 }
 
-export function releasePrepared(app: App, { sources, attachmentBlobIds }: PreparedContent): void {
-  app.store.blobs.release([...sources.map((source) => source.blobId), ...attachmentBlobIds].filter((id): id is string => id !== null));
+export function releasePrepared(app: App, { sources, attachmentBlobIds }: PreparedContent): Promise<void> {
+  return app.store.blobs.release([...sources.map((source) => source.blobId), ...attachmentBlobIds].filter((id): id is string => id !== null));
 }
 
 /**
@@ -117,17 +114,7 @@ export function releasePrepared(app: App, { sources, attachmentBlobIds }: Prepar
  * crash after the commit) sends the same message again (RFC 5321 §4.1.1.4; RFC 1047), and it
  * should be accepted without a second copy. A message without a Message-ID is never a duplicate.
  */
-export function alreadyReceived(app: App, inboxId: string, parsed: Pick<ReceivedContent, "messageId">): boolean {
+export async function alreadyReceived(store: Aggregates, inboxId: string, parsed: Pick<ReceivedContent, "messageId">): Promise<boolean> {
   const messageId = normalizeMessageId(parsed.messageId);
-  return messageId !== undefined && app.store.messages.hasReceived(inboxId, messageId);
-}
-
-/** The thread the message continues in this inbox, counted one message more; else a new thread. */
-function attachToThread(app: App, inbox: InboxRow, parsed: ReceivedContent, now: number): string {
-  const threadId = existingThread(app.store, inbox.id, parsed);
-  if (threadId) {
-    app.store.threads.addMessage(threadId, now);
-    return threadId;
-  }
-  return app.store.threads.insert({ id: newId("thr"), organizationId: inbox.organizationId, inboxId: inbox.id, subject: parsed.subject, createdAt: now }).id;
+  return messageId !== undefined && (await store.messages.hasReceived(inboxId, messageId));
 }

@@ -2,8 +2,8 @@
  * The literals a regular expression cannot match without (after Russ Cox, "Regular Expression
  * Matching with a Trigram Index"): `/inv.ice (\d+|#\w+) due/` needs "inv", "ice " and " due" in
  * the same text; `/colou?r (red|blue)/` needs one of "colour red", "color red", "colour blue",
- * "color blue" (small finite sets are kept exact and multiplied out). Written as an FTS5 query over
- * the trigram index, they select the candidates that the linear-time engine then checks, instead of
+ * "color blue" (small finite sets are kept exact and multiplied out). Looked up in the store's
+ * trigram index, they select the candidates that the linear-time engine then checks, instead of
  * every message of the inbox.
  *
  * Conservative by construction: whatever is not understood counts as "no requirement", so the
@@ -11,38 +11,35 @@
  * RE2 syntax (re2js), which this reader follows.
  */
 
-type Requirement =
-  | { kind: "any" }
-  | { kind: "literal"; text: string }
-  | { kind: "all"; parts: Requirement[] }
-  | { kind: "oneOf"; parts: Requirement[] };
+import type { LiteralRequirement } from "../store/store";
+
+/** A LiteralRequirement while it is read, where a part may still require nothing ("any"). */
+type Requirement = { kind: "any" } | { kind: "literal"; text: string } | { kind: "all"; parts: Requirement[] } | { kind: "oneOf"; parts: Requirement[] };
 
 const any: Requirement = { kind: "any" };
 
-/** The trigram tokenizer indexes 3-character substrings; a shorter literal cannot use it. */
-export const minimumLiteralLength = 3;
-
-/** An FTS5 query every match of the pattern satisfies, or null when none can narrow the search. */
-export function candidateQuery(pattern: string): string | null {
-  return toFtsQuery(new PatternReader(pattern).requirement());
+/**
+ * What every match of the pattern contains, or null when nothing narrows the search. The store
+ * turns it into its index's query (and ignores literals shorter than its index can look up).
+ */
+export function literalRequirement(pattern: string): LiteralRequirement | null {
+  return withoutAny(new PatternReader(pattern).requirement());
 }
 
-/** A plain word or phrase as one FTS5 phrase: a substring match on the trigram index. */
-export const ftsPhrase = (text: string) => `"${text.replaceAll('"', '""')}"`;
-
-function toFtsQuery(requirement: Requirement): string | null {
+/** "any" parts of an "all" drop out; a "oneOf" with an "any" part requires nothing. */
+function withoutAny(requirement: Requirement): LiteralRequirement | null {
   switch (requirement.kind) {
     case "any":
       return null;
     case "literal":
-      return [...requirement.text].length >= minimumLiteralLength ? ftsPhrase(requirement.text) : null;
+      return requirement;
     case "all": {
-      const parts = requirement.parts.map(toFtsQuery).filter((part): part is string => part !== null);
-      return parts.length === 0 ? null : parts.length === 1 ? parts[0]! : `(${parts.join(" AND ")})`;
+      const parts = requirement.parts.map(withoutAny).filter((part): part is LiteralRequirement => part !== null);
+      return parts.length === 0 ? null : parts.length === 1 ? parts[0]! : { kind: "all", parts };
     }
     case "oneOf": {
-      const parts = requirement.parts.map(toFtsQuery);
-      return parts.some((part) => part === null) ? null : `(${parts.join(" OR ")})`;
+      const parts = requirement.parts.map(withoutAny);
+      return parts.some((part) => part === null) ? null : { kind: "oneOf", parts: parts as LiteralRequirement[] };
     }
   }
 }

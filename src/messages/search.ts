@@ -1,6 +1,6 @@
 /**
  * `query` on the message list (contract.md "Lists"). A plain word or phrase is a case-insensitive
- * substring of subject, text or sender, answered by the FTS5 trigram index. `/pattern/flags` is a
+ * substring of subject, text or sender, answered by the store's trigram index. `/pattern/flags` is a
  * regular expression in RE2 syntax, run by re2js (linear time, no backtracking), over candidates
  * from the same index when the pattern holds a literal of 3+ characters, else over the inbox newest
  * first; either walk stops at a time budget and answers 422 rather than hold the server. Walks run
@@ -9,10 +9,10 @@
 import { RE2JS } from "re2js";
 import { invalid, ServiceError } from "../errors";
 import { takeTurn } from "../event-loop";
-import type { Store } from "../store/sqlite/index";
-import type { SearchableRow } from "../store/sqlite/message-search";
-import type { MessageSummaryRow } from "../store/sqlite/messages";
-import { candidateQuery, ftsPhrase, minimumLiteralLength } from "./regex-literals";
+import type { Page } from "../page";
+import type { MessageSummaryRecord } from "../store/records";
+import type { LiteralRequirement, SearchableMessage, SearchPosition, Store } from "../store/store";
+import { literalRequirement } from "./regex-literals";
 
 /** Longest pattern accepted: RE2 compiles in time linear in the pattern, but the program still grows. */
 export const maxPatternLength = 256;
@@ -28,10 +28,8 @@ const sliceMs = 2;
 const REGEX_QUERY = /^\/(.+)\/([a-z]*)$/s;
 const flagBits: Record<string, number> = { i: RE2JS.CASE_INSENSITIVE, m: RE2JS.MULTILINE, s: RE2JS.DOTALL, g: 0, u: 0 };
 
-export interface SearchOptions {
+export interface SearchOptions extends Page {
   query: string;
-  page: number;
-  per: number;
   /** Time the regular-expression walk may run, in its slices (INBOXD_SEARCH_BUDGET_MS). */
   budgetMs: number;
   /** The organization of the inbox, whose walks at once are limited. */
@@ -40,11 +38,11 @@ export interface SearchOptions {
   walksPerOrganization: number;
 }
 
-export async function searchMessages(store: Store, inboxId: string, options: SearchOptions): Promise<MessageSummaryRow[]> {
+export async function searchMessages(store: Store, inboxId: string, options: SearchOptions): Promise<MessageSummaryRecord[]> {
   const phrase = options.query.trim();
   const regex = REGEX_QUERY.exec(phrase);
-  if (regex) return regexSearch(store, inboxId, compile(regex[1]!, regex[2]!), candidateQuery(regex[1]!), options);
-  if ([...phrase].length >= minimumLiteralLength) return store.messageSearch.matchingPage(inboxId, ftsPhrase(phrase), options.page, options.per);
+  if (regex) return regexSearch(store, inboxId, compile(regex[1]!, regex[2]!), literalRequirement(regex[1]!), options);
+  if ([...phrase].length >= store.messageSearch.minimumLiteralLength) return store.messageSearch.containing(inboxId, phrase, options.page, options.per);
   // One or two characters are below the trigram index: the same walk as a pattern without a literal.
   return regexSearch(store, inboxId, RE2JS.compile(RE2JS.quote(phrase), RE2JS.CASE_INSENSITIVE), null, options);
 }
@@ -63,28 +61,44 @@ function compile(pattern: string, flags: string): RE2JS {
   }
 }
 
-const matchesRow = (regex: RE2JS, row: SearchableRow) => regex.test(row.subject) || regex.test(row.from) || (row.text !== null && regex.test(row.text));
+const matchesRow = (regex: RE2JS, row: SearchableMessage) => regex.test(row.subject) || regex.test(row.from) || (row.text !== null && regex.test(row.text));
 
 /** Walks under way per organization id. Ids are unique, so one count serves every app of the process. */
 const walking = new Map<string, number>();
 
 /**
- * The rows to check, newest first (the index's matches for `match`, else every message of the
- * inbox). A batch doubles while reading one takes under half a slice, and halves when it takes
- * more, so that a read of long messages does not outlast the slice it falls in.
+ * The rows to check, newest first (the index's matches for the requirement, else every message of
+ * the inbox), read a batch at a time. A batch doubles while reading one takes under half a slice,
+ * and halves when it takes more, so that a read of long messages does not outlast the slice it
+ * falls in. Rows are taken synchronously: only a read waits for the store.
  */
-function* candidates(store: Store, inboxId: string, match: string | null, first: number): Generator<SearchableRow, void> {
-  let last: SearchableRow | undefined;
-  for (let size = first; ; ) {
+class Candidates {
+  private batch: SearchableMessage[] = [];
+  private taken = 0;
+  private after: SearchPosition | undefined;
+  private finished = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly inboxId: string,
+    private readonly requirement: LiteralRequirement | null,
+    private size: number,
+  ) {}
+
+  /** The next row; "read" when the batch is used up (call `read`), "done" when there are no more. */
+  take(): SearchableMessage | "read" | "done" {
+    if (this.taken < this.batch.length) return this.batch[this.taken++]!;
+    return this.finished ? "done" : "read";
+  }
+
+  async read(): Promise<void> {
     const started = performance.now();
-    const batch = match
-      ? store.messageSearch.candidates(inboxId, match, last?.rowid ?? Number.MAX_SAFE_INTEGER, size)
-      : store.messageSearch.scan(inboxId, last ?? { createdAt: Number.MAX_SAFE_INTEGER, rowid: 0 }, size);
+    this.batch = await this.store.messageSearch.walk(this.inboxId, this.requirement, this.after, this.size);
     const took = performance.now() - started;
-    yield* batch;
-    if (batch.length < size) return;
-    last = batch[batch.length - 1];
-    size = took < sliceMs / 2 ? Math.min(maxBatch, size * 2) : Math.max(1, Math.floor(size / 2));
+    this.taken = 0;
+    this.finished = this.batch.length < this.size;
+    this.after = this.batch.at(-1)?.position;
+    this.size = took < sliceMs / 2 ? Math.min(maxBatch, this.size * 2) : Math.max(1, Math.floor(this.size / 2));
   }
 }
 
@@ -94,19 +108,19 @@ function* candidates(store: Store, inboxId: string, match: string | null, first:
  * budget counts the walk's own slices, not the turns it waits for: a busy server answers a walk
  * later, not differently. 429 while the organization already runs its share of walks.
  */
-async function regexSearch(store: Store, inboxId: string, regex: RE2JS, match: string | null, options: SearchOptions): Promise<MessageSummaryRow[]> {
+async function regexSearch(store: Store, inboxId: string, regex: RE2JS, requirement: LiteralRequirement | null, options: SearchOptions): Promise<MessageSummaryRecord[]> {
   const { organizationId, walksPerOrganization, budgetMs } = options;
   const running = walking.get(organizationId) ?? 0;
   if (running >= walksPerOrganization) {
     throw new ServiceError(
       "rate_limited",
-      `Too many searches at once in this organization (at most ${walksPerOrganization} regular-expression or 1-2 character searches); retry shortly, or search for a word or a pattern with a literal of ${minimumLiteralLength} or more characters`,
+      `Too many searches at once in this organization (at most ${walksPerOrganization} regular-expression or 1-2 character searches); retry shortly, or search for a word or a pattern with a literal of ${store.messageSearch.minimumLiteralLength} or more characters`,
       { "Retry-After": String(Math.ceil(budgetMs / 1000)) },
     );
   }
   walking.set(organizationId, running + 1);
   try {
-    return await walk(store, inboxId, regex, match, options);
+    return await walk(store, inboxId, regex, requirement, options);
   } finally {
     const left = walking.get(organizationId)! - 1;
     if (left > 0) walking.set(organizationId, left);
@@ -114,25 +128,26 @@ async function regexSearch(store: Store, inboxId: string, regex: RE2JS, match: s
   }
 }
 
-async function walk(store: Store, inboxId: string, regex: RE2JS, match: string | null, { page, per, budgetMs }: SearchOptions): Promise<MessageSummaryRow[]> {
-  const rows = candidates(store, inboxId, match, Math.min(maxBatch, Math.max(firstBatch, 2 * page * per)));
+async function walk(store: Store, inboxId: string, regex: RE2JS, requirement: LiteralRequirement | null, { page, per, budgetMs }: SearchOptions): Promise<MessageSummaryRecord[]> {
+  const rows = new Candidates(store, inboxId, requirement, Math.min(maxBatch, Math.max(firstBatch, 2 * page * per)));
   let skip = (page - 1) * per;
-  const found: number[] = [];
+  const found: string[] = [];
   // performance.now, not the app clock: the budget is real time in the walk's own slices, which tests never move.
   for (let spent = 0; ; ) {
     await takeTurn();
     const sliceStart = performance.now();
     let now = sliceStart;
     while (now - sliceStart < sliceMs) {
-      const next = rows.next();
-      if (next.done) return store.messageSearch.summaries(found);
-      if (matchesRow(regex, next.value)) {
+      const row = rows.take();
+      if (row === "done") return store.messageSearch.summaries(found);
+      if (row === "read") await rows.read();
+      else if (matchesRow(regex, row)) {
         if (skip > 0) skip--;
-        else if (found.push(next.value.rowid) === per) return store.messageSearch.summaries(found);
+        else if (found.push(row.id) === per) return store.messageSearch.summaries(found);
       }
       now = performance.now();
       if (spent + (now - sliceStart) > budgetMs) {
-        throw invalid(`query: the search took longer than its ${budgetMs} ms budget; narrow the pattern with a literal of ${minimumLiteralLength} or more characters`);
+        throw invalid(`query: the search took longer than its ${budgetMs} ms budget; narrow the pattern with a literal of ${store.messageSearch.minimumLiteralLength} or more characters`);
       }
     }
     spent += now - sliceStart;

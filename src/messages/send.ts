@@ -10,15 +10,13 @@ import { inboxForAddress, requireInbox } from "../inboxes/service";
 import { parseAddress } from "../mail/address";
 import { composeMessage, newMessageId } from "../mail/compose";
 import { moveMessage } from "../outbound/outcome";
-import { wakeOutboundQueue } from "../outbound/queue";
 import { suppressionRefusal } from "../outbound/suppressions";
-import type { InboxRow } from "../store/sqlite/inboxes";
-import type { AttachmentRow, DeliveryRow, MessageRow } from "../store/sqlite/messages";
+import type { AttachmentRecord, DeliveryRecord, InboxRecord, MessageRecord } from "../store";
 import { assertHeaderSafe, assertRecipientCount, decodeAttachments, uniqueRecipients, validAddresses, type AttachmentInput, type OutgoingAttachment } from "./outgoing";
 import { presentMessage, type Message } from "./present";
 import { assertSendAllowed, takeSend, type RateLimitState } from "./rate-limit";
 import { prepareContent, releasePrepared, storeReceivedMessage, type ReceivedContent } from "./receive";
-import { referencesOfReply, replySubject } from "./threading";
+import { assignThread, referencesOfReply, replySubject } from "./threading";
 
 export interface SendInput {
   to: string[];
@@ -44,7 +42,7 @@ export interface Sent {
 
 /** A message ready to compose: checked, canonical, from one inbox. */
 interface Draft {
-  inbox: InboxRow;
+  inbox: InboxRecord;
   /** The thread a reply continues; a new message starts one. */
   threadId?: string;
   to: string[];
@@ -60,7 +58,7 @@ interface Draft {
 }
 
 export async function sendMessage(app: App, organizationId: string, inboxId: string, input: SendInput): Promise<Sent> {
-  const inbox = requireInbox(app, organizationId, inboxId);
+  const inbox = await requireInbox(app.store, organizationId, inboxId);
   const to = validAddresses("to", input.to);
   const cc = validAddresses("cc", input.cc ?? []);
   const bcc = validAddresses("bcc", input.bcc ?? []);
@@ -77,8 +75,8 @@ export async function sendMessage(app: App, organizationId: string, inboxId: str
  * to its original recipients; In-Reply-To and References let the other side's client thread it.
  */
 export async function replyToMessage(app: App, organizationId: string, inboxId: string, messageId: string, input: ReplyInput): Promise<Sent> {
-  const inbox = requireInbox(app, organizationId, inboxId);
-  const original = app.store.messages.find(organizationId, inboxId, messageId);
+  const inbox = await requireInbox(app.store, organizationId, inboxId);
+  const original = await app.store.messages.find(organizationId, inboxId, messageId);
   if (!original) throw notFound("Message not found");
   const answersOwn = original.status !== "received";
   const to = answersOwn ? original.to : [original.from].filter(Boolean);
@@ -101,7 +99,7 @@ export async function replyToMessage(app: App, organizationId: string, inboxId: 
 
 async function dispatch(app: App, organizationId: string, draft: Draft): Promise<Sent> {
   const now = app.clock.now();
-  assertSendAllowed(app, organizationId, now);
+  await assertSendAllowed(app, organizationId, now);
   const messageId = newMessageId(app.config.hostname);
   const raw = await composeMessage({
     from: draft.inbox.email,
@@ -122,44 +120,39 @@ async function dispatch(app: App, organizationId: string, draft: Draft): Promise
   const source = prepared.sources[0]!;
   const { attachmentBlobIds } = prepared;
   // Concurrent sends share one commit (group commit); each still answers only once it is on disk.
-  const sent = await app.store.transactionBatched(() => {
+  const sent = await app.store
+    .transactionBatched(async (tx) => {
     // The inbox may have been deleted while the message was composed.
-    const inbox = requireInbox(app, organizationId, draft.inbox.id);
-    const rateLimit = takeSend(app, organizationId, now);
-    const row = sentRow(inbox, draft, threadOfSend(app, inbox, draft, now), messageId, now);
+    const inbox = await requireInbox(tx, organizationId, draft.inbox.id);
+    const rateLimit = await takeSend(app, tx, organizationId, now);
+    const row = sentRow(inbox, draft, await assignThread(tx, inbox, draft, now), messageId, now);
     const attachments = attachmentRows(row.id, draft.attachments, attachmentBlobIds);
-    app.store.messages.insert(row, source, attachments);
+    await tx.messages.insert(row, source, attachments);
 
     // One copy per recipient inbox: `bob+a@` and `bob+b@` reach the same one.
-    const localInboxes = new Map<string, InboxRow>();
-    const deliveries: DeliveryRow[] = [];
+    const localInboxes = new Map<string, InboxRecord>();
+    const deliveries: DeliveryRecord[] = [];
     for (const recipient of uniqueRecipients(draft.to, draft.cc, draft.bcc)) {
-      const local = inboxForAddress(app, recipient);
+      const local = await inboxForAddress(app, tx, recipient);
       if (local) localInboxes.set(local.id, local);
-      else deliveries.push(remoteDelivery(row, recipient, suppressionRefusal(app, organizationId, recipient), now));
+      else deliveries.push(remoteDelivery(row, recipient, await suppressionRefusal(tx, organizationId, recipient), now));
     }
-    app.store.messages.insertDeliveries(deliveries);
-    app.store.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries) }, now);
+    await tx.messages.insertDeliveries(deliveries);
+    await tx.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries) }, now);
     // A suppressed recipient is rejected at once: the response already says so (contract.md, Messages).
-    const rejected = deliveries.some((delivery) => delivery.status === "rejected") && moveMessage(app, row.id, "rejected", now);
+    const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", now));
     const message = presentMessage(rejected ? { ...row, status: "rejected" } : row, attachments, deliveries);
 
     const copy = receivedCopy(draft, row);
-    for (const recipientInbox of localInboxes.values()) storeReceivedMessage(app, { inbox: recipientInbox, parsed: copy, raw: source, attachmentBlobIds, fromInboxId: inbox.id });
+    for (const recipientInbox of localInboxes.values()) await storeReceivedMessage(app, tx, { inbox: recipientInbox, parsed: copy, raw: source, attachmentBlobIds, fromInboxId: inbox.id });
     return { message, rateLimit };
-  }).finally(() => releasePrepared(app, prepared));
-  if (sent.message.deliveries.some((delivery) => delivery.status === "queued")) wakeOutboundQueue(app);
+    })
+    .finally(() => releasePrepared(app, prepared));
+  if (sent.message.deliveries.some((delivery) => delivery.status === "queued")) app.queues.wake("outbound");
   return sent;
 }
 
-/** A reply counts one message more in its thread; a new message starts a thread. */
-function threadOfSend(app: App, inbox: InboxRow, draft: Draft, now: number): string {
-  if (!draft.threadId) return app.store.threads.insert({ id: newId("thr"), organizationId: inbox.organizationId, inboxId: inbox.id, subject: draft.subject, createdAt: now }).id;
-  app.store.threads.addMessage(draft.threadId, now);
-  return draft.threadId;
-}
-
-function sentRow(inbox: InboxRow, draft: Draft, threadId: string, messageId: string, now: number): MessageRow {
+function sentRow(inbox: InboxRecord, draft: Draft, threadId: string, messageId: string, now: number): MessageRecord {
   return {
     id: newId("msg"),
     organizationId: inbox.organizationId,
@@ -186,11 +179,11 @@ function sentRow(inbox: InboxRow, draft: Draft, threadId: string, messageId: str
   };
 }
 
-const attachmentRows = (messageId: string, attachments: OutgoingAttachment[], blobIds: (string | null)[]): AttachmentRow[] =>
+const attachmentRows = (messageId: string, attachments: OutgoingAttachment[], blobIds: (string | null)[]): AttachmentRecord[] =>
   attachments.map((a, position) => ({ id: newId("att"), messageId, position, name: a.name ?? null, contentType: a.contentType, contentId: null, inline: false, content: a.content, blobId: blobIds[position] ?? null }));
 
 /** The outbound worker's row: queued, due now (see src/outbound); or rejected without a try, with the reason. */
-const remoteDelivery = (message: MessageRow, recipient: string, refusal: string | undefined, now: number): DeliveryRow => ({
+const remoteDelivery = (message: MessageRecord, recipient: string, refusal: string | undefined, now: number): DeliveryRecord => ({
   id: newId("dlv"),
   organizationId: message.organizationId,
   messageId: message.id,
@@ -205,7 +198,7 @@ const remoteDelivery = (message: MessageRow, recipient: string, refusal: string 
 });
 
 /** What a recipient inbox on this server receives: the message as composed, Bcc left out. */
-const receivedCopy = (draft: Draft, sent: MessageRow): ReceivedContent => ({
+const receivedCopy = (draft: Draft, sent: MessageRecord): ReceivedContent => ({
   messageId: sent.messageIdHeader!,
   inReplyTo: draft.inReplyTo,
   references: draft.references,

@@ -2,18 +2,14 @@
 import type { App } from "../app";
 import { notFound } from "../errors";
 import { requireInbox } from "../inboxes/service";
+import type { Page } from "../page";
 import { presentMessageSummary, presentStoredMessages, presentThread, type Message, type MessageSummary, type Thread } from "./present";
 import { searchMessages } from "./search";
-import type { AttachmentRow } from "../store/sqlite/messages";
-
-export interface Page {
-  page: number;
-  per: number;
-}
+import type { AttachmentRecord } from "../store";
 
 export async function listMessages(app: App, organizationId: string, inboxId: string, options: Page & { query?: string }): Promise<MessageSummary[]> {
   if (options.query?.trim()) {
-    requireInbox(app, organizationId, inboxId);
+    await requireInbox(app.store, organizationId, inboxId);
     const rows = await searchMessages(app.store, inboxId, {
       query: options.query,
       page: options.page,
@@ -24,42 +20,42 @@ export async function listMessages(app: App, organizationId: string, inboxId: st
     });
     return rows.map(presentMessageSummary);
   }
-  const rows = app.store.messages.list(organizationId, inboxId, options.page, options.per);
+  const rows = await app.store.messages.list(organizationId, inboxId, options.page, options.per);
   // The busiest read skips the inbox look-up when the page shows the inbox exists: only an empty
   // page may come from an unknown inbox or another organization's, which is 404.
-  if (rows.length === 0) requireInbox(app, organizationId, inboxId);
+  if (rows.length === 0) await requireInbox(app.store, organizationId, inboxId);
   return rows.map(presentMessageSummary);
 }
 
 /** Every field. The description gives this read a single 404, `Message not found`, whatever is unknown. */
-export function getMessage(app: App, organizationId: string, inboxId: string, messageId: string): Message {
-  const row = app.store.messages.find(organizationId, inboxId, messageId);
+export async function getMessage(app: App, organizationId: string, inboxId: string, messageId: string): Promise<Message> {
+  const row = await app.store.messages.find(organizationId, inboxId, messageId);
   if (!row) throw notFound("Message not found");
-  return presentStoredMessages(app.store, [row])[0]!;
+  return (await presentStoredMessages(app.store, [row]))[0]!;
 }
 
 /** The RFC 5322 source as stored: for a received message, with our Received and Authentication-Results on top. */
-export function getMessageSource(app: App, organizationId: string, inboxId: string, messageId: string): Buffer {
-  const source = app.store.messages.find(organizationId, inboxId, messageId) && app.store.messages.rawSource(messageId);
+export async function getMessageSource(app: App, organizationId: string, inboxId: string, messageId: string): Promise<Buffer> {
+  const source = (await app.store.messages.find(organizationId, inboxId, messageId)) && (await app.store.messages.rawSource(messageId));
   if (!source) throw notFound("Message not found");
   return source;
 }
 
 /** One attachment's bytes, found only through a message of the caller's inbox, hence 404 for another organization's. */
-export function getAttachment(app: App, organizationId: string, inboxId: string, messageId: string, attachmentId: string): AttachmentRow {
-  const attachment = app.store.messages.find(organizationId, inboxId, messageId) && app.store.messages.attachmentsOf([messageId]).find((row) => row.id === attachmentId);
+export async function getAttachment(app: App, organizationId: string, inboxId: string, messageId: string, attachmentId: string): Promise<AttachmentRecord> {
+  const attachment = (await app.store.messages.find(organizationId, inboxId, messageId)) && (await app.store.messages.attachmentsOf([messageId])).find((row) => row.id === attachmentId);
   if (!attachment) throw notFound("Attachment not found");
   return attachment;
 }
 
-export function listThreads(app: App, organizationId: string, inboxId: string, page: Page): Thread[] {
-  requireInbox(app, organizationId, inboxId);
-  return app.store.threads.list(inboxId, page.page, page.per).map(presentThread);
+export async function listThreads(app: App, organizationId: string, inboxId: string, page: Page): Promise<Thread[]> {
+  await requireInbox(app.store, organizationId, inboxId);
+  return (await app.store.threads.list(inboxId, page.page, page.per)).map(presentThread);
 }
 
 /** The thread with its messages, oldest first; like a message read, `Thread not found` for any unknown id. */
-export function getThread(app: App, organizationId: string, inboxId: string, threadId: string): Thread & { messages: Message[] } {
-  const row = app.store.threads.find(organizationId, inboxId, threadId);
+export async function getThread(app: App, organizationId: string, inboxId: string, threadId: string): Promise<Thread & { messages: Message[] }> {
+  const row = await app.store.threads.find(organizationId, inboxId, threadId);
   if (!row) throw notFound("Thread not found");
-  return { ...presentThread(row), messages: presentStoredMessages(app.store, app.store.messages.listByThread(row.id)) };
+  return { ...presentThread(row), messages: await presentStoredMessages(app.store, await app.store.messages.listByThread(row.id)) };
 }

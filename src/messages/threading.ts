@@ -3,7 +3,8 @@
  * found through In-Reply-To, then References from the most recent back, among the Message-IDs
  * stored in the same inbox.
  */
-import type { Store } from "../store/sqlite/index";
+import { newId } from "../ids";
+import type { Aggregates, InboxRecord } from "../store";
 
 /** References past this many are not looked up: the most recent ones decide. */
 const maxReferencesLookedUp = 20;
@@ -22,11 +23,34 @@ export function messageIdsIn(value: string | undefined): string[] {
 /** The stored form of one Message-ID: `<id>`, or undefined when the value holds none. */
 export const normalizeMessageId = (value: string | undefined) => messageIdsIn(value)[0];
 
+/** What decides a new message's thread in its inbox. */
+export interface ThreadClues {
+  /** The thread it continues when that is known already (a reply sent through the API). */
+  threadId?: string;
+  inReplyTo?: string;
+  references: string[];
+  /** The subject of a thread it starts. */
+  subject: string;
+}
+
+/**
+ * The thread a new message of the inbox joins, counted one message more: the one given, else the
+ * one it answers (by its Message-IDs), else a new thread. Sent and received messages alike.
+ */
+export async function assignThread(store: Aggregates, inbox: InboxRecord, clues: ThreadClues, now: number): Promise<string> {
+  const threadId = clues.threadId ?? (await existingThread(store, inbox.id, clues));
+  if (threadId) {
+    await store.threads.addMessage(threadId, now);
+    return threadId;
+  }
+  return (await store.threads.insert({ id: newId("thr"), organizationId: inbox.organizationId, inboxId: inbox.id, subject: clues.subject, createdAt: now })).id;
+}
+
 /** The thread an incoming message continues in this inbox, if any. */
-export function existingThread(store: Store, inboxId: string, headers: { inReplyTo?: string; references: string[] }): string | undefined {
+async function existingThread(store: Aggregates, inboxId: string, headers: { inReplyTo?: string; references: string[] }): Promise<string | undefined> {
   const references = headers.references.flatMap(messageIdsIn).reverse().slice(0, maxReferencesLookedUp);
   for (const id of [...messageIdsIn(headers.inReplyTo), ...references]) {
-    const threadId = store.messages.threadOfMessageId(inboxId, id);
+    const threadId = await store.messages.threadOfMessageId(inboxId, id);
     if (threadId) return threadId;
   }
   return undefined;

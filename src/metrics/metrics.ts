@@ -5,10 +5,10 @@
  * App, so that several servers in one test process count apart.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { QueueBacklog } from "../store/sqlite/deliveries";
+import type { QueueBacklog } from "../store";
 
 /** What the gauges read at each scrape: the persisted queues' backlog, the message memory in use, and the time now. */
-export type MetricSources = { outboundBacklog: () => QueueBacklog; webhookBacklog: () => QueueBacklog; messageBytesInFlight: () => number; now: () => number };
+export type MetricSources = { outboundBacklog: () => Promise<QueueBacklog>; webhookBacklog: () => Promise<QueueBacklog>; messageBytesInFlight: () => number; now: () => number };
 
 const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -16,21 +16,21 @@ export function createMetrics(sources: MetricSources) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "inboxd_" });
   const registers = [registry];
-  const backlogGauges = (queue: string, read: (sources: MetricSources) => QueueBacklog) => {
+  const backlogGauges = (queue: string, read: (sources: MetricSources) => Promise<QueueBacklog>) => {
     new Gauge({
       name: `inboxd_${queue}_queue_depth`,
       help: `${queue} deliveries waiting for a try (due or scheduled)`,
       registers,
-      collect() {
-        this.set(read(sources).depth);
+      async collect() {
+        this.set((await read(sources)).depth);
       },
     });
     new Gauge({
       name: `inboxd_${queue}_queue_oldest_age_seconds`,
       help: `age of the oldest ${queue} delivery still waiting (0 when none)`,
       registers,
-      collect() {
-        const { oldestCreatedAt } = read(sources);
+      async collect() {
+        const { oldestCreatedAt } = await read(sources);
         this.set(oldestCreatedAt === null ? 0 : Math.max(0, sources.now() - oldestCreatedAt) / 1000);
       },
     });

@@ -6,7 +6,7 @@
 import type { App } from "../app";
 import type { Resolver } from "../dns/resolver";
 import { parseAddress } from "../mail/address";
-import type { QueuedDelivery } from "../store/sqlite/deliveries";
+import type { QueuedDelivery } from "../store";
 import type { Relay } from "./relay";
 import { returnPathFor } from "./return-path";
 import { hopAddresses, mxHops, screenAddresses, TemporaryRouteError, UndeliverableDomainError, type Hop } from "./route";
@@ -105,7 +105,7 @@ export type PreparedJob =
 
 export async function prepareJob(context: DeliveryContext, job: Job): Promise<PreparedJob> {
   const { app } = context;
-  const message = app.store.deliveries.sendable(job.messageId);
+  const message = await app.store.deliveries.sendable(job.messageId);
   if (!message) return { kind: "settled", outcomes: [] }; // deleted while queued: its deliveries went with it
   const outcomes: RecipientOutcome[] = [];
   const pending: { delivery: QueuedDelivery; address: string }[] = [];
@@ -114,7 +114,7 @@ export async function prepareJob(context: DeliveryContext, job: Job): Promise<Pr
       outcomes.push({ delivery, kind: "delivered", reply: delivery.acceptedReply });
       continue;
     }
-    const refusal = refusalOf(app, delivery);
+    const refusal = await refusalOf(app, delivery);
     if (typeof refusal === "string") outcomes.push({ delivery, kind: "rejected", reply: refusal });
     else pending.push({ delivery, address: refusal.address });
   }
@@ -158,9 +158,9 @@ export async function transmitJob(context: DeliveryContext, prepared: PreparedJo
 }
 
 /** A reason to reject without trying (suppressed or unusable address), else the address to use in RCPT TO. */
-function refusalOf(app: App, delivery: QueuedDelivery): string | { address: string } {
+async function refusalOf(app: App, delivery: QueuedDelivery): Promise<string | { address: string }> {
   // Checked again here: the address may have been suppressed while the delivery waited.
-  const suppressed = suppressionRefusal(app, delivery.organizationId, delivery.recipient);
+  const suppressed = await suppressionRefusal(app.store, delivery.organizationId, delivery.recipient);
   if (suppressed) return suppressed;
   // The same parser that admitted the address: no CR, LF or other control character reaches a command line.
   const parsed = parseAddress(delivery.recipient);

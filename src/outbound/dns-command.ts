@@ -1,9 +1,7 @@
 /** `inboxd dns`: the zone-file lines the service's own mail domain needs, from the data dir. */
 import { openApp } from "../app";
 import type { Config } from "../config";
-import { DataDirLockedError } from "../store/sqlite/open";
-import { openDatabaseReadOnly } from "../store/sqlite/read-only";
-import { createStore } from "../store/sqlite/index";
+import { openStoreReadOnly, StoreInUseError } from "../store";
 import { ensureServiceDkimKeys, serviceDomainRecords, zoneFileLines } from "./service-domain";
 
 /**
@@ -16,17 +14,17 @@ export async function serviceDnsZone(config: Config): Promise<{ zone: string; ke
   try {
     app = openApp(config);
   } catch (error) {
-    if (!(error instanceof DataDirLockedError)) throw error;
-    const sqlite = openDatabaseReadOnly(config.dataDir)!;
+    if (!(error instanceof StoreInUseError)) throw error;
+    const store = openStoreReadOnly(config)!;
     try {
-      return { zone: zoneFileLines(config, serviceDomainRecords(config, createStore(sqlite))), keysMadeNow: false };
+      return { zone: zoneFileLines(config, await serviceDomainRecords(config, store)), keysMadeNow: false };
     } finally {
-      sqlite.close();
+      store.close();
     }
   }
   try {
     const keysMadeNow = await ensureServiceDkimKeys(app);
-    return { zone: zoneFileLines(config, serviceDomainRecords(config, app.store)), keysMadeNow };
+    return { zone: zoneFileLines(config, await serviceDomainRecords(config, app.store)), keysMadeNow };
   } finally {
     app.close();
   }

@@ -2,16 +2,15 @@
  * Recording what happened to deliveries, and what follows for their message (contract.md,
  * Messages): `delivered` once every remote recipient accepted it, `bounced` once one failed for
  * good, `rejected` once one could not be tried at all, `complained` on a spam report. Each move
- * emits its event once, in the same transaction. Callers run these inside `store.transaction`.
+ * emits its event once, in the same transaction. Callers run these inside a transaction, on its `tx`.
  */
 import type { App } from "../app";
 import type { EventName } from "../events/names";
 import { newId } from "../ids";
 import { presentMessage } from "../messages/present";
-import type { SuppressionReason } from "../store/sqlite/schema/index";
-import type { DeliveryStatus, OutboundMessage } from "../store/sqlite/deliveries";
+import type { DeliveryStatus, OutboundMessage, Transaction } from "../store";
 import type { RecipientOutcome } from "./deliver";
-import { isHardBounce, maxTries, retryDelayMs } from "./policy";
+import { isHardBounce, maxTries, retryDelayMs, type SuppressionReason } from "./policy";
 
 export type MessageOutcome = "delivered" | "bounced" | "rejected" | "complained";
 
@@ -38,41 +37,41 @@ const EVENT: Record<MessageOutcome, EventName> = {
  * own as soon as the try ends, before anything else; recordOutcomes records them again (a no-op)
  * with the rest. Between the two they are due: after a crash there they come back to be recorded.
  */
-export function recordAcceptances(app: App, outcomes: RecipientOutcome[], finishedAt: number) {
-  for (const { delivery, kind, reply } of outcomes) if (kind === "delivered") app.store.deliveries.markAccepted(delivery.id, reply, finishedAt);
+export async function recordAcceptances(tx: Transaction, outcomes: RecipientOutcome[], finishedAt: number) {
+  for (const { delivery, kind, reply } of outcomes) if (kind === "delivered") await tx.deliveries.markAccepted(delivery.id, reply, finishedAt);
 }
 
 /** Records each recipient's outcome of one try, then moves the messages concerned. */
-export function recordOutcomes(app: App, outcomes: RecipientOutcome[], finishedAt: number, random: () => number = Math.random) {
+export async function recordOutcomes(app: App, tx: Transaction, outcomes: RecipientOutcome[], finishedAt: number, random: () => number = Math.random) {
   const delays = app.config.deliveryRetryDelays;
   const messages = new Set<string>();
-  recordAcceptances(app, outcomes, finishedAt);
+  await recordAcceptances(tx, outcomes, finishedAt);
   for (const outcome of outcomes) {
     const { delivery, kind, reply } = outcome;
     messages.add(delivery.messageId);
     if (kind === "delivered") {
-      app.store.deliveries.finishAccepted(delivery.id, finishedAt);
+      await tx.deliveries.finishAccepted(delivery.id, finishedAt);
       logAttempt(app, outcome, "delivered");
       continue;
     }
     if (kind === "deferred") {
       // RFC 5321 §4.5.4.1: give up after the schedule's last try, as a failure for good.
       if (delivery.attempts >= maxTries(delays)) {
-        setDelivery(app, delivery.id, "bounced", `retries exhausted after ${delivery.attempts} tries; last: ${reply}`, null, finishedAt);
+        await setDelivery(tx, delivery.id, "bounced", `retries exhausted after ${delivery.attempts} tries; last: ${reply}`, null, finishedAt);
         logAttempt(app, outcome, "bounced", { gaveUp: "retries exhausted" });
       } else {
         const nextAttemptAt = finishedAt + retryDelayMs(delays, delivery.attempts, random);
-        setDelivery(app, delivery.id, "queued", reply, nextAttemptAt, finishedAt);
+        await setDelivery(tx, delivery.id, "queued", reply, nextAttemptAt, finishedAt);
         const giveUpAt = finishedAt + delays.slice(delivery.attempts - 1).reduce((sum, seconds) => sum + seconds * 1000, 0);
         logAttempt(app, outcome, "deferred", { nextAttemptAt: new Date(nextAttemptAt).toISOString(), giveUpAfter: new Date(giveUpAt).toISOString() });
       }
       continue;
     }
-    setDelivery(app, delivery.id, kind, reply, null, finishedAt);
+    await setDelivery(tx, delivery.id, kind, reply, null, finishedAt);
     logAttempt(app, outcome, kind);
-    if (kind === "bounced" && isHardBounce(reply)) suppress(app, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, finishedAt);
+    if (kind === "bounced" && isHardBounce(reply)) await suppress(tx, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, finishedAt);
   }
-  for (const messageId of messages) settleMessage(app, messageId, finishedAt);
+  for (const messageId of messages) await settleMessage(tx, messageId, finishedAt);
 }
 
 /** One line per recipient and try: the domain (not the address), the host, the reply and what follows. */
@@ -82,13 +81,13 @@ function logAttempt(app: App, { delivery, reply, host }: RecipientOutcome, outco
   log("delivery attempt", { messageId: delivery.messageId, domain: delivery.domain, attempt: delivery.attempts, mx: host ?? null, outcome, reply, ...next });
 }
 
-function setDelivery(app: App, id: string, status: DeliveryStatus, lastResponse: string, nextAttemptAt: number | null, now: number) {
-  app.store.deliveries.update({ id, status, lastResponse, nextAttemptAt, now });
+function setDelivery(tx: Transaction, id: string, status: DeliveryStatus, lastResponse: string, nextAttemptAt: number | null, now: number) {
+  return tx.deliveries.update({ id, status, lastResponse, nextAttemptAt, now });
 }
 
 /** The message status its deliveries call for now, if it may move there. */
-export function settleMessage(app: App, messageId: string, now: number) {
-  const statuses = app.store.deliveries.statusesOf(messageId);
+export async function settleMessage(tx: Transaction, messageId: string, now: number) {
+  const statuses = await tx.deliveries.statusesOf(messageId);
   const target: MessageOutcome | undefined = statuses.includes("bounced")
     ? "bounced"
     : statuses.includes("rejected")
@@ -96,26 +95,26 @@ export function settleMessage(app: App, messageId: string, now: number) {
       : statuses.length > 0 && statuses.every((status) => status === "delivered")
         ? "delivered"
         : undefined;
-  if (target) moveMessage(app, messageId, target, now);
+  if (target) await moveMessage(tx, messageId, target, now);
 }
 
 /** Moves the message and emits the event, when the move is allowed; false otherwise. */
-export function moveMessage(app: App, messageId: string, target: MessageOutcome, now: number): boolean {
-  const message = app.store.deliveries.message(messageId);
+export async function moveMessage(tx: Transaction, messageId: string, target: MessageOutcome, now: number): Promise<boolean> {
+  const message = await tx.deliveries.message(messageId);
   if (!message || !NEXT[message.status]?.includes(target)) return false;
-  app.store.deliveries.setMessageStatus(messageId, target, now);
-  app.store.events.emit(
-    { organizationId: message.organizationId, type: EVENT[target], inboxId: message.inboxId, messageId, payload: presented(app, message) },
+  await tx.deliveries.setMessageStatus(messageId, target, now);
+  await tx.events.emit(
+    { organizationId: message.organizationId, type: EVENT[target], inboxId: message.inboxId, messageId, payload: await presented(tx, message) },
     now,
   );
   return true;
 }
 
-export function suppress(app: App, organizationId: string, address: string, reason: SuppressionReason, detail: string, messageId: string, now: number) {
-  app.store.suppressions.upsert({ id: newId("sup"), organizationId, address, reason, detail, messageId, createdAt: now, updatedAt: now });
+export function suppress(tx: Transaction, organizationId: string, address: string, reason: SuppressionReason, detail: string, messageId: string, now: number) {
+  return tx.suppressions.upsert({ id: newId("sup"), organizationId, address, reason, detail, messageId, createdAt: now, updatedAt: now });
 }
 
-function presented(app: App, message: OutboundMessage) {
-  const { row, attachments, deliveries } = app.store.deliveries.messageWithParts(message.id)!;
+async function presented(tx: Transaction, message: OutboundMessage) {
+  const { message: row, attachments, deliveries } = (await tx.deliveries.messageWithParts(message.id))!;
   return presentMessage(row, attachments, deliveries);
 }

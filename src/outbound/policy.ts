@@ -35,3 +35,9 @@ export function isHardBounce(reply: string): boolean {
 
 /** The same test on a bare RFC 3463 status of a DSN ("5.1.1"). */
 export const isHardBounceStatus = (status: string) => isHardBounce(`550 ${status}`);
+
+/** Why mail to an address is no longer sent: a hard bounce from it, or a complaint (a feedback report) from its owner. */
+export type SuppressionReason = "bounced" | "complained";
+
+/** Where one recipient of a sent message stands: waiting for a try, or final. */
+export type DeliveryStatus = "queued" | "delivered" | "bounced" | "rejected";

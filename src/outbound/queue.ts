@@ -1,8 +1,9 @@
 /**
- * The outbound queue worker, in charge of every delivery row from the moment it is due. Work goes
- * in lanes: a lane serves one destination domain, keeps its SMTP connection open, and sends the
- * messages it claimed for that domain one after the other over it, so that one connection carries
- * many messages. INBOXD_DELIVERY_CONCURRENCY bounds the lanes (connections) in all,
+ * The outbound queue's policy, in charge of every delivery row from the moment it is due; the
+ * queue engine (src/queue/engine.ts) runs its turns. Work goes in lanes: a lane serves one
+ * destination domain, keeps its SMTP connection open, and sends the messages it claimed for that
+ * domain one after the other over it, so that one connection carries many messages.
+ * INBOXD_DELIVERY_CONCURRENCY bounds the lanes (connections) in all,
  * INBOXD_DELIVERY_CONCURRENCY_PER_DOMAIN those to one domain.
  *
  * Each turn records the outcomes that came back and claims new work in one transaction; a
@@ -12,11 +13,12 @@
  * so a crash never causes a hot retry loop; after a restart the same code picks up what is due.
  */
 import type { App } from "../app";
-import { commitWithoutWaitingForDisk } from "../store/sqlite/open";
 import { rsaSignerName } from "../dkim/sign";
-import { createResolver, type Resolver } from "../dns/resolver";
-import type { RunningPart } from "../serve";
-import type { QueuedDelivery } from "../store/sqlite/deliveries";
+import type { Resolver } from "../dns/resolver";
+import { Counts } from "../queue/counts";
+import { startQueue, type Claiming } from "../queue/engine";
+import type { Queue } from "../queue/running";
+import type { QueuedDelivery, Transaction } from "../store";
 import { Destination, prepareJob, transmitJob, type DeliveryContext, type Job, type PreparedJob, type RecipientOutcome } from "./deliver";
 import { recordAcceptances, recordOutcomes } from "./outcome";
 import { retryDelayMs } from "./policy";
@@ -24,15 +26,8 @@ import { relayFromUrl } from "./relay";
 import { createSigner, defaultSigningThreads, type Signer } from "./sign-pool";
 import { SigningKeys } from "./signing";
 
-export interface OutboundQueue extends RunningPart {
-  /** Look for due work now rather than at the next poll (after new deliveries were queued). */
-  wake(): void;
-  /** Sends everything due now (by the App's clock) and resolves once every outcome is recorded. */
-  runDueNow(): Promise<void>;
-}
+export type OutboundQueue = Queue;
 
-/** How often the database is asked for newly due deliveries. */
-const pollIntervalMs = 250;
 /**
  * Messages a lane holds claimed ahead, so that it never waits for a turn between two of them: its
  * claims are signed ahead on the signing threads, which a short backlog leaves without work while
@@ -46,6 +41,8 @@ const laneBacklog = 128;
  * then covers several messages. The remote's acceptances do not wait for it (recordAcceptedNow).
  */
 const recordEveryMs = 100;
+/** Sends wake the queue (app.queues), so a longer sleep only delays what no wake announced. */
+const idleMs = 5_000;
 
 /** A claimed job, already being prepared (signed) while it waits for its lane's connection. */
 interface Claimed {
@@ -56,7 +53,7 @@ interface Claimed {
 interface Lane {
   destination: Destination;
   backlog: Claimed[];
-  running?: Promise<void>;
+  running?: Promise<Finished>;
 }
 
 interface Finished {
@@ -65,11 +62,10 @@ interface Finished {
   finishedAt: number;
 }
 
-const running = new WeakMap<App, OutboundQueue>();
-
-/** Wakes the queue of this App, if it runs: for the send path, right after it queued deliveries. */
-export function wakeOutboundQueue(app: App) {
-  running.get(app)?.wake();
+/** What a turn's transaction claimed, for the lanes once it is committed. */
+interface Claims {
+  topUps: Map<Lane, Job[]>;
+  newLanes: { domain: string; jobs: Job[] }[];
 }
 
 export function startOutboundQueue(app: App, options: { resolver?: Resolver; random?: () => number; signer?: Signer } = {}): OutboundQueue {
@@ -77,7 +73,7 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
   const random = options.random ?? Math.random;
   const context: DeliveryContext = {
     app,
-    resolver: options.resolver ?? createResolver(config.dnsServers),
+    resolver: options.resolver ?? app.resolver,
     signer: options.signer ?? createSigner(log, defaultSigningThreads(), config.dkimRsaEngine),
     keys: new SigningKeys(app),
     relay: config.smtpRelay ? relayFromUrl(config.smtpRelay) : undefined,
@@ -85,108 +81,93 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
   };
   log.info("DKIM RSA signatures", { by: rsaSignerName(config.dkimRsaEngine) });
   const lanes = new Set<Lane>();
+  /** Deliveries claimed whose outcome is not recorded yet. */
   const inFlight = new Set<string>();
-  let finished: Finished[] = [];
-  let stopped = false;
-  let lookForNewDomains = true;
-  let scheduled: "now" | "soon" | undefined;
 
-  /** One turn: record what came back and claim what is due, in one transaction; then start the claims. */
-  function turn() {
-    scheduled = undefined;
-    const batch = finished;
-    finished = [];
-    const full = lookForNewDomains;
-    lookForNewDomains = false;
-    try {
-      store.transaction(() => {
-        for (const { outcomes, finishedAt } of batch) recordOutcomes(app, outcomes, finishedAt, random);
-        if (!stopped) claim(full);
-      });
-    } catch (error) {
-      finished = batch.concat(finished);
-      lookForNewDomains ||= full;
-      throw error;
-    }
-    for (const { job } of batch) for (const delivery of job.deliveries) inFlight.delete(delivery.id);
+  /** Records what came back and claims what is due in one transaction; then hands the claims to the lanes. */
+  async function turn(finished: Finished[], now: number, claiming: Claiming) {
+    const claims = await store.transaction(async (tx) => {
+      for (const { outcomes, finishedAt } of finished) await recordOutcomes(app, tx, outcomes, finishedAt, random);
+      return claiming === "none" ? undefined : claim(tx, now, claiming);
+    });
+    for (const { job } of finished) for (const delivery of job.deliveries) inFlight.delete(delivery.id);
+    for (const [lane, jobs] of claims?.topUps ?? []) lane.backlog.push(...jobs.map(startPreparing));
+    for (const { domain, jobs } of claims?.newLanes ?? []) lanes.add({ destination: new Destination(context, domain), backlog: jobs.map(startPreparing) });
+    let closed = false;
     for (const lane of lanes) {
-      if (lane.running || lane.backlog.length > 0) {
-        runNext(lane);
-        continue;
-      }
+      if (lane.running || lane.backlog.length > 0) continue;
       lane.destination.close();
       lanes.delete(lane);
-      lookForNewDomains = true; // its slot is free for another domain
+      closed = true;
     }
+    if (closed) queue.wake(); // its slot is free for another domain
   }
 
-  /** "now" when a lane waits for work; "soon" batches the outcomes of lanes that still have some. */
-  function scheduleTurn(when: "now" | "soon") {
-    if (stopped || scheduled === "now" || scheduled === when) return;
-    scheduled = when;
-    const safeTurn = () => {
-      if (scheduled !== when) return; // superseded by an earlier turn
-      try {
-        turn();
-      } catch (error) {
-        log.error("outbound queue turn failed", { error });
-      }
-    };
-    if (when === "now") setImmediate(safeTurn);
-    else setTimeout(safeTurn, recordEveryMs);
-  }
-
-  /** Tops up the lanes' backlogs for their domains; with `full`, free slots open lanes to other due domains. */
-  function claim(full: boolean) {
-    const now = clock.now();
+  /** Tops up the lanes' backlogs for their domains; with all due, free slots open lanes to other due domains. */
+  async function claim(tx: Transaction, now: number, claiming: Claiming): Promise<Claims> {
+    const topUps = new Map<Lane, Job[]>();
     for (const lane of lanes) {
       const wanted = laneBacklog - lane.backlog.length;
-      if (wanted > 0) lane.backlog.push(...claimJobs(lane.destination.domain, now, wanted));
+      if (wanted > 0) topUps.set(lane, await claimJobs(tx, lane.destination.domain, now, wanted));
     }
-    while (full && lanes.size < config.deliveryConcurrency) {
-      const saturated = [...lanesPerDomain()].filter(([, count]) => count >= config.deliveryConcurrencyPerDomain).map(([domain]) => domain);
-      const domains = store.deliveries.dueDomains(now, saturated, [...inFlight], config.deliveryConcurrency - lanes.size);
-      let opened = 0;
-      for (const domain of domains) {
-        if (lanes.size >= config.deliveryConcurrency) break;
-        const backlog = claimJobs(domain, now, laneBacklog);
-        if (backlog.length === 0) continue;
-        lanes.add({ destination: new Destination(context, domain), backlog });
-        opened++;
-      }
-      if (opened === 0) break;
-    }
+    return { topUps, newLanes: claiming === "all due" ? await claimNewLanes(tx, now) : [] };
   }
 
-  /** Due messages to `domain`, each try counted before it is made, each starting its preparation. */
-  function claimJobs(domain: string, now: number, limit: number): Claimed[] {
-    return store.deliveries.dueGroups(domain, now, inFlight, limit).map((group) => {
-      const deliveries: QueuedDelivery[] = group.map((delivery) => {
+  /** Lanes to other domains with due work, in the free slots, as far as each domain's limit allows. */
+  async function claimNewLanes(tx: Transaction, now: number): Promise<Claims["newLanes"]> {
+    const newLanes: Claims["newLanes"] = [];
+    const lanesPerDomain = new Counts();
+    for (const lane of lanes) lanesPerDomain.increment(lane.destination.domain);
+    const free = () => config.deliveryConcurrency - lanes.size - newLanes.length;
+    while (free() > 0) {
+      const saturated = lanesPerDomain.atLimit(() => config.deliveryConcurrencyPerDomain);
+      const opened = newLanes.length;
+      for (const domain of await tx.deliveries.dueDomains(now, saturated, [...inFlight], free())) {
+        const jobs = await claimJobs(tx, domain, now, laneBacklog);
+        if (jobs.length === 0) continue;
+        newLanes.push({ domain, jobs });
+        lanesPerDomain.increment(domain);
+      }
+      if (newLanes.length === opened) break;
+    }
+    return newLanes;
+  }
+
+  /** Due messages to `domain`, each try counted before it is made. */
+  async function claimJobs(tx: Transaction, domain: string, now: number, limit: number): Promise<Job[]> {
+    const jobs: Job[] = [];
+    for (const group of await tx.deliveries.dueGroups(domain, now, inFlight, limit)) {
+      const deliveries: QueuedDelivery[] = [];
+      for (const delivery of group) {
         const attempts = delivery.attempts + 1;
         // Should this try never report back (a crash), it is made again when a failed one would be.
-        store.deliveries.recordAttempt(delivery.id, now + retryDelayMs(config.deliveryRetryDelays, attempts, () => 0), now);
-        inFlight.add(delivery.id);
-        return { ...delivery, attempts };
-      });
-      const job: Job = { messageId: group[0]!.messageId, domain, deliveries };
-      log.debug("outbound claimed", { messageId: job.messageId, domain, recipients: deliveries.length, attempt: deliveries[0]!.attempts });
-      return { job, prepared: prepareJob(context, job).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))) };
-    });
+        await tx.deliveries.recordAttempt(delivery.id, now + retryDelayMs(config.deliveryRetryDelays, attempts, () => 0), now);
+        deliveries.push({ ...delivery, attempts });
+      }
+      jobs.push({ messageId: group[0]!.messageId, domain, deliveries });
+    }
+    return jobs;
   }
 
-  function lanesPerDomain(): Map<string, number> {
-    const counts = new Map<string, number>();
-    for (const lane of lanes) counts.set(lane.destination.domain, (counts.get(lane.destination.domain) ?? 0) + 1);
-    return counts;
+  /** A job claimed and committed: in flight from now on, and signed while it waits for its lane. */
+  function startPreparing(job: Job): Claimed {
+    for (const delivery of job.deliveries) inFlight.add(delivery.id);
+    log.debug("outbound claimed", { messageId: job.messageId, domain: job.domain, recipients: job.deliveries.length, attempt: job.deliveries[0]!.attempts });
+    return { job, prepared: prepareJob(context, job).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))) };
   }
 
-  /** Starts the lane's next claimed message unless it is busy; each finished one starts the next. */
-  function runNext(lane: Lane) {
-    if (lane.running || stopped) return;
-    const claimed = lane.backlog.shift();
-    if (!claimed) return;
-    const { job } = claimed;
-    lane.running = claimed.prepared
+  /** Each lane that is not busy starts its next claimed message. */
+  function startTries(): Promise<Finished>[] {
+    const started: Promise<Finished>[] = [];
+    for (const lane of lanes) {
+      const next = lane.running ? undefined : lane.backlog.shift();
+      if (next) started.push((lane.running = send(lane, next)));
+    }
+    return started;
+  }
+
+  function send(lane: Lane, { job, prepared }: Claimed): Promise<Finished> {
+    return prepared
       .then((prepared) => {
         if (prepared instanceof Error) throw prepared;
         return transmitJob(context, prepared, lane.destination);
@@ -195,13 +176,11 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
         log.error("outbound delivery failed", { messageId: job.messageId, domain: job.domain, error });
         return job.deliveries.map((delivery) => ({ delivery, kind: "deferred", reply: "inboxd could not make this try (see its log)" }));
       })
-      .then((outcomes) => {
+      .then(async (outcomes) => {
         const finishedAt = clock.now();
-        recordAcceptedNow(job, outcomes, finishedAt);
-        finished.push({ job, outcomes, finishedAt });
+        await recordAcceptedNow(job, outcomes, finishedAt);
         lane.running = undefined;
-        runNext(lane);
-        scheduleTurn(lane.running ? "soon" : "now");
+        return { job, outcomes, finishedAt };
       });
   }
 
@@ -209,78 +188,43 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
    * Commits the remote's acceptances of a try the moment it ends, before the lane's next
    * transaction and before the turn that records the rest: a crash after a 250 then sends
    * again only what was in flight, not what a batch still held. Without waiting for the disk
-   * (db/open.ts): a process crash keeps what the WAL was given, and the turn's commit syncs it;
-   * only a power loss in between could make a message go out twice, never get lost. Should
-   * this commit fail, the turn records them.
+   * (TransactionOptions.waitForDisk): a process crash keeps what the WAL was given, and the turn's
+   * commit syncs it; only a power loss in between could make a message go out twice, never get
+   * lost. Should this commit fail, the turn records them.
    */
-  function recordAcceptedNow(job: Job, outcomes: RecipientOutcome[], finishedAt: number) {
+  async function recordAcceptedNow(job: Job, outcomes: RecipientOutcome[], finishedAt: number) {
     if (!outcomes.some((outcome) => outcome.kind === "delivered")) return;
     try {
-      commitWithoutWaitingForDisk(store.sqlite, () => store.transaction(() => recordAcceptances(app, outcomes, finishedAt)));
+      await store.transaction((tx) => recordAcceptances(tx, outcomes, finishedAt), { waitForDisk: false });
     } catch (error) {
       log.error("outbound queue: recording accepted deliveries failed; the next turn records them", { messageId: job.messageId, error });
     }
   }
 
   /** Claimed but never started (the queue stopped): as if never claimed, due as before. */
-  function releaseBacklogs() {
+  async function releaseBacklogs() {
     const now = clock.now();
-    store.transaction(() => {
-      for (const lane of lanes) {
-        for (const { job } of lane.backlog.splice(0)) {
-          for (const delivery of job.deliveries) {
-            store.deliveries.releaseAttempt(delivery.id, delivery.dueAt, now);
-            inFlight.delete(delivery.id);
-          }
-        }
-      }
+    const unsent = [...lanes].flatMap((lane) => lane.backlog.splice(0));
+    await store.transaction(async (tx) => {
+      for (const { job } of unsent) for (const delivery of job.deliveries) await tx.deliveries.releaseAttempt(delivery.id, delivery.dueAt, now);
     });
+    for (const { job } of unsent) for (const delivery of job.deliveries) inFlight.delete(delivery.id);
   }
 
-  const busy = () => [...lanes].flatMap((lane) => (lane.running ? [lane.running] : []));
-
-  const timer = setInterval(() => {
-    lookForNewDomains = true;
-    scheduleTurn("now");
-  }, pollIntervalMs);
-  scheduleTurn("now");
-
-  const queue: OutboundQueue = {
-    name: "outbound",
-    wake() {
-      lookForNewDomains = true;
-      scheduleTurn("now");
-    },
-    async runDueNow() {
-      for (;;) {
-        lookForNewDomains = true;
-        turn();
-        const pending = busy();
-        if (pending.length === 0) return;
-        await Promise.race(pending);
-      }
-    },
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      clearInterval(timer);
-      running.delete(app);
-      try {
-        releaseBacklogs();
-      } catch (error) {
-        log.error("outbound queue: releasing claimed messages failed", { error });
-      }
-      await Promise.race([Promise.all(busy()), new Promise((resolve) => setTimeout(resolve, config.shutdownTimeoutMs).unref())]);
-      try {
-        turn();
-      } catch (error) {
-        log.error("outbound queue: recording the last outcomes failed", { error });
-      }
+  const queue = startQueue<Finished>(app, "outbound", {
+    batchWindowMs: recordEveryMs,
+    idleMs,
+    turn,
+    startTries,
+    // At once when a lane waits for work; otherwise the outcomes of lanes that still have some are batched.
+    recordAtOnce: () => [...lanes].some((lane) => !lane.running),
+    nextDueAfter: (after) => store.deliveries.nextDueAfter(after),
+    release: releaseBacklogs,
+    close() {
       for (const lane of lanes) lane.destination.close();
       lanes.clear();
       context.signer.close();
     },
-  };
-  running.set(app, queue);
+  });
   return queue;
 }

@@ -28,5 +28,3 @@ export function parseReturnPath(app: App, address: string): string | null {
   const id = local.slice(PREFIX.length);
   return DELIVERY_ID.test(id) ? id : null;
 }
-
-export { processReturnedReport } from "./returned-report";

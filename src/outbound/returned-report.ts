@@ -7,7 +7,7 @@
 import type { App } from "../app";
 import { parseReport, type ArfReport, type DsnReport } from "../mail/reports";
 import { normalizeMessageId } from "../messages/threading";
-import type { DeliveryRow } from "../store/sqlite/messages";
+import type { Aggregates, DeliveryRecord, Transaction } from "../store";
 import { moveMessage, settleMessage, suppress } from "./outcome";
 import { isHardBounceStatus } from "./policy";
 
@@ -21,23 +21,23 @@ const COMPLAINT_TYPES = new Set(["abuse", "fraud", "virus", "other"]);
 export async function processReturnedReport(app: App, deliveryId: string, raw: Buffer): Promise<ReturnedReportOutcome> {
   const report = await parseReport(raw).catch(() => null);
   if (!report) return "ignored";
-  return app.store.transaction(() => {
-    const delivery = app.store.deliveries.find(deliveryId);
-    if (!delivery || !isAboutMessageOf(app, delivery, report.originalMessageId)) return "ignored";
-    const deliveries = app.store.messages.deliveriesOf([delivery.messageId]);
-    return report.kind === "dsn" ? applyDsn(app, delivery, deliveries, report) : applyArf(app, delivery, deliveries, report);
+  return app.store.transaction(async (tx): Promise<ReturnedReportOutcome> => {
+    const delivery = await tx.deliveries.find(deliveryId);
+    if (!delivery || !(await isAboutMessageOf(tx, delivery, report.originalMessageId))) return "ignored";
+    const deliveries = await tx.messages.deliveriesOf([delivery.messageId]);
+    return report.kind === "dsn" ? applyDsn(app, tx, delivery, deliveries, report) : applyArf(app, tx, delivery, deliveries, report);
   });
 }
 
 /** A report that names another original Message-ID is not about this delivery (forwarded, or forged). */
-function isAboutMessageOf(app: App, delivery: DeliveryRow, originalMessageId: string | undefined): boolean {
+async function isAboutMessageOf(store: Aggregates, delivery: DeliveryRecord, originalMessageId: string | undefined): Promise<boolean> {
   if (!originalMessageId) return true;
-  const message = app.store.deliveries.message(delivery.messageId);
-  const stored = message && app.store.messages.find(message.organizationId, message.inboxId, message.id)?.messageIdHeader;
+  const message = await store.deliveries.message(delivery.messageId);
+  const stored = message && (await store.messages.find(message.organizationId, message.inboxId, message.id))?.messageIdHeader;
   return !stored || normalizeMessageId(originalMessageId) === normalizeMessageId(stored);
 }
 
-function applyDsn(app: App, returnPath: DeliveryRow, deliveries: DeliveryRow[], report: DsnReport): ReturnedReportOutcome {
+async function applyDsn(app: App, tx: Transaction, returnPath: DeliveryRecord, deliveries: DeliveryRecord[], report: DsnReport): Promise<ReturnedReportOutcome> {
   // RFC 3464 §2.3.3: only "failed" is a bounce; "delayed" means the remote still tries.
   const failed = report.recipients.filter((recipient) => recipient.action === "failed");
   if (failed.length === 0) return "ignored";
@@ -47,24 +47,24 @@ function applyDsn(app: App, returnPath: DeliveryRow, deliveries: DeliveryRow[], 
     const delivery = matching(deliveries, entry.recipient) ?? (failed.length === 1 ? returnPath : undefined);
     if (!delivery || delivery.status === "bounced") continue;
     const reply = `bounce report: ${entry.status}${entry.diagnostic ? ` ${entry.diagnostic}` : ""}`;
-    app.store.deliveries.update({ id: delivery.id, status: "bounced", lastResponse: reply, nextAttemptAt: null, now });
-    if (isHardBounceStatus(entry.status)) suppress(app, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, now);
+    await tx.deliveries.update({ id: delivery.id, status: "bounced", lastResponse: reply, nextAttemptAt: null, now });
+    if (isHardBounceStatus(entry.status)) await suppress(tx, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, now);
   }
-  settleMessage(app, returnPath.messageId, now);
+  await settleMessage(tx, returnPath.messageId, now);
   return "bounced";
 }
 
-function applyArf(app: App, returnPath: DeliveryRow, deliveries: DeliveryRow[], report: ArfReport): ReturnedReportOutcome {
+async function applyArf(app: App, tx: Transaction, returnPath: DeliveryRecord, deliveries: DeliveryRecord[], report: ArfReport): Promise<ReturnedReportOutcome> {
   if (!COMPLAINT_TYPES.has(report.feedbackType)) return "ignored";
   const now = app.clock.now();
   // Providers often redact who complained; then it is the recipient the return path names.
   const complainant = (report.originalRecipient && matching(deliveries, report.originalRecipient)) || returnPath;
-  suppress(app, complainant.organizationId, complainant.recipient, "complained", `feedback report: ${report.feedbackType}`, complainant.messageId, now);
-  moveMessage(app, returnPath.messageId, "complained", now);
+  await suppress(tx, complainant.organizationId, complainant.recipient, "complained", `feedback report: ${report.feedbackType}`, complainant.messageId, now);
+  await moveMessage(tx, returnPath.messageId, "complained", now);
   return "complained";
 }
 
-function matching(deliveries: DeliveryRow[], address: string): DeliveryRow | undefined {
+function matching(deliveries: DeliveryRecord[], address: string): DeliveryRecord | undefined {
   const wanted = address.toLowerCase();
   return deliveries.find((delivery) => delivery.recipient.toLowerCase() === wanted);
 }

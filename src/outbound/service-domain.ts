@@ -7,27 +7,26 @@ import type { Config } from "../config";
 import { generateDkimKeys } from "../dkim/keys";
 import { domainRecords, spfValue, type RecordSpec } from "../domains/records";
 import { newId } from "../ids";
-import type { Store } from "../store/sqlite/index";
-import type { DkimKeyRow } from "../store/sqlite/dkim-keys";
+import type { Aggregates, DkimKeyRecord } from "../store";
 
 /** Generates the service domain's RSA and Ed25519 keys unless it has keys already; true when it made them. */
 export async function ensureServiceDkimKeys(app: App): Promise<boolean> {
   const domain = app.config.mailDomain.toLowerCase();
-  if (app.store.dkimKeys.forDomain(domain).length > 0) return false;
+  if ((await app.store.dkimKeys.forDomain(domain)).length > 0) return false;
   const keys = await generateDkimKeys(app.clock.date());
   const now = app.clock.now();
-  const rows: DkimKeyRow[] = keys.map((key) => ({ id: newId("dkim"), domain, organizationId: null, ...key, status: "active", createdAt: now, updatedAt: now }));
+  const rows: DkimKeyRecord[] = keys.map((key) => ({ id: newId("dkim"), domain, organizationId: null, ...key, status: "active", createdAt: now, updatedAt: now }));
   // Another start may have raced this one between the check and here only if two processes share
   // the data dir, which its lock prevents; the transaction keeps a half-written pair impossible.
-  app.store.transaction(() => app.store.dkimKeys.insert(rows));
+  await app.store.transaction((tx) => tx.dkimKeys.insert(rows));
   app.log.info("DKIM keys generated for the service domain", { domain, selectors: rows.map((row) => row.selector).join(",") });
   return true;
 }
 
 /** The records of the service domain, with every key it publishes (active, pending or retired). */
-export function serviceDomainRecords(config: Config, store: Pick<Store, "dkimKeys">): RecordSpec[] {
+export async function serviceDomainRecords(config: Config, store: Pick<Aggregates, "dkimKeys">): Promise<RecordSpec[]> {
   const domain = config.mailDomain.toLowerCase();
-  return domainRecords({ hostname: config.hostname, publicIps: config.publicIps }, domain, store.dkimKeys.forDomain(domain));
+  return domainRecords({ hostname: config.hostname, publicIps: config.publicIps }, domain, await store.dkimKeys.forDomain(domain));
 }
 
 const TTL_SECONDS = 3600;

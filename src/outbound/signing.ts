@@ -1,7 +1,7 @@
 /** DKIM at send time: every outgoing message is signed with the active keys of its From domain. */
 import type { App } from "../app";
 import { parseAddress } from "../mail/address";
-import type { DkimKeyRow } from "../store/sqlite/dkim-keys";
+import type { DkimKeyRecord } from "../store";
 import type { Signer } from "./sign-pool";
 
 /** The domain has nothing to sign with: the message cannot go out as the contract requires. */
@@ -15,17 +15,21 @@ export class NoSigningKeyError extends Error {
  * they stay the same, so the signing threads receive each key set once (sign-pool.ts).
  */
 export class SigningKeys {
-  private readonly current = new Map<string, { ids: string; keys: DkimKeyRow[] }>();
+  private readonly current = new Map<string, { ids: string; keys: DkimKeyRecord[] }>();
 
   constructor(private readonly app: App) {}
 
-  forDomain(domain: string): DkimKeyRow[] {
+  async forDomain(domain: string): Promise<DkimKeyRecord[]> {
     const { dkimKeys } = this.app.store;
-    const ids = dkimKeys.activeIdsForDomain(domain).join(",");
+    const ids = (await dkimKeys.activeIdsForDomain(domain)).join(",");
     const known = this.current.get(domain);
     if (known?.ids === ids) return known.keys;
-    const keys = dkimKeys.activeForDomain(domain);
-    this.current.set(domain, { ids: keys.map((key) => key.id).toSorted().join(","), keys });
+    const keys = await dkimKeys.activeForDomain(domain);
+    const readIds = keys.map((key) => key.id).toSorted().join(",");
+    // Another message may have read the same set meanwhile: hand out its array, so the set stays one object.
+    const latest = this.current.get(domain);
+    if (latest?.ids === readIds) return latest.keys;
+    this.current.set(domain, { ids: readIds, keys });
     return keys;
   }
 }
@@ -34,7 +38,7 @@ export class SigningKeys {
 export async function signOutgoing(keys: SigningKeys, signer: Signer, from: string, raw: Uint8Array, signTime: Date): Promise<Buffer> {
   const domain = parseAddress(from)?.domain;
   if (!domain) throw new NoSigningKeyError(`the From address ${JSON.stringify(from)} has no domain to sign for`);
-  const active = keys.forDomain(domain);
+  const active = await keys.forDomain(domain);
   if (active.length === 0) throw new NoSigningKeyError(`no active DKIM key for ${domain}`);
   return signer.sign(raw, { domain, keys: active, signTime });
 }

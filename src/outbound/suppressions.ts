@@ -2,11 +2,11 @@
 import type { App } from "../app";
 import { iso } from "../clock";
 import { notFound } from "../errors";
-import type { Page } from "../http/pagination";
+import type { Page } from "../page";
 import { resource } from "../present";
-import type { SuppressionRow } from "../store/sqlite/suppressions";
+import type { Aggregates, SuppressionRecord } from "../store";
 
-export const presentSuppression = (row: SuppressionRow) =>
+export const presentSuppression = (row: SuppressionRecord) =>
   resource({
     id: row.id,
     organizationId: row.organizationId,
@@ -20,31 +20,34 @@ export const presentSuppression = (row: SuppressionRow) =>
 
 export type Suppression = ReturnType<typeof presentSuppression>;
 
-/** Why mail to `recipient` is not sent, as its delivery's lastResponse shows it; undefined when it is not suppressed. */
-export function suppressionRefusal(app: App, organizationId: string, recipient: string): string | undefined {
-  const suppressed = app.store.suppressions.find(organizationId, recipient);
+/**
+ * Why mail to `recipient` is not sent, as its delivery's lastResponse shows it; undefined when it
+ * is not suppressed. `store`: where it is looked up (the caller's transaction, when in one).
+ */
+export async function suppressionRefusal(store: Aggregates, organizationId: string, recipient: string): Promise<string | undefined> {
+  const suppressed = await store.suppressions.find(organizationId, recipient);
   if (!suppressed) return undefined;
   const why = suppressed.reason === "complained" ? "its owner reported mail from this organization as spam" : "it bounced before";
   return `rejected: ${recipient} is suppressed (${why}${suppressed.detail ? `: ${suppressed.detail}` : ""}); DELETE /v1/suppressions/${suppressed.id} to send to it again`;
 }
 
-export function listSuppressions(app: App, organizationId: string, page: Page): Suppression[] {
-  return app.store.suppressions.list(organizationId, page.page, page.per).map(presentSuppression);
+export async function listSuppressions(app: App, organizationId: string, page: Page): Promise<Suppression[]> {
+  return (await app.store.suppressions.list(organizationId, page.page, page.per)).map(presentSuppression);
 }
 
 /** `idOrAddress`: the suppression's id or the suppressed address itself. */
-export function getSuppression(app: App, organizationId: string, idOrAddress: string): Suppression {
-  const row = app.store.suppressions.findByIdOrAddress(organizationId, idOrAddress);
+export async function getSuppression(app: App, organizationId: string, idOrAddress: string): Promise<Suppression> {
+  const row = await app.store.suppressions.findByIdOrAddress(organizationId, idOrAddress);
   if (!row) throw notFound("Suppression not found");
   return presentSuppression(row);
 }
 
 /** Lifts the suppression: later sends to the address are tried again. Returns the deleted record. */
-export function deleteSuppression(app: App, organizationId: string, idOrAddress: string): Suppression {
-  return app.store.transaction(() => {
-    const row = app.store.suppressions.findByIdOrAddress(organizationId, idOrAddress);
+export function deleteSuppression(app: App, organizationId: string, idOrAddress: string): Promise<Suppression> {
+  return app.store.transaction(async (tx) => {
+    const row = await tx.suppressions.findByIdOrAddress(organizationId, idOrAddress);
     if (!row) throw notFound("Suppression not found");
-    app.store.suppressions.delete(organizationId, row.id);
+    await tx.suppressions.delete(organizationId, row.id);
     return presentSuppression(row);
   });
 }

@@ -1,8 +1,10 @@
 // Sender authentication of one received message with mailauth: SPF for the connecting address and
 // the MAIL FROM (or HELO) identity, every DKIM signature up to a cap, DMARC alignment and ARC.
 import { authenticate, type AuthenticateResult, type DNSResolver } from "mailauth";
-import type { Authentication } from "../store/sqlite/schema/index";
 import { fieldName, filterHeaderFields } from "./header-fields";
+
+/** What a received message's sender authentication found: one result word per method (`pass`, `fail`, `none`, …). */
+export type Authentication = { spf: string; dkim: string; dmarc: string; arc?: string };
 
 /**
  * Signatures verified per message. Each costs DNS look-ups and a public-key operation, and a

@@ -7,8 +7,8 @@ import { parseAddress } from "../mail/address";
 import { headerOverLimit } from "../mail/limits";
 import type { Reservation } from "../memory/in-flight";
 import { alreadyReceived, prepareContent, releasePrepared, storeReceivedMessage } from "../messages/receive";
-import { processReturnedReport } from "../outbound/return-path";
-import type { InboxRow } from "../store/sqlite/inboxes";
+import { processReturnedReport } from "../outbound/returned-report";
+import type { InboxRecord } from "../store";
 import type { AnalysisPool } from "./analysis-pool";
 import type { Analysis } from "./analyze";
 import { dataDefect, type DataDefect } from "./line-breaks";
@@ -120,11 +120,15 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
   const { attachmentBlobIds } = prepared;
   // Sessions whose messages are ready together share one commit; the 250 waits until it is on disk.
   const stored = await app.store
-    .transactionBatched(() =>
-      forInboxes.flatMap(({ inbox }, i) =>
-        alreadyReceived(app, inbox.id, analysis.parsed) ? [] : [{ messageId: storeReceivedMessage(app, { inbox, parsed: analysis.parsed, raw: prepared.sources[i]!, attachmentBlobIds, authentication: analysis.authentication }).id, inboxId: inbox.id }],
-      ),
-    )
+    .transactionBatched(async (tx) => {
+      const stored: { messageId: string; inboxId: string }[] = [];
+      for (const [i, { inbox }] of forInboxes.entries()) {
+        if (await alreadyReceived(tx, inbox.id, analysis.parsed)) continue;
+        const message = await storeReceivedMessage(app, tx, { inbox, parsed: analysis.parsed, raw: prepared.sources[i]!, attachmentBlobIds, authentication: analysis.authentication });
+        stored.push({ messageId: message.id, inboxId: inbox.id });
+      }
+      return stored;
+    })
     .finally(() => releasePrepared(app, prepared));
   const { spf, dkim, dmarc } = analysis.authentication;
   for (const { messageId, inboxId } of stored) app.log.info("message received", { messageId, inboxId, transaction: id, size: data.size, spf, dkim, dmarc });
@@ -135,8 +139,8 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
 const transactionId = (session: SMTPServerSession) => `${session.id}.${session.transaction}`;
 
 /** One copy per inbox (`a+x@` and `a+y@` reach the same inbox), named by the first address that reached it. */
-function copiesPerInbox(recipients: Recipient[]): { inbox: InboxRow; address: string }[] {
-  const byInbox = new Map<string, { inbox: InboxRow; address: string }>();
+function copiesPerInbox(recipients: Recipient[]): { inbox: InboxRecord; address: string }[] {
+  const byInbox = new Map<string, { inbox: InboxRecord; address: string }>();
   for (const { address, target } of recipients) {
     if (target.kind === "inbox" && !byInbox.has(target.inbox.id)) byInbox.set(target.inbox.id, { inbox: target.inbox, address });
   }

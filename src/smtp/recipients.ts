@@ -7,13 +7,13 @@ import { isOperatorAddress } from "../inboxes/operator-addresses";
 import { inboxForAddress } from "../inboxes/service";
 import { baseAddress, parseAddress } from "../mail/address";
 import { parseReturnPath } from "../outbound/return-path";
-import type { InboxRow } from "../store/sqlite/inboxes";
+import type { InboxRecord } from "../store";
 import { SmtpReply } from "./replies";
 
-export type RecipientTarget = { kind: "inbox"; inbox: InboxRow } | { kind: "returnPath"; deliveryId: string };
+export type RecipientTarget = { kind: "inbox"; inbox: InboxRecord } | { kind: "returnPath"; deliveryId: string };
 
 /** Where mail for `address` (as given in RCPT TO) goes; throws the SmtpReply that refuses it otherwise. */
-export function routeRecipient(app: App, address: string): RecipientTarget {
+export async function routeRecipient(app: App, address: string): Promise<RecipientTarget> {
   const deliveryId = parseReturnPath(app, address);
   if (deliveryId) return { kind: "returnPath", deliveryId };
 
@@ -21,13 +21,13 @@ export function routeRecipient(app: App, address: string): RecipientTarget {
   // the server's domain, and a server MUST accept it.
   const parsed = parseAddress(address.toLowerCase() === "postmaster" ? `postmaster@${app.config.mailDomain}` : address);
   if (!parsed) throw new SmtpReply(553, "5.1.3", "Mailbox name not allowed");
-  if (!isHostedDomain(app, parsed.domain)) throw new SmtpReply(550, "5.7.1", "Relaying denied");
+  if (!(await isHostedDomain(app, app.store, parsed.domain))) throw new SmtpReply(550, "5.7.1", "Relaying denied");
 
   // RFC 5233 subaddressing: `name+tag@domain` reaches `name@domain` unless `name+tag` is an inbox itself.
-  const inbox = inboxForAddress(app, parsed.address);
+  const inbox = await inboxForAddress(app, app.store, parsed.address);
   if (inbox) return { kind: "inbox", inbox };
   const base = baseAddress(parsed.address)!;
-  if (!isOperatorAddress(app, base)) throw new SmtpReply(550, "5.1.1", "No such user here");
+  if (!(await isOperatorAddress(app, app.store, base))) throw new SmtpReply(550, "5.1.1", "No such user here");
   // RFC 5321 §4.5.1 requires postmaster to be accepted; without an inbox for it, the refusal at least tells the sender why.
   if (!app.config.postmasterInbox) {
     throw new SmtpReply(550, "5.1.1", `Mail for ${base} goes to the operator of this server, who has not configured an inbox for it (INBOXD_POSTMASTER_INBOX)`);

@@ -8,7 +8,7 @@ import type { App } from "../app";
 import { listenError } from "../config";
 import type { Reservation } from "../memory/in-flight";
 import { normalizeAddress } from "../mail/address";
-import type { RunningPart } from "../serve";
+import type { RunningPart } from "../running-part";
 import { createAnalysisPool } from "./analysis-pool";
 import { InboxdSmtpServer } from "./inboxd-server";
 import { memorySpentClosing, memorySpentReply, readMessageData, receiveMessage, type Receiver, type Recipient } from "./receive";
@@ -83,16 +83,18 @@ export async function startSmtp(app: App): Promise<RunningPart> {
         });
       },
       onRcptTo(address, session, callback) {
-        try {
-          const target = routeRecipient(app, address.address);
-          recipients.set(address, { address: normalizeAddress(address.address) ?? address.address, target });
-          log.debug("smtp rcpt accepted", { session: session.id, target: target.kind });
-          callback();
-        } catch (error) {
-          if (error instanceof SmtpReply) tally(session, error.responseCode);
-          log.debug("smtp rcpt refused", { session: session.id, error: (error as Error).message });
-          callback(error as Error);
-        }
+        routeRecipient(app, address.address).then(
+          (target) => {
+            recipients.set(address, { address: normalizeAddress(address.address) ?? address.address, target });
+            log.debug("smtp rcpt accepted", { session: session.id, target: target.kind });
+            callback();
+          },
+          (error: unknown) => {
+            if (error instanceof SmtpReply) tally(session, error.responseCode);
+            log.debug("smtp rcpt refused", { session: session.id, error: (error as Error).message });
+            callback(error as Error);
+          },
+        );
       },
       // RFC 1870 §6.1: a declared SIZE is reserved at MAIL FROM, and one that the message memory
       // cannot take now is a 452 before any data is sent.

@@ -2,10 +2,10 @@
  * Recording what tries came back with: each attempt's outcome, each delivery's next step
  * (succeeded, retried after its delay, or failed for good), and each webhook's health (a success
  * ends a run of failures; 410 Gone, or 5 days of nothing but failures, disables the webhook).
- * Runs inside the queue's transaction.
+ * Runs inside the queue's transaction, on its `tx`.
  */
 import type { App } from "../app";
-import type { AttemptOutcome, ClaimedAttempt } from "../store/sqlite/webhook-queue";
+import type { AttemptOutcome, ClaimedAttempt, Transaction } from "../store";
 import { failingPeriodBeforeDisableMs, failingReason, goneReason, isGone, isSuccess, maxAttempts, retryDelayMs, type TryResult } from "./policy";
 
 export interface Finished {
@@ -14,13 +14,13 @@ export interface Finished {
   finishedAt: number;
 }
 
-export function recordOutcomes(app: App, batch: Finished[]) {
-  const { config, store } = app;
+export async function recordOutcomes(app: App, tx: Transaction, batch: Finished[]) {
+  const { config } = app;
   const attemptsAllowed = maxAttempts(config.webhookRetryDelays);
   const outcomes: AttemptOutcome[] = [];
   for (const [webhookId, group] of groupByWebhook(batch)) {
-    updateWebhookHealth(app, webhookId, group);
-    const enabled = store.webhookQueue.isEnabled(webhookId);
+    await updateWebhookHealth(app, tx, webhookId, group);
+    const enabled = await tx.webhookQueue.isEnabled(webhookId);
     for (const { attempt, result, finishedAt } of group) {
       const success = isSuccess(result);
       const retry = !success && enabled && attempt.attemptNumber < attemptsAllowed;
@@ -49,21 +49,21 @@ export function recordOutcomes(app: App, batch: Finished[]) {
       });
     }
   }
-  store.webhookQueue.recordOutcomes(outcomes);
+  await tx.webhookQueue.recordOutcomes(outcomes);
 }
 
-function updateWebhookHealth({ store, log }: App, webhookId: string, outcomes: Finished[]) {
+async function updateWebhookHealth({ log }: App, tx: Transaction, webhookId: string, outcomes: Finished[]) {
   const now = Math.max(...outcomes.map((o) => o.finishedAt));
-  const disable = (reason: string) => {
-    if (store.webhooks.disable(webhookId, reason, now)) log.warn("webhook disabled", { webhookId, reason });
+  const disable = async (reason: string) => {
+    if (await tx.webhooks.disable(webhookId, reason, now)) log.warn("webhook disabled", { webhookId, reason });
   };
-  if (outcomes.some((o) => isGone(o.result))) disable(goneReason);
+  if (outcomes.some((o) => isGone(o.result))) await disable(goneReason);
   if (outcomes.some((o) => isSuccess(o.result))) {
-    store.webhookQueue.endFailureRun(webhookId);
+    await tx.webhookQueue.endFailureRun(webhookId);
     return;
   }
-  const since = store.webhookQueue.extendFailureRun(webhookId, Math.min(...outcomes.map((o) => o.attempt.createdAt)));
-  if (since !== undefined && now - since >= failingPeriodBeforeDisableMs) disable(failingReason(since));
+  const since = await tx.webhookQueue.extendFailureRun(webhookId, Math.min(...outcomes.map((o) => o.attempt.createdAt)));
+  if (since !== undefined && now - since >= failingPeriodBeforeDisableMs) await disable(failingReason(since));
 }
 
 function groupByWebhook(batch: Finished[]): Map<string, Finished[]> {

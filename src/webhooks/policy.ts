@@ -18,6 +18,9 @@ export const maxAttempts = (retryDelaysSeconds: number[]) => retryDelaysSeconds.
 export const retryDelayMs = (retryDelaysSeconds: number[], attemptNumber: number) =>
   retryDelaysSeconds[Math.min(attemptNumber, retryDelaysSeconds.length) - 1]! * 1000;
 
+/** Of a delivery: pending while it has tries to come, then succeeded, or failed once they ran out or its webhook was disabled. */
+export type WebhookDeliveryStatus = "pending" | "succeeded" | "failed";
+
 /** The answer to one try: a status when the endpoint answered, an error when it did not or was refused. */
 export interface TryResult {
   statusCode: number | null;

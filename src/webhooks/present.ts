@@ -1,11 +1,11 @@
 /** The shapes of webhooks and webhook attempts as the API shows them. */
 import { iso } from "../clock";
 import { resource } from "../present";
-import type { AttemptWithEvent, WebhookRow } from "../store/sqlite/webhooks";
+import type { AttemptWithEvent, WebhookRecord } from "../store";
 import { envelopeBody } from "./envelope";
 
 /** Never the secret: it is shown once, on creation. */
-export const presentWebhook = (row: WebhookRow) =>
+export const presentWebhook = (row: WebhookRecord) =>
   resource({
     id: row.id,
     organizationId: row.organizationId,

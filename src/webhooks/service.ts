@@ -4,12 +4,11 @@
  * themselves are the queue's (queue.ts).
  */
 import type { App } from "../app";
-import { createResolver } from "../dns/resolver";
 import { invalid, notFound } from "../errors";
 import { eventNames, type EventName } from "../events/names";
-import type { Page } from "../http/pagination";
 import { randomToken, newId } from "../ids";
-import { testEventIdPrefix, type WebhookChanges, type WebhookRow } from "../store/sqlite/webhooks";
+import type { Page } from "../page";
+import type { Aggregates, WebhookChanges, WebhookRecord } from "../store";
 import { disabledByUserReason } from "./policy";
 import { presentAttempt, presentWebhook } from "./present";
 import { newWebhookSecret } from "./signature";
@@ -18,6 +17,8 @@ import { checkWebhookUrl } from "./ssrf";
 
 const maxUrlLength = 2048;
 export const testEventPayload = { test: "This is a test event from inboxd" };
+/** The test endpoint's events carry this id prefix, which tells them apart from the events of real changes. */
+export const testEventIdPrefix = "evt_test_";
 
 export interface WebhookInput {
   url: string;
@@ -34,48 +35,48 @@ export async function createWebhook(app: App, organizationId: string, input: Web
   const url = await checkUrl(app, input.url);
   const events = checkEvents(input.events);
   const now = app.clock.now();
-  const row: WebhookRow = { id: newId("whk"), organizationId, url, events, secret: newWebhookSecret(), enabled: true, disabledReason: null, firstFailureAt: null, createdAt: now, updatedAt: now };
-  app.store.webhooks.insert(row);
+  const row: WebhookRecord = { id: newId("whk"), organizationId, url, events, secret: newWebhookSecret(), enabled: true, disabledReason: null, firstFailureAt: null, createdAt: now, updatedAt: now };
+  await app.store.webhooks.insert(row);
   return { ...presentWebhook(row), secret: row.secret };
 }
 
-export function listWebhooks(app: App, organizationId: string, page: Page) {
-  return app.store.webhooks.list(organizationId, page.page, page.per).map(presentWebhook);
+export async function listWebhooks(app: App, organizationId: string, page: Page) {
+  return (await app.store.webhooks.list(organizationId, page.page, page.per)).map(presentWebhook);
 }
 
-export function getWebhook(app: App, organizationId: string, id: string) {
-  return presentWebhook(findWebhook(app, organizationId, id));
+export async function getWebhook(app: App, organizationId: string, id: string) {
+  return presentWebhook(await findWebhook(app.store, organizationId, id));
 }
 
 /** `enabled: true` re-enables a disabled webhook; `enabled: false` disables it and discards its pending deliveries. */
 export async function updateWebhook(app: App, organizationId: string, id: string, input: WebhookUpdate) {
-  findWebhook(app, organizationId, id);
+  await findWebhook(app.store, organizationId, id);
   const changes: WebhookChanges = {};
   if (input.url !== undefined) changes.url = await checkUrl(app, input.url);
   if (input.events !== undefined) changes.events = checkEvents(input.events);
   const now = app.clock.now();
-  return app.store.transaction(() => {
-    const current = findWebhook(app, organizationId, id);
+  return app.store.transaction(async (tx) => {
+    const current = await findWebhook(tx, organizationId, id);
     // Re-enabling starts the 5-day count of failures again.
     if (input.enabled === true && !current.enabled) Object.assign(changes, { enabled: true, disabledReason: null, firstFailureAt: null });
-    if (input.enabled === false) app.store.webhooks.disable(current.id, disabledByUserReason, now);
-    return presentWebhook(app.store.webhooks.update(current.id, changes, now));
+    if (input.enabled === false) await tx.webhooks.disable(current.id, disabledByUserReason, now);
+    return presentWebhook(await tx.webhooks.update(current.id, changes, now));
   });
 }
 
 /** Returns the deleted webhook; its queued deliveries and attempts go with it. */
-export function deleteWebhook(app: App, organizationId: string, id: string) {
-  const row = findWebhook(app, organizationId, id);
-  app.store.webhooks.delete(row.id);
+export async function deleteWebhook(app: App, organizationId: string, id: string) {
+  const row = await findWebhook(app.store, organizationId, id);
+  await app.store.webhooks.delete(row.id);
   return presentWebhook(row);
 }
 
 /** Queues a `message.received` event with `{test: ...}` as its data for this webhook only, enabled or not. */
-export function sendTestEvent(app: App, organizationId: string, id: string) {
-  const row = findWebhook(app, organizationId, id);
+export async function sendTestEvent(app: App, organizationId: string, id: string) {
+  const row = await findWebhook(app.store, organizationId, id);
   const now = app.clock.now();
-  app.store.transaction(() =>
-    app.store.webhooks.queueTestEvent(row.id, {
+  await app.store.transaction((tx) =>
+    tx.webhooks.queueTestEvent(row.id, {
       id: testEventIdPrefix + randomToken(12),
       organizationId,
       type: "message.received",
@@ -88,30 +89,30 @@ export function sendTestEvent(app: App, organizationId: string, id: string) {
   return { success: true };
 }
 
-export function listAttempts(app: App, organizationId: string, id: string, page: Page) {
-  const row = findWebhook(app, organizationId, id);
-  return app.store.webhooks.listAttempts(row.id, page.page, page.per).map(presentAttempt);
+export async function listAttempts(app: App, organizationId: string, id: string, page: Page) {
+  const row = await findWebhook(app.store, organizationId, id);
+  return (await app.store.webhooks.listAttempts(row.id, page.page, page.per)).map(presentAttempt);
 }
 
 /**
  * Sends the attempt's event again now, with the same event id: a delivery still being retried
  * has its next try brought forward; a finished one (failed or not) is queued as a new delivery.
  */
-export function retryAttempt(app: App, organizationId: string, id: string, attemptId: string) {
-  const row = findWebhook(app, organizationId, id);
+export async function retryAttempt(app: App, organizationId: string, id: string, attemptId: string) {
+  const row = await findWebhook(app.store, organizationId, id);
   const now = app.clock.now();
-  app.store.transaction(() => {
-    const found = app.store.webhooks.findAttempt(row.id, attemptId);
+  await app.store.transaction(async (tx) => {
+    const found = await tx.webhooks.findAttempt(row.id, attemptId);
     if (!found) throw notFound("Webhook attempt not found");
-    const delivery = app.store.webhooks.findDelivery(found.attempt.deliveryId)!;
-    if (delivery.status === "pending") app.store.webhooks.makeDue(delivery.id, now);
-    else app.store.webhooks.queueDelivery(row.id, found.event.id, now);
+    const delivery = (await tx.webhooks.findDelivery(found.attempt.deliveryId))!;
+    if (delivery.status === "pending") await tx.webhooks.makeDue(delivery.id, now);
+    else await tx.webhooks.queueDelivery(row.id, found.event.id, now);
   });
   return { success: true };
 }
 
-function findWebhook(app: App, organizationId: string, id: string): WebhookRow {
-  const row = app.store.webhooks.find(organizationId, id);
+async function findWebhook(store: Aggregates, organizationId: string, id: string): Promise<WebhookRecord> {
+  const row = await store.webhooks.find(organizationId, id);
   if (!row) throw notFound("Webhook not found");
   return row;
 }
@@ -124,7 +125,7 @@ async function checkUrl(app: App, url: string): Promise<string> {
   const host = check.url.hostname;
   if (app.config.webhookAllowPrivate || parseHostLiteral(host) !== null) return url;
   // A name that does not resolve (yet) is accepted: every delivery resolves and checks it again.
-  const addresses = await createResolver(app.config.dnsServers).lookupHostAddresses(host).catch((): string[] => []);
+  const addresses = await app.resolver.lookupHostAddresses(host).catch((): string[] => []);
   const forbidden = addresses.filter(isForbiddenAddress);
   if (forbidden.length > 0) throw invalid(`url host ${host} resolves to a private, loopback, link-local or reserved address (${forbidden.join(", ")})`);
   return url;

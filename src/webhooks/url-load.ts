@@ -1,39 +1,7 @@
-/**
- * The webhook queue's bookkeeping per URL: counts of claims and requests, and how far claims for
- * a URL may run ahead of its sending slots.
- */
+/** How far the webhook queue's claims for a URL may run ahead of its sending slots. */
 
 /** URLs whose claim depth is remembered; beyond it the memory starts again (every URL at its least). */
 const rememberedUrls = 10_000;
-
-/** Counts per URL. */
-export class UrlCounts {
-  constructor(private readonly counts = new Map<string, number>()) {}
-  copy(): UrlCounts {
-    return new UrlCounts(new Map(this.counts));
-  }
-  get(url: string): number {
-    return this.counts.get(url) ?? 0;
-  }
-  increment(url: string) {
-    this.counts.set(url, this.get(url) + 1);
-  }
-  decrement(url: string) {
-    const count = this.get(url) - 1;
-    if (count > 0) this.counts.set(url, count);
-    else this.counts.delete(url);
-  }
-  /** The URLs whose count has reached their limit. */
-  atLimit(limitOf: (url: string) => number): string[] {
-    return [...this.counts].filter(([url, count]) => count >= limitOf(url)).map(([url]) => url);
-  }
-  /** How far each URL's count exceeds its limit, for those that do. */
-  excess(limitOf: (url: string) => number): Map<string, number> {
-    const over = new Map<string, number>();
-    for (const [url, count] of this.counts) if (count > limitOf(url)) over.set(url, count - limitOf(url));
-    return over;
-  }
-}
 
 /**
  * Claims run ahead of the sending slots, `ahead` rounds of them, so that one commit serves many

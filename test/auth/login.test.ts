@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { register, startTestServer, testPassword, type Registered, type TestServer } from "../harness";
+import { databaseOf, register, type Registered, startTestServer, testPassword, type TestServer } from "../harness";
 
 let server: TestServer;
 let ada: Registered;
@@ -98,7 +98,7 @@ describe("access token lifetime", () => {
   });
 
   test("expired tokens are removed from the store when their user logs in again", () => {
-    const rows = server.app.store.sqlite.query<{ n: number }, [string, number]>("SELECT count(*) AS n FROM access_tokens WHERE user_id = ? AND expires_at <= ?").get(ada.user.id, server.clock.now())!;
+    const rows = databaseOf(server.app).query<{ n: number }, [string, number]>("SELECT count(*) AS n FROM access_tokens WHERE user_id = ? AND expires_at <= ?").get(ada.user.id, server.clock.now())!;
     expect(rows.n).toBe(0);
   });
 });

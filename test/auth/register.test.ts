@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sha256Hex } from "../../src/ids";
-import { register, startTestServer, testPassword, type TestServer } from "../harness";
+import { databaseOf, register, startTestServer, testPassword, type TestServer } from "../harness";
 
 let server: TestServer;
 beforeAll(async () => {
@@ -9,7 +9,7 @@ beforeAll(async () => {
 afterAll(() => server.cleanup());
 
 const valid = () => ({ firstName: "Ada", lastName: "Lovelace", username: `ada-${crypto.randomUUID()}@example.com`, password: testPassword });
-const count = (table: string) => server.app.store.sqlite.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
+const count = (table: string) => databaseOf(server.app).query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
 const accountTables = ["users", "organizations", "memberships", "api_keys", "access_tokens", "inboxes", "events"];
 const counts = () => Object.fromEntries(accountTables.map((t) => [t, count(t)]));
 
@@ -42,7 +42,7 @@ describe("POST /auth/register", () => {
   test("stores only hashes: SHA-256 of the token and key, argon2id of the password", async () => {
     const input = valid();
     const { user, token, apiKey } = await register(server.api, input);
-    const db = server.app.store.sqlite;
+    const db = databaseOf(server.app);
     const passwordHash = db.query<{ h: string }, [string]>("SELECT password_hash AS h FROM users WHERE id = ?").get(user.id)!.h;
     expect(passwordHash).toStartWith("$argon2id$v=19$m=19456,t=2,p=1$");
     expect(passwordHash).not.toContain(input.password);
@@ -56,7 +56,7 @@ describe("POST /auth/register", () => {
 
   test("emits inbox.created for the initial inbox, in the same commit", async () => {
     const { inbox } = await register(server.api);
-    const event = server.app.store.sqlite.query<{ type: string; payload: string }, [string]>("SELECT type, payload FROM events WHERE inbox_id = ?").get(inbox.id)!;
+    const event = databaseOf(server.app).query<{ type: string; payload: string }, [string]>("SELECT type, payload FROM events WHERE inbox_id = ?").get(inbox.id)!;
     expect(event.type).toBe("inbox.created");
     expect(JSON.parse(event.payload)).toEqual(inbox);
   });
@@ -136,7 +136,7 @@ describe("POST /auth/register", () => {
   });
 
   test("a failure late in the transaction leaves no user, organization, key or token behind", async () => {
-    const db = server.app.store.sqlite;
+    const db = databaseOf(server.app);
     // A real failure at the last step (the inbox insert), raised by SQLite itself.
     db.exec("CREATE TRIGGER fail_inbox BEFORE INSERT ON inboxes BEGIN SELECT RAISE(ABORT, 'simulated failure'); END");
     const input = valid();

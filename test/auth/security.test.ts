@@ -40,8 +40,8 @@ const organizationOf = (target: Target) =>
   target === "own" ? alice.organization.id : target === "other" ? bob.organization.id : "org_000000000000000000000000";
 
 /** A fresh key in the target organization, so that a DELETE that succeeds destroys nothing shared. */
-const freshKeyId = (target: Target) =>
-  target === "unknown" ? "key_000000000000000000000000" : createApiKey(server.app.store, organizationOf(target), "matrix", server.clock.now()).id;
+const freshKeyId = async (target: Target) =>
+  target === "unknown" ? "key_000000000000000000000000" : (await createApiKey(server.app.store, organizationOf(target), "matrix", server.clock.now())).id;
 
 const routes = [
   { name: "list", method: "GET", byId: false, ok: 200 },
@@ -50,9 +50,9 @@ const routes = [
   { name: "delete", method: "DELETE", byId: true, ok: 200 },
 ] as const;
 
-function pathOf(family: Family, target: Target, byId: boolean): string {
+async function pathOf(family: Family, target: Target, byId: boolean): Promise<string> {
   const base = family === "organizations" ? `/organizations/${organizationOf(target)}/api_keys` : "/v1/api_keys";
-  return byId ? `${base}/${freshKeyId(family === "v1" ? target : "own")}` : base;
+  return byId ? `${base}/${await freshKeyId(family === "v1" ? target : "own")}` : base;
 }
 
 // [credential, family, target organization, expected status ("ok" = the route's success), expected error or null]
@@ -84,7 +84,7 @@ describe("security matrix", () => {
     for (const route of routes) {
       // List and create have no key id: on /v1 they always act on the key's own organization.
       if (family === "v1" && target !== "own" && !route.byId) continue;
-      const res = await server.api.request(route.method, pathOf(family, target, route.byId), {
+      const res = await server.api.request(route.method, await pathOf(family, target, route.byId), {
         headers: credentials[credential]!(),
         body: route.method === "POST" ? route.body : undefined,
       });

@@ -33,7 +33,7 @@ beforeAll(async () => {
   dns.set(`2.0.0.127.in-addr.arpa`, "PTR", [HOSTNAME]);
   dns.set("probe.test", "MX", [{ exchange: "mx.probe.test", priority: 10 }]);
   dns.set("mx.probe.test", "A", ["127.0.0.1"]);
-  const org = seedOrganization(server.app, "Acme");
+  const org = await seedOrganization(server.app, "Acme");
   const created = await server.api.post("/v1/domains", { name: CUSTOM_DOMAIN }, org.apiKey);
   publishRecords(dns, created.body.records);
   expect((await server.api.post(`/v1/domains/${created.body.id}/verify`, undefined, org.apiKey)).body.status).toBe("verified");

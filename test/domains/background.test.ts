@@ -14,20 +14,20 @@ beforeAll(async () => {
   dns = await startDnsServer();
   dns.set("mx.inboxd.test", "A", ["192.0.2.10"]);
   server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address } });
-  apiKey = seedOrganization(server.app).apiKey;
+  apiKey = (await seedOrganization(server.app)).apiKey;
 });
 afterAll(async () => {
   await server.cleanup();
   await dns.close();
 });
 
-const row = (name: string) => server.app.store.domains.findByName(name)!;
+const row = async (name: string) => (await server.app.store.domains.findByName(name))!;
 
 /** The background part polls every second of real time; this waits for what it did. */
-async function waitFor<T>(read: () => T, done: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
+async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = read();
+    const value = await read();
     if (done(value)) return value;
     if (Date.now() > deadline) throw new Error(`timed out; last value: ${JSON.stringify(value)}`);
     await Bun.sleep(50);
@@ -37,7 +37,7 @@ async function waitFor<T>(read: () => T, done: (value: T) => boolean, timeoutMs 
 describe("background verification", () => {
   test("a new domain is looked up every few minutes: once its records are published it turns verified on its own", async () => {
     const created = await server.api.post("/v1/domains", { name: "soon.example" }, apiKey);
-    expect(row("soon.example").nextCheckAt - Date.parse(created.body.createdAt)).toBe(5 * MINUTE);
+    expect((await row("soon.example")).nextCheckAt - Date.parse(created.body.createdAt)).toBe(5 * MINUTE);
     publishRecords(dns, created.body.records);
     server.clock.advance(5 * MINUTE);
     const verified = await waitFor(() => row("soon.example"), (domain) => domain.status === "verified");
@@ -50,7 +50,7 @@ describe("background verification", () => {
   test("a verified domain whose records vanish turns failed at its next hourly check, with the reason", async () => {
     const domain = (await server.api.get("/v1/domains/soon.example", apiKey)).body;
     dns.remove(recordOf(domain.records, "MX").name, "MX");
-    const checkedAt = row("soon.example").checkedAt;
+    const checkedAt = (await row("soon.example")).checkedAt;
     server.clock.advance(HOUR);
     const failed = await waitFor(() => row("soon.example"), (current) => current.checkedAt !== checkedAt);
     expect(failed).toMatchObject({ status: "failed", receiving: false, verifiedAt: null });

@@ -3,7 +3,7 @@ import { generateDkimKeys, dkimTxtValue } from "../../src/dkim/keys";
 import { assertUsableInboxDomain, isHostedDomain } from "../../src/domains/hosted";
 import { ServiceError } from "../../src/errors";
 import { insertInbox } from "../../src/inboxes/service";
-import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { databaseOf, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { publishRecords, recordOf, type ApiRecord } from "./zone";
 
@@ -20,8 +20,8 @@ beforeAll(async () => {
   // The server's own address, which SPF's a: mechanism and the SPF check both resolve.
   dns.set(HOSTNAME, "A", [SERVER_IP]);
   server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address } });
-  org = seedOrganization(server.app, "Acme");
-  other = seedOrganization(server.app, "Other");
+  org = await seedOrganization(server.app, "Acme");
+  other = await seedOrganization(server.app, "Other");
 });
 afterAll(async () => {
   await server.cleanup();
@@ -73,12 +73,12 @@ describe("create", () => {
 
   test("an RSA-2048 and an Ed25519 key are stored for it, and neither signs before its record verifies", async () => {
     await createDomain("keys.example");
-    const keys = server.app.store.dkimKeys.forDomain("keys.example");
+    const keys = await server.app.store.dkimKeys.forDomain("keys.example");
     expect(keys.map((key) => [key.algorithm, key.status, key.organizationId]).sort()).toEqual([
       ["ed25519-sha256", "pending", org.organizationId],
       ["rsa-sha256", "pending", org.organizationId],
     ]);
-    expect(server.app.store.dkimKeys.activeForDomain("keys.example")).toEqual([]);
+    expect(await server.app.store.dkimKeys.activeForDomain("keys.example")).toEqual([]);
   });
 
   test("names are stored lower-case, without the root dot, and IDN names as A-labels", async () => {
@@ -193,7 +193,7 @@ describe("verify", () => {
     for (const record of after.body.records) expect(record).not.toHaveProperty("reason");
     expect(Date.parse(after.body.verifiedAt)).toBeGreaterThanOrEqual(Date.parse(domain.createdAt));
     expect((await get(`/v1/domains/${domain.id}/dns`)).body).toEqual(after.body.records);
-    expect(server.app.store.dkimKeys.activeForDomain("verify.example").map((key) => key.algorithm).sort()).toEqual(["ed25519-sha256", "rsa-sha256"]);
+    expect((await server.app.store.dkimKeys.activeForDomain("verify.example")).map((key) => key.algorithm).sort()).toEqual(["ed25519-sha256", "rsa-sha256"]);
   });
 
   test("the MX record alone makes the domain receiving, not sending", async () => {
@@ -237,7 +237,7 @@ describe("verify", () => {
     const res = await post(`/v1/domains/${domain.id}/verify`);
     expect(res.body).toMatchObject({ status: "failed", verified: false, receiving: true, sending: true });
     expect(recordOf(res.body.records, "DKIM-RSA")).toMatchObject({ status: "failed", reason: `the DKIM record at ${rsa.name} publishes another key than this domain's` });
-    expect(server.app.store.dkimKeys.activeForDomain("dkimmismatch.example").map((key) => key.algorithm)).toEqual(["ed25519-sha256"]);
+    expect((await server.app.store.dkimKeys.activeForDomain("dkimmismatch.example")).map((key) => key.algorithm)).toEqual(["ed25519-sha256"]);
   });
 
   test("a verified domain whose records vanish turns failed, with the reason; a DNS outage changes nothing", async () => {
@@ -246,14 +246,14 @@ describe("verify", () => {
     const outage = await post(`/v1/domains/${domain.id}/verify`);
     expect(outage.body).toMatchObject({ status: "verified", receiving: true, verifiedAt: domain.verifiedAt });
     dns.failNext("vanish.example", "SERVFAIL", 0);
-    expect(isHostedDomain(server.app, "vanish.example")).toBe(true);
+    expect(await isHostedDomain(server.app, server.app.store, "vanish.example")).toBe(true);
 
     dns.remove("vanish.example", "MX");
     const res = await post(`/v1/domains/${domain.id}/verify`);
     expect(res.body).toMatchObject({ status: "failed", verified: false, receiving: false, sending: true });
     expect(res.body).not.toHaveProperty("verifiedAt");
     expect(recordOf(res.body.records, "MX")).toMatchObject({ status: "failed", reason: "no longer published: no MX record at vanish.example" });
-    expect(isHostedDomain(server.app, "vanish.example")).toBe(false);
+    expect(await isHostedDomain(server.app, server.app.store, "vanish.example")).toBe(false);
 
     publishRecords(dns, domain.records);
     expect((await post(`/v1/domains/${domain.id}/verify`)).body).toMatchObject({ status: "verified", receiving: true });
@@ -261,9 +261,9 @@ describe("verify", () => {
 });
 
 describe("using a domain", () => {
-  const refusal = (fn: () => void) => {
+  const refusal = async (fn: () => Promise<void>) => {
     try {
-      fn();
+      await fn();
     } catch (error) {
       expect(error).toBeInstanceOf(ServiceError);
       expect((error as ServiceError).kind).toBe("invalid");
@@ -274,26 +274,26 @@ describe("using a domain", () => {
 
   test("inboxes may use the service domain, or the organization's domain once receiving is verified", async () => {
     const domain = await createDomain("inboxes.example");
-    expect(() => assertUsableInboxDomain(server.app, org.organizationId, "inboxd.test")).not.toThrow();
-    expect(refusal(() => assertUsableInboxDomain(server.app, org.organizationId, "inboxes.example"))).toBe(
+    await expect(assertUsableInboxDomain(server.app, org.organizationId, "inboxd.test")).resolves.toBeUndefined();
+    expect(await refusal(() => assertUsableInboxDomain(server.app, org.organizationId, "inboxes.example"))).toBe(
       "email: the domain inboxes.example is not verified for receiving yet; publish its MX record, then POST /v1/domains/inboxes.example/verify",
     );
-    expect(refusal(() => assertUsableInboxDomain(server.app, org.organizationId, "nobody.example"))).toContain("nor a domain of this organization");
-    expect(isHostedDomain(server.app, "inboxes.example")).toBe(false);
+    expect(await refusal(() => assertUsableInboxDomain(server.app, org.organizationId, "nobody.example"))).toContain("nor a domain of this organization");
+    expect(await isHostedDomain(server.app, server.app.store, "inboxes.example")).toBe(false);
 
     publishRecords(dns, [recordOf(domain.records, "MX")]);
     await post(`/v1/domains/${domain.id}/verify`);
-    expect(() => assertUsableInboxDomain(server.app, org.organizationId, "Inboxes.Example")).not.toThrow();
-    expect(refusal(() => assertUsableInboxDomain(server.app, other.organizationId, "inboxes.example"))).toContain("nor a domain of this organization");
-    expect(isHostedDomain(server.app, "INBOXES.example")).toBe(true);
-    expect(isHostedDomain(server.app, "inboxd.test")).toBe(true);
-    expect(isHostedDomain(server.app, "nobody.example")).toBe(false);
+    await expect(assertUsableInboxDomain(server.app, org.organizationId, "Inboxes.Example")).resolves.toBeUndefined();
+    expect(await refusal(() => assertUsableInboxDomain(server.app, other.organizationId, "inboxes.example"))).toContain("nor a domain of this organization");
+    expect(await isHostedDomain(server.app, server.app.store, "INBOXES.example")).toBe(true);
+    expect(await isHostedDomain(server.app, server.app.store, "inboxd.test")).toBe(true);
+    expect(await isHostedDomain(server.app, server.app.store, "nobody.example")).toBe(false);
   });
 
   test("delete: refused while inboxes use the domain; force deletes them with it, each with inbox.deleted", async () => {
     const domain = await verifiedDomain("inuse.example");
-    const inboxes = [insertInbox(server.app, org.organizationId, { email: "a@inuse.example" }), insertInbox(server.app, org.organizationId, { email: "b@inuse.example", name: "B" })];
-    const kept = insertInbox(server.app, org.organizationId, { email: "keep@notinuse.inuse.example.org" });
+    const inboxes = [await server.app.store.transaction((tx) => insertInbox(server.app, tx, org.organizationId, { email: "a@inuse.example" })), await server.app.store.transaction((tx) => insertInbox(server.app, tx, org.organizationId, { email: "b@inuse.example", name: "B" }))];
+    const kept = await server.app.store.transaction((tx) => insertInbox(server.app, tx, org.organizationId, { email: "keep@notinuse.inuse.example.org" }));
 
     const refused = await del(`/v1/domains/${domain.id}`);
     expect(refused.status).toBe(409);
@@ -303,15 +303,15 @@ describe("using a domain", () => {
     const forced = await del(`/v1/domains/${domain.id}?force=true`);
     expect(forced.status).toBe(200);
     expect(forced.body).toMatchObject({ id: domain.id, name: "inuse.example", status: "verified" });
-    for (const inbox of inboxes) expect(server.app.store.inboxes.find(org.organizationId, inbox.id)).toBeUndefined();
-    expect(server.app.store.inboxes.find(org.organizationId, kept.id)).toBeDefined();
-    const events = server.app.store.sqlite
+    for (const inbox of inboxes) expect(await server.app.store.inboxes.find(org.organizationId, inbox.id)).toBeUndefined();
+    expect(await server.app.store.inboxes.find(org.organizationId, kept.id)).toBeDefined();
+    const events = databaseOf(server.app)
       .query<{ inbox_id: string; payload: string }, [string]>("SELECT inbox_id, payload FROM events WHERE type = 'inbox.deleted' AND organization_id = ? ORDER BY created_at, rowid")
       .all(org.organizationId);
     expect(events.map((event) => event.inbox_id)).toEqual(inboxes.map((inbox) => inbox.id));
     expect(JSON.parse(events[1].payload)).toEqual(inboxes[1]);
-    expect(server.app.store.dkimKeys.forDomain("inuse.example")).toEqual([]);
-    expect(isHostedDomain(server.app, "inuse.example")).toBe(false);
+    expect(await server.app.store.dkimKeys.forDomain("inuse.example")).toEqual([]);
+    expect(await isHostedDomain(server.app, server.app.store, "inuse.example")).toBe(false);
   });
 
   test("delete without inboxes returns the deleted domain; its keys go, and the name can be added again", async () => {
@@ -320,7 +320,7 @@ describe("using a domain", () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual(domain);
     expect((await get(`/v1/domains/${domain.id}`)).status).toBe(404);
-    expect(server.app.store.dkimKeys.forDomain("gone.example")).toEqual([]);
+    expect(await server.app.store.dkimKeys.forDomain("gone.example")).toEqual([]);
     expect((await createDomain("gone.example", other.apiKey)).organizationId).toBe(other.organizationId);
   });
 });
@@ -328,7 +328,7 @@ describe("using a domain", () => {
 describe("DKIM key rotation", () => {
   test("new keys are published beside the old; they sign once verified; the old stay listed until removed from DNS", async () => {
     const domain = await verifiedDomain("rotate.example");
-    const oldKeys = server.app.store.dkimKeys.activeForDomain("rotate.example");
+    const oldKeys = await server.app.store.dkimKeys.activeForDomain("rotate.example");
 
     const rotated = await post(`/v1/domains/${domain.id}/rotate-dkim`);
     expect(rotated.status).toBe(200);
@@ -341,12 +341,12 @@ describe("DKIM key rotation", () => {
     ]);
     // The old keys keep signing, so sending stays verified while the new records are not.
     expect(rotated.body).toMatchObject({ status: "pending", verified: false, receiving: true, sending: true });
-    expect(server.app.store.dkimKeys.activeForDomain("rotate.example").map((key) => key.id)).toEqual(oldKeys.map((key) => key.id));
+    expect((await server.app.store.dkimKeys.activeForDomain("rotate.example")).map((key) => key.id)).toEqual(oldKeys.map((key) => key.id));
 
     publishRecords(dns, rotated.body.records);
     const switched = await post(`/v1/domains/${domain.id}/verify`);
     expect(switched.body).toMatchObject({ status: "verified", sending: true });
-    const keys = server.app.store.dkimKeys.forDomain("rotate.example");
+    const keys = await server.app.store.dkimKeys.forDomain("rotate.example");
     expect(keys.map((key) => [key.selector.replace(/\d{8}/, ""), key.status]).sort()).toEqual([
       ["inboxde", "retired"],
       ["inboxde2", "active"],

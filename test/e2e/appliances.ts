@@ -172,10 +172,10 @@ export class Appliance {
    * The raw source this appliance stored for a message, read from its database (read-only, beside
    * the running process: SQLite WAL allows it). No API route returns a message's source.
    */
-  rawSource(messageId: string): Buffer {
+  async rawSource(messageId: string): Promise<Buffer> {
     const sqlite = new Database(join(this.dataDir, "inboxd.db"), { readonly: true });
     try {
-      const raw = createStore(sqlite).messages.rawSource(messageId);
+      const raw = await createStore(sqlite).messages.rawSource(messageId);
       if (!raw) throw new Error(`${this.name}: no source for ${messageId}`);
       return Buffer.from(raw);
     } finally {

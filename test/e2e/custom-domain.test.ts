@@ -35,7 +35,7 @@ describe.skipIf(binaryMissing !== undefined)(`a custom domain on beta${binaryMis
     const answer = await alpha.received(alpha.account.inbox.id, "Re: Question for Gamma");
     expect(answer).toMatchObject({ from: "help@gamma.test", threadId: question.threadId, text: "It works.", authentication: { spf: "pass", dkim: "pass", dmarc: "pass" } });
     // DMARC passes for gamma.test only through a signature of gamma.test's own keys.
-    expect(signingDomains(alpha.rawSource(answer.id))).toEqual(["gamma.test", "gamma.test"]);
+    expect(signingDomains(await alpha.rawSource(answer.id))).toEqual(["gamma.test", "gamma.test"]);
     await beta.messageWhen(help.id, reply.id, "delivered", (message) => message.status === "delivered");
   });
 });

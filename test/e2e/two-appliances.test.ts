@@ -128,7 +128,7 @@ describe.skipIf(binaryMissing !== undefined)(`two appliances mail each other${bi
   test.skipIf(dkimverifyMissing !== undefined)(`dkimverify (python3-dkim) accepts both signatures of what each appliance sent${dkimverifyMissing ? ` — skipped: ${dkimverifyMissing}` : ""}`, async () => {
     const { alpha, beta, dns } = world;
     for (const [source, receiver, messageId] of [[alpha, beta, arrived.id], [beta, alpha, answer.id]] as const) {
-      const asSent = withoutReceiverTrace(receiver.rawSource(messageId), receiver.hostname);
+      const asSent = withoutReceiverTrace(await receiver.rawSource(messageId), receiver.hostname);
       expect(signingDomains(asSent)).toEqual([source.domain, source.domain]);
       for (const index of [0, 1]) {
         const result = await dkimverify(asSent, index, dns.port);

@@ -1,9 +1,14 @@
 // WAL checkpoints while inboxd serves: made by a thread of their own, never inside a commit on the
-// event loop; commits checkpoint again once the server stops.
-import { expect, test } from "bun:test";
-import { statSync } from "node:fs";
+// event loop; commits checkpoint again once the server stops. The store's maintenance part (what
+// the server starts first) runs here on a connection of the test's own, whose setting it checks.
+import { afterAll, expect, test } from "bun:test";
+import { rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { startTestServer } from "../harness";
+import { createLogger } from "../../src/log";
+import { createStore } from "../../src/store/sqlite/index";
+import { migrate } from "../../src/store/sqlite/migrate";
+import { openDatabase } from "../../src/store/sqlite/open";
+import { tempDir } from "../harness";
 
 const autocheckpoint = (sqlite: import("bun:sqlite").Database) => sqlite.query<{ wal_autocheckpoint: number }, []>("PRAGMA wal_autocheckpoint").get()!.wal_autocheckpoint;
 
@@ -13,10 +18,24 @@ async function until(condition: () => boolean, timeoutMs = 5000) {
   }
 }
 
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A data dir's database, migrated, with the store's maintenance running on its connection. */
+function maintained() {
+  const dataDir = tempDir("checkpoints");
+  dirs.push(dataDir);
+  const database = openDatabase(dataDir);
+  migrate(database.sqlite, Date.now());
+  const maintenance = createStore(database.sqlite).startMaintenance(createLogger("text", "silent"));
+  return { ...database, dataDir, maintenance };
+}
+
 test("the checkpoint thread copies the WAL into the database file; commits on the event loop do not", async () => {
-  const server = await startTestServer();
-  const { sqlite } = server.app.store;
-  const databaseFile = join(server.dataDir, "inboxd.db");
+  const { sqlite, dataDir, maintenance, close } = maintained();
+  const databaseFile = join(dataDir, "inboxd.db");
   try {
     await until(() => autocheckpoint(sqlite) === 0);
     sqlite.exec("CREATE TABLE filler (b BLOB)");
@@ -26,16 +45,15 @@ test("the checkpoint thread copies the WAL into the database file; commits on th
     for (let i = 0; i < 64; i++) sqlite.transaction(() => insert.run(Buffer.alloc(128 * 1024, i)))();
     await until(() => statSync(databaseFile).size >= before + 8 * 1024 * 1024);
   } finally {
-    await server.stop();
+    await maintenance.stop();
+    close();
   }
-  await server.cleanup();
 });
 
 test("once the checkpoint thread stops, commits checkpoint the WAL themselves again", async () => {
-  const server = await startTestServer();
-  const { sqlite } = server.app.store;
+  const { sqlite, maintenance, close } = maintained();
   await until(() => autocheckpoint(sqlite) === 0);
-  await server.running.parts.find((part) => part.name === "wal-checkpoints")!.stop();
+  await maintenance.stop();
   expect(autocheckpoint(sqlite)).toBe(1000);
-  await server.cleanup();
+  close();
 });

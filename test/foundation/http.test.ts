@@ -116,9 +116,9 @@ describe("a JSON body that is not an object", () => {
   ];
 
   test("is 422 on every route with a body schema, and changes nothing", async () => {
-    const { organizationId, apiKey } = seedOrganization(server.app);
-    const inbox = insertInbox(server.app, organizationId, { email: "not-objects@inboxd.test" });
-    const inboxCount = () => server.app.store.inboxes.list(organizationId, 1, 100).length;
+    const { organizationId, apiKey } = await seedOrganization(server.app);
+    const inbox = await server.app.store.transaction((tx) => insertInbox(server.app, tx, organizationId, { email: "not-objects@inboxd.test" }));
+    const inboxCount = async () => (await server.app.store.inboxes.list(organizationId, 1, 100)).length;
     for (const [method, path] of routes(inbox.id)) {
       for (const rawBody of notObjects) {
         const res = await server.api.request(method!, path!, { rawBody, token: apiKey, headers: { "content-type": "application/json" } });
@@ -126,8 +126,8 @@ describe("a JSON body that is not an object", () => {
         expectCors(res.headers);
       }
     }
-    expect(inboxCount()).toBe(1);
-    expect(server.app.store.inboxes.find(organizationId, inbox.id)).toMatchObject({ name: null });
+    expect(await inboxCount()).toBe(1);
+    expect(await server.app.store.inboxes.find(organizationId, inbox.id)).toMatchObject({ name: null });
   });
 
   test("passes to a route without a body schema as it is", async () => {

@@ -6,8 +6,15 @@ import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { RE2JS } from "re2js";
-import { candidateQuery } from "../../src/messages/regex-literals";
+import { literalRequirement } from "../../src/messages/regex-literals";
+import { ftsQuery } from "../../src/store/sqlite/fts-query";
 import { fuzz, testTimeout, withinTime } from "./budget";
+
+/** The FTS5 query a search runs for a pattern: its literal requirement, as the SQLite engine writes it. */
+const candidateQuery = (p: string) => {
+  const r = literalRequirement(p);
+  return r && ftsQuery(r);
+};
 
 // The index exactly as migration 0040 declares it, so its case folding is the one searched.
 const db = new Database(":memory:");

@@ -12,7 +12,7 @@ let inbox: string;
 beforeAll(async () => {
   dns = await startDnsServer();
   server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address, INBOXD_SMTP_ANALYSIS_TIMEOUT_MS: "2000" } });
-  const { apiKey } = seedOrganization(server.app);
+  const { apiKey } = await seedOrganization(server.app);
   inbox = (await server.api.post("/v1/inboxes", {}, apiKey)).body.email;
 });
 afterAll(async () => {

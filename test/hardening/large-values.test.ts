@@ -3,7 +3,7 @@
 // webhooks send what they sent before, and nothing is left behind by deletes or crashes.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { databaseOf, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startWebhookReceiver } from "../peers/webhook-receiver";
 import { sendMail } from "../smtp/mail-client";
@@ -18,7 +18,7 @@ let apiKey: string;
 beforeAll(async () => {
   dns = await startDnsServer();
   server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address } });
-  apiKey = seedOrganization(server.app).apiKey;
+  apiKey = (await seedOrganization(server.app)).apiKey;
 });
 afterAll(async () => {
   await server.cleanup();
@@ -26,7 +26,7 @@ afterAll(async () => {
   await receiver.close();
 });
 
-const count = (sql: string) => server.app.store.sqlite.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${sql}`).get()!.n;
+const count = (sql: string) => databaseOf(server.app).query<{ n: number }, []>(`SELECT count(*) AS n FROM ${sql}`).get()!.n;
 const newInbox = async () => (await server.api.post("/v1/inboxes", {}, apiKey)).body as { id: string; email: string };
 
 test("a 2 MB message over SMTP is stored in chunks and reads back byte for byte: source, attachment, webhook", async () => {
@@ -49,7 +49,7 @@ test("a 2 MB message over SMTP is stored in chunks and reads back byte for byte:
   // The rows hold nothing of it; the chunks do; the stored event names the attachment only.
   expect(count(`message_sources WHERE message_id = '${listed.id}' AND length(raw) = 0 AND blob_id IS NOT NULL`)).toBe(1);
   expect(count(`attachments WHERE id = '${attachment.id}' AND length(content) = 0 AND blob_id IS NOT NULL`)).toBe(1);
-  const stored = server.app.store.sqlite.query<{ payload: string }, [string]>("SELECT payload FROM events WHERE message_id = ?1").get(listed.id)!.payload;
+  const stored = databaseOf(server.app).query<{ payload: string }, [string]>("SELECT payload FROM events WHERE message_id = ?1").get(listed.id)!.payload;
   expect(stored.length).toBeLessThan(10_000);
 
   await webhookQueue(server).runDueNow();
@@ -79,7 +79,7 @@ test("a send and its local copy share their chunks, which go with the last messa
   const content = randomBytes(600 * 1024);
   const sent = await server.api.post(`/v1/inboxes/${sender.id}/messages/send`, { to: [recipient.email], subject: "shared", text: "t", html: "<p>t</p>", attachments: [{ content: content.toString("base64"), name: "c.bin" }] }, apiKey);
   expect(sent.status).toBe(201);
-  const blobIds = server.app.store.sqlite.query<{ blobId: string }, [string]>("SELECT DISTINCT blob_id AS blobId FROM attachments WHERE message_id = ?1").all(sent.body.id);
+  const blobIds = databaseOf(server.app).query<{ blobId: string }, [string]>("SELECT DISTINCT blob_id AS blobId FROM attachments WHERE message_id = ?1").all(sent.body.id);
   expect(blobIds.length).toBe(1);
   const chunksOf = () => count(`blob_chunks WHERE blob_id = '${blobIds[0]!.blobId}'`);
   expect(chunksOf()).toBeGreaterThan(1);

@@ -12,7 +12,7 @@ let inbox: { id: string; email: string };
 
 beforeAll(async () => {
   server = await startTestServer({ env: { INBOXD_MESSAGE_MEMORY_MB: "1" } });
-  apiKey = seedOrganization(server.app).apiKey;
+  apiKey = (await seedOrganization(server.app)).apiKey;
   inbox = (await server.api.post("/v1/inboxes", {}, apiKey)).body;
 });
 afterAll(() => server.cleanup());

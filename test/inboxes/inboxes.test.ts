@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { seedOrganization, type TestServer } from "../harness";
+import { databaseOf, seedOrganization, type TestServer } from "../harness";
 import { startMessageServer } from "../messages/helpers";
 
 let server: TestServer;
@@ -7,14 +7,14 @@ let key: string;
 let otherKey: string;
 beforeAll(async () => {
   server = await startMessageServer();
-  key = seedOrganization(server.app).apiKey;
-  otherKey = seedOrganization(server.app, "Other org").apiKey;
+  key = (await seedOrganization(server.app)).apiKey;
+  otherKey = (await seedOrganization(server.app, "Other org")).apiKey;
 });
 afterAll(() => server.cleanup());
 
 const create = (body: unknown, token = key) => server.api.post("/v1/inboxes", body, token);
 const eventsOf = (type: string, inboxId: string) =>
-  server.app.store.sqlite
+  databaseOf(server.app)
     .query<{ payload: string }, [string, string]>("SELECT payload FROM events WHERE type = ? AND inbox_id = ? ORDER BY created_at")
     .all(type, inboxId)
     .map((row) => JSON.parse(row.payload));
@@ -62,11 +62,11 @@ describe("create", () => {
 
   test("a custom domain of the organization takes inboxes once its MX verified; another organization's never", async () => {
     const now = server.clock.now();
-    const org = seedOrganization(server.app);
+    const org = await seedOrganization(server.app);
     const domain = (name: string, receiving: boolean) =>
       server.app.store.domains.insert({ id: `dom_${name}`, organizationId: org.organizationId, name, status: receiving ? "verified" : "pending", receiving, sending: false, recordChecks: {}, verifiedAt: null, recordsChangedAt: now, checkedAt: null, nextCheckAt: now + 3_600_000, createdAt: now, updatedAt: now });
-    domain("mail.example.org", true);
-    domain("pending.example.org", false);
+    await domain("mail.example.org", true);
+    await domain("pending.example.org", false);
     expect((await create({ email: "Hello@Mail.Example.org" }, org.apiKey)).body.email).toBe("hello@mail.example.org");
     expect((await create({ email: "hello@pending.example.org" }, org.apiKey)).status).toBe(422);
     const res = await create({ email: "other@mail.example.org" }, key);
@@ -93,7 +93,7 @@ describe("create", () => {
 
 describe("list", () => {
   test("newest first, paginated, only the caller's", async () => {
-    const org = seedOrganization(server.app);
+    const org = await seedOrganization(server.app);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       ids.push((await create({ name: `n${i}` }, org.apiKey)).body.id);
@@ -156,13 +156,13 @@ describe("get, rename, delete", () => {
     expect(res.body).toEqual(inbox);
     expect(eventsOf("inbox.deleted", inbox.id)).toEqual([inbox]);
     expect((await server.api.get(`/v1/inboxes/${inbox.id}`, key)).status).toBe(404);
-    const count = (from: string, id: string) => server.app.store.sqlite.query<{ n: number }, [string]>(`SELECT count(*) AS n FROM ${from}`).get(id)!.n;
+    const count = (from: string, id: string) => databaseOf(server.app).query<{ n: number }, [string]>(`SELECT count(*) AS n FROM ${from}`).get(id)!.n;
     expect(count("threads WHERE inbox_id = ?", inbox.id)).toBe(0);
     expect(count("messages WHERE inbox_id = ?", inbox.id)).toBe(0);
     expect(count("message_sources WHERE message_id = ?", sent.body.id)).toBe(0);
     expect(count("deliveries WHERE message_id = ?", sent.body.id)).toBe(0);
     // The search index follows the cascade (its delete trigger ran).
-    expect(server.app.store.sqlite.query("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?").all(`"${inbox.email}"`)).toEqual([]);
+    expect(databaseOf(server.app).query("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?").all(`"${inbox.email}"`)).toEqual([]);
     expect((await server.api.delete(`/v1/inboxes/${inbox.id}`, key)).body).toEqual({ error: "Inbox not found" });
   });
 });

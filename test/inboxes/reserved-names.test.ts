@@ -24,9 +24,9 @@ beforeAll(async () => {
   dns.set("mx.inboxd.test", "A", ["192.0.2.10"]);
   server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address, INBOXD_POSTMASTER_INBOX: OPERATOR_INBOX } });
   unconfigured = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address } });
-  operator = seedOrganization(server.app, "Operator");
-  org = seedOrganization(server.app, "Acme");
-  other = seedOrganization(server.app, "Other");
+  operator = await seedOrganization(server.app, "Operator");
+  org = await seedOrganization(server.app, "Acme");
+  other = await seedOrganization(server.app, "Other");
 });
 afterAll(async () => {
   await server.cleanup();
@@ -139,7 +139,7 @@ describe("a verified custom domain", () => {
   });
 
   test("its postmaster@ inbox receives the domain's postmaster mail", async () => {
-    const inbox = server.app.store.inboxes.findByEmail("postmaster@own.example")!;
+    const inbox = (await server.app.store.inboxes.findByEmail("postmaster@own.example"))!;
     expect((await deliver(server, ["PostMaster@own.example"], "for the domain's own postmaster")).code).toBe(250);
     expect(await subjects(inbox.id, org.apiKey)).toContain("for the domain's own postmaster");
   });
@@ -158,22 +158,22 @@ describe("postmaster over SMTP (RFC 5321 §4.5.1)", () => {
   test("with it, <postmaster> is deferred while the operator's inbox is missing, then delivered there", async () => {
     expect((await rcpt(server, "POSTMASTER")).text).toMatch(/^451 4\.3\.0 /);
     // The operator creates the inbox before naming it in INBOXD_POSTMASTER_INBOX; the API refuses it afterwards.
-    const desk = insertInbox(server.app, operator.organizationId, { email: OPERATOR_INBOX });
+    const desk = await server.app.store.transaction((tx) => insertInbox(server.app, tx, operator.organizationId, { email: OPERATOR_INBOX }));
     const reply = await deliver(server, ["postmaster"], "bare postmaster");
     expect(reply.text).toStartWith("250 ");
     expect(await subjects(desk.id, operator.apiKey)).toContain("bare postmaster");
   });
 
   test("the reserved names and their subaddresses reach the operator, even where an organization created one before it was reserved", async () => {
-    const desk = server.app.store.inboxes.findByEmail(OPERATOR_INBOX) ?? insertInbox(server.app, operator.organizationId, { email: OPERATOR_INBOX });
-    const legacy = insertInbox(server.app, other.organizationId, { email: "admin@inboxd.test" });
+    const desk = await server.app.store.inboxes.findByEmail(OPERATOR_INBOX) ?? await server.app.store.transaction((tx) => insertInbox(server.app, tx, operator.organizationId, { email: OPERATOR_INBOX }));
+    const legacy = await server.app.store.transaction((tx) => insertInbox(server.app, tx, other.organizationId, { email: "admin@inboxd.test" }));
     expect((await deliver(server, ["Admin@inboxd.test", "abuse+report@inboxd.test", "postmaster@inboxd.test"], "domain validation")).text).toStartWith("250 ");
     expect(await subjects(desk.id, operator.apiKey)).toContain("domain validation");
     expect(await subjects(legacy.id, other.apiKey)).not.toContain("domain validation");
   });
 
   test("postmaster of a custom domain without an inbox of its own reaches the operator", async () => {
-    const desk = server.app.store.inboxes.findByEmail(OPERATOR_INBOX) ?? insertInbox(server.app, operator.organizationId, { email: OPERATOR_INBOX });
+    const desk = await server.app.store.inboxes.findByEmail(OPERATOR_INBOX) ?? await server.app.store.transaction((tx) => insertInbox(server.app, tx, operator.organizationId, { email: OPERATOR_INBOX }));
     await verifiedDomain("bare.example", other);
     expect((await deliver(server, ["postmaster@bare.example"], "custom domain postmaster")).text).toStartWith("250 ");
     expect(await subjects(desk.id, operator.apiKey)).toContain("custom domain postmaster");

@@ -8,8 +8,8 @@ let alice: { key: string; inbox: { id: string; email: string } };
 let bob: { key: string; inbox: { id: string; email: string } };
 beforeAll(async () => {
   server = await startMessageServer({ INBOXD_SEND_LIMIT: "10000" });
-  const aliceOrg = seedOrganization(server.app, "Alice's org");
-  const bobOrg = seedOrganization(server.app, "Bob's org");
+  const aliceOrg = await seedOrganization(server.app, "Alice's org");
+  const bobOrg = await seedOrganization(server.app, "Bob's org");
   alice = { key: aliceOrg.apiKey, inbox: await createInbox(server, aliceOrg.apiKey, { name: "Alice" }) };
   bob = { key: bobOrg.apiKey, inbox: await createInbox(server, bobOrg.apiKey, { name: "Bob" }) };
 });
@@ -48,11 +48,11 @@ describe("local delivery", () => {
     expect(copy.attachments[0]).toMatchObject({ name: "hi.txt", content: Buffer.from("hi").toString("base64") });
     expect(events(server, "message.received", copy.id)).toEqual([copy]);
     // The copy's source is the message as composed, Message-ID and all.
-    expect(rawSource(server, copy.id)).toBe(rawSource(server, sent.body.id));
+    expect(await rawSource(server, copy.id)).toBe(await rawSource(server, sent.body.id));
   });
 
   test("a Bcc recipient on this server gets a copy that does not name it", async () => {
-    const carolOrg = seedOrganization(server.app);
+    const carolOrg = await seedOrganization(server.app);
     const carol = await createInbox(server, carolOrg.apiKey);
     const sent = await server.api.post(`${messagesPath(alice.inbox.id)}/send`, validSend({ to: ["x@example.com"], bcc: [carol.email], subject: "bcc" }), alice.key);
     expect(sent.status).toBe(201);
@@ -79,8 +79,8 @@ describe("reply round trip", () => {
     expect(bobReply.status).toBe(201);
     expect(bobReply.body).toMatchObject({ threadId: bobCopy.threadId, from: bob.inbox.email, to: [alice.inbox.email], subject: "Re: Project plan", status: "sent" });
     expect(bobReply.headers.get("ratelimit-remaining")).not.toBeNull();
-    const originalId = headerBlock(rawSource(server, original.id)).match(/^Message-ID: (.+)$/m)![1]!;
-    const replyHeaders = headerBlock(rawSource(server, bobReply.body.id));
+    const originalId = headerBlock(await rawSource(server, original.id)).match(/^Message-ID: (.+)$/m)![1]!;
+    const replyHeaders = headerBlock(await rawSource(server, bobReply.body.id));
     expect(replyHeaders).toContain(`In-Reply-To: ${originalId}`);
     expect(replyHeaders).toContain(`References: ${originalId}`);
     expect(replyHeaders).toContain("Subject: Re: Project plan");
@@ -92,8 +92,8 @@ describe("reply round trip", () => {
     server.clock.advance(1000);
     const aliceReply = await reply(alice, aliceCopy.id, { text: "Second answer", html: "<p>Second answer</p>" });
     expect(aliceReply.body).toMatchObject({ threadId: original.threadId, to: [bob.inbox.email], subject: "Re: Project plan" });
-    const chain = headerBlock(rawSource(server, aliceReply.body.id)).match(/^References: (.+)$/m)![1]!.split(" ");
-    expect(chain).toEqual([originalId, headerBlock(rawSource(server, bobReply.body.id)).match(/^Message-ID: (.+)$/m)![1]!]);
+    const chain = headerBlock(await rawSource(server, aliceReply.body.id)).match(/^References: (.+)$/m)![1]!.split(" ");
+    expect(chain).toEqual([originalId, headerBlock(await rawSource(server, bobReply.body.id)).match(/^Message-ID: (.+)$/m)![1]!]);
 
     const aliceThread = await thread(alice, original.threadId);
     expect(aliceThread).toMatchObject({ id: original.threadId, _id: original.threadId, inboxId: alice.inbox.id, subject: "Project plan", messageCount: 3 });

@@ -2,8 +2,9 @@ import { Database } from "bun:sqlite";
 import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
+import { createStore, type StoreOptions } from "../../src/store/sqlite/index";
+import { migrate } from "../../src/store/sqlite/migrate";
 import { openDatabase } from "../../src/store/sqlite/open";
-import { groupCommit } from "../../src/store/sqlite/group-commit";
 import { tempDir } from "../harness";
 
 const dirs: string[] = [];
@@ -11,13 +12,19 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-/** inboxd's own database (WAL, synchronous = FULL) with a table to write to. */
-function walDatabase() {
+/** The store's schema and a table to write to, on `sqlite`; the store's batched transactions on it. */
+function storeOn(sqlite: Database, options: StoreOptions = {}) {
+  migrate(sqlite, Date.now());
+  sqlite.exec("CREATE TABLE t (v TEXT)");
+  return createStore(sqlite, options);
+}
+
+/** inboxd's own database (WAL, synchronous = FULL), and the store on it. */
+function walDatabase(options: StoreOptions = {}) {
   const dir = tempDir("group-commit");
   dirs.push(dir);
   const database = openDatabase(dir);
-  database.sqlite.exec("CREATE TABLE t (v TEXT)");
-  return { ...database, dir };
+  return { ...database, dir, store: storeOn(database.sqlite, options) };
 }
 
 const values = (sqlite: Database) => sqlite.query<{ v: string }, []>("SELECT v FROM t ORDER BY v").all().map((row) => row.v);
@@ -36,20 +43,19 @@ const settledSoon = async (promise: Promise<unknown>) => Promise.race([promise.t
 
 test("writes of one event-loop turn share a transaction; one that throws is rolled back alone", async () => {
   const sqlite = new Database(":memory:");
-  sqlite.exec("CREATE TABLE t (v TEXT)");
-  const batched = groupCommit(sqlite);
+  const batched = storeOn(sqlite).transactionBatched;
   const insert = (v: string) => sqlite.query("INSERT INTO t VALUES (?)").run(v);
   let sawOpenTransaction = true;
   const results = await Promise.allSettled([
-    batched(() => {
+    batched(async () => {
       insert("a");
       return "first";
     }),
-    batched(() => {
+    batched(async () => {
       insert("b");
       throw new Error("refused");
     }),
-    batched(() => {
+    batched(async () => {
       sawOpenTransaction &&= sqlite.inTransaction;
       insert("c");
       return "third";
@@ -60,14 +66,14 @@ test("writes of one event-loop turn share a transaction; one that throws is roll
   expect(sawOpenTransaction).toBe(true);
   expect(sqlite.inTransaction).toBe(false);
   // A later turn starts a new batch.
-  expect(await batched(() => (insert("d"), "later"))).toBe("later");
+  expect(await batched(async () => (insert("d"), "later"))).toBe("later");
 });
 
 test("a write settles only once the WAL is synced after its commit; writes queued meanwhile wait for the next sync", async () => {
-  const { sqlite, close, dir } = walDatabase();
   const sync = manualSync();
-  const batched = groupCommit(sqlite, { syncCommits: sync.sync });
-  const insert = (v: string) => () => void sqlite.query("INSERT INTO t VALUES (?)").run(v);
+  const { sqlite, close, dir, store } = walDatabase({ syncCommits: sync.sync });
+  const batched = store.transactionBatched;
+  const insert = (v: string) => async () => void sqlite.query("INSERT INTO t VALUES (?)").run(v);
 
   const first = batched(insert("a"));
   await Bun.sleep(5);
@@ -102,18 +108,16 @@ test("a write settles only once the WAL is synced after its commit; writes queue
 });
 
 test("a batch that changed no row settles without a sync", async () => {
-  const { sqlite, close } = walDatabase();
   const sync = manualSync();
-  const batched = groupCommit(sqlite, { syncCommits: sync.sync });
-  expect(await batched(() => values(sqlite))).toEqual([]);
+  const { sqlite, close, store } = walDatabase({ syncCommits: sync.sync });
+  expect(await store.transactionBatched(async () => values(sqlite))).toEqual([]);
   expect(sync.calls()).toBe(0);
   close();
 });
 
 test("by default the WAL file itself is synced (fdatasync)", async () => {
-  const { sqlite, close } = walDatabase();
-  const batched = groupCommit(sqlite);
-  const results = await Promise.all(["a", "b"].map((v) => batched(() => sqlite.query("INSERT INTO t VALUES (?)").run(v).changes)));
+  const { sqlite, close, store } = walDatabase();
+  const results = await Promise.all(["a", "b"].map((v) => store.transactionBatched(async () => sqlite.query("INSERT INTO t VALUES (?)").run(v).changes)));
   expect(results).toEqual([1, 1]);
   expect(values(sqlite)).toEqual(["a", "b"]);
   close();

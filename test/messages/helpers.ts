@@ -1,6 +1,7 @@
 /** Shared steps of the message tests: the server, inboxes over HTTP, a valid send body, stored rows and events. */
+import { blobStore } from "../../src/store/sqlite/blobs";
 import { payloadReader } from "../../src/store/sqlite/event-payload";
-import { startTestServer, type TestServer } from "../harness";
+import { databaseOf, startTestServer, type TestServer } from "../harness";
 import { startDnsServer } from "../peers/dns-server";
 
 /**
@@ -28,15 +29,17 @@ export const validSend = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 });
 
-export const rawSource = (server: TestServer, messageId: string) => server.app.store.messages.rawSource(messageId)!.toString("utf8");
+export const rawSource = async (server: TestServer, messageId: string) => (await server.app.store.messages.rawSource(messageId))!.toString("utf8");
 
 /** The header block of a raw message, folded lines joined (RFC 5322 §2.2.3). */
 export const headerBlock = (raw: string) => raw.slice(0, raw.indexOf("\r\n\r\n")).replace(/\r\n([ \t])/g, "$1");
 
 /** The payloads of a message's events, read back whole as webhooks send them. */
 export function events(server: TestServer, type: string, messageId: string) {
-  const whole = payloadReader(server.app.store.sqlite, server.app.store.blobs);
-  return server.app.store.sqlite
+  const sqlite = databaseOf(server.app);
+  // Read only: its writes never run.
+  const whole = payloadReader(sqlite, blobStore(sqlite, () => Promise.reject(new Error("read only"))));
+  return sqlite
     .query<{ payload: string }, [string, string]>("SELECT payload FROM events WHERE type = ? AND message_id = ?")
     .all(type, messageId)
     .map((row) => JSON.parse(whole(row.payload)));

@@ -17,7 +17,7 @@ beforeAll(async () => {
   // Start at the beginning of an hour, so the steps below stay inside one window.
   const now = server.clock.now();
   server.clock.advance(3_600_000 - (now % 3_600_000) + 1000);
-  key = seedOrganization(server.app).apiKey;
+  key = (await seedOrganization(server.app)).apiKey;
   inbox = await createInbox(server, key);
 });
 afterAll(async () => {
@@ -72,7 +72,7 @@ describe("send rate limit", () => {
     expect(replyRefused.status).toBe(429);
 
     // Another organization has its own budget.
-    const other = seedOrganization(server.app);
+    const other = await seedOrganization(server.app);
     const otherInbox = await createInbox(server, other.apiKey);
     expect((await server.api.post(`/v1/inboxes/${otherInbox.id}/messages/send`, validSend(), other.apiKey)).status).toBe(201);
 

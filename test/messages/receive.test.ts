@@ -2,20 +2,20 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parseMessage } from "../../src/mail/parse";
 import { storeReceivedMessage } from "../../src/messages/receive";
-import type { InboxRow } from "../../src/store/sqlite/inboxes";
-import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import type { InboxRecord } from "../../src/store";
+import { databaseOf, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { createInbox, events } from "./helpers";
 
 let server: TestServer;
 let key: string;
-let inbox: InboxRow;
-let otherInbox: InboxRow;
+let inbox: InboxRecord;
+let otherInbox: InboxRecord;
 beforeAll(async () => {
   server = await startTestServer();
-  const org = seedOrganization(server.app);
+  const org = await seedOrganization(server.app);
   key = org.apiKey;
-  inbox = server.app.store.inboxes.find(org.organizationId, (await createInbox(server, key)).id)!;
-  otherInbox = server.app.store.inboxes.find(org.organizationId, (await createInbox(server, key)).id)!;
+  inbox = (await server.app.store.inboxes.find(org.organizationId, (await createInbox(server, key)).id))!;
+  otherInbox = (await server.app.store.inboxes.find(org.organizationId, (await createInbox(server, key)).id))!;
 });
 afterAll(() => server.cleanup());
 
@@ -35,7 +35,8 @@ const mail = (headers: Record<string, string>, body = "Hello there.") =>
   );
 
 async function receive(raw: Buffer, target = inbox, extra: { authentication?: { spf: string; dkim: string; dmarc: string } } = {}) {
-  return storeReceivedMessage(server.app, { inbox: target, parsed: await parseMessage(raw), raw, ...extra });
+  const parsed = await parseMessage(raw);
+  return server.app.store.transaction((tx) => storeReceivedMessage(server.app, tx, { inbox: target, parsed, raw, ...extra }));
 }
 
 describe("storeReceivedMessage", () => {
@@ -45,7 +46,7 @@ describe("storeReceivedMessage", () => {
     expect(message).toMatchObject({ inboxId: inbox.id, toInboxId: inbox.id, from: "sender@example.com", to: [inbox.email], subject: "Quarterly report", text: "Hello there.\n", status: "received", attachments: [] });
     expect(message).not.toHaveProperty("fromInboxId");
     expect(events(server, "message.received", message.id)).toEqual([message]);
-    expect(server.app.store.messages.rawSource(message.id)).toEqual(raw);
+    expect(await server.app.store.messages.rawSource(message.id)).toEqual(raw);
     const got = await server.api.get(`/v1/inboxes/${inbox.id}/messages/${message.id}`, key);
     expect(got.body.authentication).toEqual({ spf: "pass", dkim: "pass", dmarc: "none" });
     expect(got.body).toEqual(message);
@@ -59,7 +60,7 @@ describe("storeReceivedMessage", () => {
     expect(byInReplyTo.threadId).toBe(root.threadId);
     expect(byReferences.threadId).toBe(root.threadId);
     expect(unrelated.threadId).not.toBe(root.threadId);
-    const thread = server.app.store.threads.find(inbox.organizationId, inbox.id, root.threadId)!;
+    const thread = (await server.app.store.threads.find(inbox.organizationId, inbox.id, root.threadId))!;
     expect(thread.messageCount).toBe(3);
     expect(thread.lastMessageAt).toBe(Date.parse(byReferences.createdAt));
   });
@@ -67,7 +68,7 @@ describe("storeReceivedMessage", () => {
   test("Message-IDs thread only within the same inbox", async () => {
     await receive(mail({ "Message-ID": "<shared@example.com>" }));
     const elsewhere = await receive(mail({ "Message-ID": "<other@example.com>", "In-Reply-To": "<shared@example.com>" }), otherInbox);
-    expect(server.app.store.threads.find(otherInbox.organizationId, otherInbox.id, elsewhere.threadId)!.messageCount).toBe(1);
+    expect((await server.app.store.threads.find(otherInbox.organizationId, otherInbox.id, elsewhere.threadId))!.messageCount).toBe(1);
   });
 
   test("attachments are stored and shown in base64", async () => {
@@ -98,12 +99,12 @@ describe("storeReceivedMessage", () => {
   });
 
   test("all or nothing: a failure leaves no thread, message or event behind", async () => {
-    const count = (table: string) => server.app.store.sqlite.query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
+    const count = (table: string) => databaseOf(server.app).query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
     const before = ["threads", "messages", "events"].map(count);
     const parsed = await parseMessage(mail({ "Message-ID": "<orphan@example.com>" }));
     // The attachment row is written after the thread and the message, and this one cannot be.
     const broken = { ...parsed, attachments: [{ contentType: "text/plain", content: null as unknown as Buffer, inline: false }] };
-    expect(() => storeReceivedMessage(server.app, { inbox, parsed: broken, raw: Buffer.from("x") })).toThrow();
+    await expect(server.app.store.transaction((tx) => storeReceivedMessage(server.app, tx, { inbox, parsed: broken, raw: Buffer.from("x") }))).rejects.toThrow();
     expect(["threads", "messages", "events"].map(count)).toEqual(before);
   });
 });

@@ -1,7 +1,14 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { RE2JS } from "re2js";
-import { candidateQuery } from "../../src/messages/regex-literals";
+import { literalRequirement } from "../../src/messages/regex-literals";
+import { ftsQuery } from "../../src/store/sqlite/fts-query";
+
+/** The FTS5 query a search runs for a pattern: its literal requirement, as the SQLite engine writes it. */
+const candidateQuery = (p: string) => {
+  const r = literalRequirement(p);
+  return r && ftsQuery(r);
+};
 
 describe("candidateQuery", () => {
   test.each([

@@ -5,17 +5,23 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { parseMessage } from "../../src/mail/parse";
 import { storeReceivedMessage } from "../../src/messages/receive";
-import { ftsPhrase } from "../../src/messages/regex-literals";
-import type { InboxRow } from "../../src/store/sqlite/inboxes";
-import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import type { InboxRecord, Store, Transaction } from "../../src/store";
+import { createStore } from "../../src/store/sqlite/index";
+import { databaseOf, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { createInbox } from "./helpers";
 
 let server: TestServer;
-let inbox: InboxRow;
+let inbox: InboxRecord;
+/**
+ * The store on the test's own connection to the server's database, so that the statements below
+ * (`sql`) run inside its transactions.
+ */
+let store: Store;
 beforeAll(async () => {
   server = await startTestServer();
-  const org = seedOrganization(server.app);
-  inbox = server.app.store.inboxes.find(org.organizationId, (await createInbox(server, org.apiKey)).id)!;
+  const org = await seedOrganization(server.app);
+  inbox = (await server.app.store.inboxes.find(org.organizationId, (await createInbox(server, org.apiKey)).id))!;
+  store = createStore(databaseOf(server.app));
 });
 afterAll(() => server.cleanup());
 
@@ -24,44 +30,44 @@ const mail = (subject: string) => Buffer.from(`From: sender@example.com\r\nTo: $
 async function receive(subject: string) {
   const raw = mail(subject);
   const parsed = await parseMessage(raw);
-  return () => storeReceivedMessage(server.app, { inbox, parsed, raw });
+  return (tx: Transaction) => storeReceivedMessage(server.app, tx, { inbox, parsed, raw });
 }
 
-const found = (phrase: string) => server.app.store.messageSearch.matchingPage(inbox.id, ftsPhrase(phrase), 1, 100).map((row) => row.subject);
-const sql = (statement: string, ...values: string[]) => server.app.store.sqlite.query(statement).run(...values);
+const found = async (phrase: string) => (await store.messageSearch.containing(inbox.id, phrase, 1, 100)).map((row) => row.subject);
+const sql = (statement: string, ...values: string[]) => databaseOf(server.app).query(statement).run(...values);
 
 /** FTS5's own check of an external-content index against its content table, and nothing left waiting. */
 function expectConsistentIndex() {
   sql("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)");
-  expect(server.app.store.sqlite.query("SELECT count(*) AS n FROM messages_fts_pending").get()).toEqual({ n: 0 });
+  expect(databaseOf(server.app).query("SELECT count(*) AS n FROM messages_fts_pending").get()).toEqual({ n: 0 });
 }
 
 test("messages of one batched commit are all indexed when it settles", async () => {
   const writes = await Promise.all(["alpha batch", "beta batch", "gamma batch"].map(receive));
-  await Promise.all(writes.map((write) => server.app.store.transactionBatched(write)));
-  expect(found("batch").sort()).toEqual(["alpha batch", "beta batch", "gamma batch"]);
+  await Promise.all(writes.map((write) => store.transactionBatched(write)));
+  expect((await found("batch")).sort()).toEqual(["alpha batch", "beta batch", "gamma batch"]);
   expectConsistentIndex();
 });
 
 test("a message written and deleted or changed in the same transaction leaves the index consistent", async () => {
   const [gone, renamed] = [await receive("deleted before commit"), await receive("renamed before commit")];
-  server.app.store.transaction(() => {
-    sql("DELETE FROM messages WHERE id = ?", gone().id);
-    sql("UPDATE messages SET subject = 'renamed within' WHERE id = ?", renamed().id);
+  await store.transaction(async (tx) => {
+    sql("DELETE FROM messages WHERE id = ?", (await gone(tx)).id);
+    sql("UPDATE messages SET subject = 'renamed within' WHERE id = ?", (await renamed(tx)).id);
   });
-  expect(found("deleted before commit")).toEqual([]);
+  expect(await found("deleted before commit")).toEqual([]);
   // Indexed as it was at the commit: the new subject, and the body it kept.
-  expect(found("renamed within")).toEqual(["renamed within"]);
-  expect(found("renamed before commit")).toEqual(["renamed within"]);
+  expect(await found("renamed within")).toEqual(["renamed within"]);
+  expect(await found("renamed before commit")).toEqual(["renamed within"]);
   expectConsistentIndex();
 });
 
 test("changes and deletions of indexed messages reach the index", async () => {
-  const first = server.app.store.transaction(await receive("indexed first"));
-  const second = server.app.store.transaction(await receive("indexed second"));
-  server.app.store.transaction(() => sql("UPDATE messages SET subject = 'indexed and renamed' WHERE id = ?", first.id));
-  server.app.store.transaction(() => sql("DELETE FROM messages WHERE id = ?", second.id));
-  expect(found("indexed")).toEqual(["indexed and renamed"]);
+  const first = await store.transaction(await receive("indexed first"));
+  const second = await store.transaction(await receive("indexed second"));
+  await store.transaction(async () => sql("UPDATE messages SET subject = 'indexed and renamed' WHERE id = ?", first.id));
+  await store.transaction(async () => sql("DELETE FROM messages WHERE id = ?", second.id));
+  expect(await found("indexed")).toEqual(["indexed and renamed"]);
   expectConsistentIndex();
 });
 
@@ -69,13 +75,13 @@ test("a write that fails in a batch takes its message out of the index with it",
   const kept = await receive("kept in batch");
   const failed = await receive("failed in batch");
   const results = await Promise.allSettled([
-    server.app.store.transactionBatched(kept),
-    server.app.store.transactionBatched(() => {
-      failed();
+    store.transactionBatched(kept),
+    store.transactionBatched(async (tx) => {
+      await failed(tx);
       throw new Error("refused");
     }),
   ]);
   expect(results.map((result) => result.status)).toEqual(["fulfilled", "rejected"]);
-  expect(found("in batch")).toEqual(["kept in batch"]);
+  expect(await found("in batch")).toEqual(["kept in batch"]);
   expectConsistentIndex();
 });

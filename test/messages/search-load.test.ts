@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { storeReceivedMessage } from "../../src/messages/receive";
 import { searchMessages } from "../../src/messages/search";
-import type { InboxRow } from "../../src/store/sqlite/inboxes";
+import type { InboxRecord } from "../../src/store";
 import { eventually, seedOrganization, type TestServer } from "../harness";
 import { openSession } from "../smtp/raw-client";
 import { createInbox, startMessageServer } from "./helpers";
@@ -17,7 +17,7 @@ const walkingQuery = encodeURIComponent("/\\d{2}x?y/");
 const bound = 100;
 
 let server: TestServer;
-const orgs: { key: string; inbox: InboxRow }[] = [];
+const orgs: { key: string; inbox: InboxRecord }[] = [];
 
 const body = (i: number) =>
   `Order ${i} shipped on day ${i % 28} of the month; the parcel weighs ${i % 97} kg. ` +
@@ -26,12 +26,12 @@ const body = (i: number) =>
 beforeAll(async () => {
   server = await startMessageServer();
   for (let o = 0; o < organizations; o++) {
-    const key = seedOrganization(server.app, `Org ${o}`).apiKey;
-    const inbox = server.app.store.inboxes.findByEmail((await createInbox(server, key)).email)!;
-    server.app.store.transaction(() => {
+    const key = (await seedOrganization(server.app, `Org ${o}`)).apiKey;
+    const inbox = (await server.app.store.inboxes.findByEmail((await createInbox(server, key)).email))!;
+    await server.app.store.transaction(async (tx) => {
       for (let i = 0; i < messagesPerInbox; i++) {
         const parsed = { references: [], to: [inbox.email], cc: [], attachments: [], from: `sender${i % 50}@example.com`, subject: `Shipment ${i}`, text: body(i) };
-        storeReceivedMessage(server.app, { inbox, parsed, raw: Buffer.from("") });
+        await storeReceivedMessage(server.app, tx, { inbox, parsed, raw: Buffer.from("") });
       }
     });
     orgs.push({ key, inbox });
@@ -39,7 +39,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => server.cleanup());
 
-const search = (org: { key: string; inbox: InboxRow }) => server.api.get(`/v1/inboxes/${org.inbox.id}/messages?query=${walkingQuery}`, org.key);
+const search = (org: { key: string; inbox: InboxRecord }) => server.api.get(`/v1/inboxes/${org.inbox.id}/messages?query=${walkingQuery}`, org.key);
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
   const started = performance.now();
@@ -136,13 +136,13 @@ describe("regular-expression walks under load", () => {
   }, 60_000);
 
   test("a match deleted while its walk is under way is left out of the page", async () => {
-    const { organizationId, apiKey } = seedOrganization(server.app, "Deleting org");
-    const inbox = server.app.store.inboxes.findByEmail((await createInbox(server, apiKey)).email)!;
-    server.app.store.transaction(() => {
+    const { organizationId, apiKey } = await seedOrganization(server.app, "Deleting org");
+    const inbox = (await server.app.store.inboxes.findByEmail((await createInbox(server, apiKey)).email))!;
+    await server.app.store.transaction(async (tx) => {
       for (let i = 0; i < 2_000; i++) {
         // The newest message, the first the walk reads, is the only match.
         const subject = i === 1_999 ? "Parcel 12y" : `Shipment ${i}`;
-        storeReceivedMessage(server.app, { inbox, parsed: { references: [], to: [inbox.email], cc: [], attachments: [], from: "sender@example.com", subject, text: body(i) }, raw: Buffer.from("") });
+        await storeReceivedMessage(server.app, tx, { inbox, parsed: { references: [], to: [inbox.email], cc: [], attachments: [], from: "sender@example.com", subject, text: body(i) }, raw: Buffer.from("") });
       }
     });
     const options = { query: "/\\d{2}x?y/", page: 1, per: 20, budgetMs: 10_000, organizationId, walksPerOrganization: 1 };
@@ -150,7 +150,7 @@ describe("regular-expression walks under load", () => {
     // Two slices read the match but not the 2,000 messages behind it; then its inbox goes.
     await loopTurn();
     await loopTurn();
-    server.app.store.inboxes.delete(organizationId, inbox.id);
+    await server.app.store.inboxes.delete(organizationId, inbox.id);
     expect(await walk).toStrictEqual([]);
   }, 60_000);
 });

@@ -1,36 +1,36 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { storeReceivedMessage, type ReceivedContent } from "../../src/messages/receive";
-import type { InboxRow } from "../../src/store/sqlite/inboxes";
+import type { InboxRecord } from "../../src/store";
 import { seedOrganization, startTestServer, type TestServer } from "../harness";
 import { createInbox } from "./helpers";
 
 const budgetMs = 50;
 let server: TestServer;
 let key: string;
-let inbox: InboxRow;
+let inbox: InboxRecord;
 const ids: Record<string, string> = {};
 
-async function newInbox(): Promise<InboxRow> {
+async function newInbox(): Promise<InboxRecord> {
   const created = await createInbox(server, key);
-  return server.app.store.inboxes.findByEmail(created.email)!;
+  return (await server.app.store.inboxes.findByEmail(created.email))!;
 }
 
-function receive(target: InboxRow, fields: Partial<ReceivedContent> & { subject: string }) {
+async function receive(target: InboxRecord, fields: Partial<ReceivedContent> & { subject: string }) {
   server.clock.advance(1);
   const parsed: ReceivedContent = { references: [], to: [target.email], cc: [], attachments: [], from: "someone@example.com", ...fields };
-  return storeReceivedMessage(server.app, { inbox: target, parsed, raw: Buffer.from("") }).id;
+  return (await server.app.store.transaction((tx) => storeReceivedMessage(server.app, tx, { inbox: target, parsed, raw: Buffer.from("") }))).id;
 }
 
 beforeAll(async () => {
   server = await startTestServer({ env: { INBOXD_SEARCH_BUDGET_MS: String(budgetMs) } });
-  key = seedOrganization(server.app).apiKey;
+  key = (await seedOrganization(server.app)).apiKey;
   inbox = await newInbox();
-  ids.overdue = receive(inbox, { subject: "Invoice 2041 overdue", text: "Please pay.", from: "billing@acme.example" });
-  ids.attached = receive(inbox, { subject: "Lunch", text: "The INVOICE is attached", from: "bob@example.com" });
-  ids.vendor = receive(inbox, { subject: "Hi", text: "nothing here", from: "invoices@vendor.example" });
-  ids.htmlOnly = receive(inbox, { subject: "Other", text: "no match", html: "<p>invoice in html only</p>", from: "x@example.com" });
-  ids.umlaut = receive(inbox, { subject: "ÖLPREISE steigen", text: "Grüße", from: "y@example.com" });
-  receive(await newInbox(), { subject: "Invoice in another inbox", text: "invoice" });
+  ids.overdue = await receive(inbox, { subject: "Invoice 2041 overdue", text: "Please pay.", from: "billing@acme.example" });
+  ids.attached = await receive(inbox, { subject: "Lunch", text: "The INVOICE is attached", from: "bob@example.com" });
+  ids.vendor = await receive(inbox, { subject: "Hi", text: "nothing here", from: "invoices@vendor.example" });
+  ids.htmlOnly = await receive(inbox, { subject: "Other", text: "no match", html: "<p>invoice in html only</p>", from: "x@example.com" });
+  ids.umlaut = await receive(inbox, { subject: "ÖLPREISE steigen", text: "Grüße", from: "y@example.com" });
+  await receive(await newInbox(), { subject: "Invoice in another inbox", text: "invoice" });
 });
 afterAll(() => server.cleanup());
 
@@ -111,8 +111,8 @@ describe("regular expressions (/pattern/flags, RE2 syntax)", () => {
 
   test("/(a+)+$/ against a 50 kB message answers within a second", async () => {
     const hostile = await newInbox();
-    const id = receive(hostile, { subject: "aaa", text: "a".repeat(50_000) + "!" });
-    receive(hostile, { subject: "plain", text: "a".repeat(50_000) });
+    const id = await receive(hostile, { subject: "aaa", text: "a".repeat(50_000) + "!" });
+    await receive(hostile, { subject: "plain", text: "a".repeat(50_000) });
     const started = performance.now();
     const res = await search("/(a+)+$/", "", hostile.id);
     expect(performance.now() - started).toBeLessThan(1000);
@@ -124,9 +124,9 @@ describe("regular expressions (/pattern/flags, RE2 syntax)", () => {
   test("a walk that outlasts the budget stops with 422; a literal in the pattern finds matches in the same inbox", async () => {
     const big = await newInbox();
     const filler = "lorem ipsum dolor sit amet consectetur ".repeat(1300);
-    for (let i = 0; i < 80; i++) receive(big, { subject: `filler ${i}`, text: filler });
-    const needle = receive(big, { subject: "old one", text: "ticket-4242 reference" });
-    for (let i = 80; i < 160; i++) receive(big, { subject: `filler ${i}`, text: filler });
+    for (let i = 0; i < 80; i++) await receive(big, { subject: `filler ${i}`, text: filler });
+    const needle = await receive(big, { subject: "old one", text: "ticket-4242 reference" });
+    for (let i = 80; i < 160; i++) await receive(big, { subject: `filler ${i}`, text: filler });
 
     const started = performance.now();
     const slow = await search("/[a-z]+\\d{20}/", "", big.id);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { seedOrganization, type TestServer } from "../harness";
+import { databaseOf, seedOrganization, type TestServer } from "../harness";
 import { createInbox, events, headerBlock, rawSource, startMessageServer, validSend } from "./helpers";
 
 let server: TestServer;
@@ -7,13 +7,13 @@ let key: string;
 let inbox: { id: string; email: string };
 beforeAll(async () => {
   server = await startMessageServer({ INBOXD_SEND_LIMIT: "10000" });
-  key = seedOrganization(server.app).apiKey;
+  key = (await seedOrganization(server.app)).apiKey;
   inbox = await createInbox(server, key, { name: "Sales Team" });
 });
 afterAll(() => server.cleanup());
 
 const send = (body: unknown, inboxId = inbox.id, token = key) => server.api.post(`/v1/inboxes/${inboxId}/messages/send`, body, token);
-const messageCount = () => server.app.store.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
+const messageCount = () => databaseOf(server.app).query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
 
 describe("GET .../messages/{messageId}/raw", () => {
   test("answers the stored RFC 5322 source as message/rfc822, with CORS; another organization gets 404", async () => {
@@ -22,9 +22,9 @@ describe("GET .../messages/{messageId}/raw", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("message/rfc822");
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
-    expect(await res.text()).toBe(rawSource(server, message.id));
+    expect(await res.text()).toBe(await rawSource(server, message.id));
 
-    const other = seedOrganization(server.app).apiKey;
+    const other = (await seedOrganization(server.app)).apiKey;
     const foreign = await server.api.get(`/v1/inboxes/${inbox.id}/messages/${message.id}/raw`, other);
     expect(foreign.status).toBe(404);
     expect((await server.api.get(`/v1/inboxes/${inbox.id}/messages/msg_unknown/raw`, key)).body).toEqual({ error: "Message not found" });
@@ -64,7 +64,7 @@ describe("send to remote recipients", () => {
     expect(message.deliveries.map((d: { recipient: string }) => d.recipient)).toEqual(["Alice@example.com", "bob@example.org", "carol@example.net", "dave@example.com"]);
     expect(message.deliveries[0]).toEqual({ recipient: "Alice@example.com", status: "queued", attempts: 0, nextAttemptAt: message.createdAt, updatedAt: message.createdAt });
     // The rows the outbound worker takes over (it may already be at work on them).
-    const rows = server.app.store.sqlite.query<{ recipient: string; domain: string; created_at: number }, [string]>("SELECT recipient, domain, created_at FROM deliveries WHERE message_id = ? ORDER BY rowid").all(message.id);
+    const rows = databaseOf(server.app).query<{ recipient: string; domain: string; created_at: number }, [string]>("SELECT recipient, domain, created_at FROM deliveries WHERE message_id = ? ORDER BY rowid").all(message.id);
     expect(rows.map((d) => `${d.recipient} ${d.domain}`)).toEqual(["Alice@example.com example.com", "bob@example.org example.org", "carol@example.net example.net", "dave@example.com example.com"]);
     expect(rows.every((d) => d.created_at === Date.parse(message.createdAt))).toBe(true);
 
@@ -72,7 +72,7 @@ describe("send to remote recipients", () => {
     expect(thread.body).toMatchObject({ id: message.threadId, subject: "Hello", messageCount: 1 });
     expect(events(server, "message.sent", message.id)).toEqual([message]);
 
-    const raw = rawSource(server, message.id);
+    const raw = await rawSource(server, message.id);
     const headers = headerBlock(raw);
     expect(headers).toMatch(/^Message-ID: <[0-9a-f]{32}@mx\.inboxd\.test>$/m);
     expect(headers).toMatch(/^From: Sales Team <[0-9a-f]+@inboxd\.test>$/m);
@@ -183,7 +183,7 @@ describe("bad input", () => {
   test("a subject with a tab and non-ASCII text is sent as one header field", async () => {
     const res = await send(validSend({ subject: "Grüße\tund Ölpreise" }));
     expect(res.status).toBe(201);
-    const headers = headerBlock(rawSource(server, res.body.id));
+    const headers = headerBlock(await rawSource(server, res.body.id));
     expect(headers.match(/^Subject:/gim)).toHaveLength(1);
     expect(headers).not.toMatch(/^X-Injected/im);
   });
@@ -212,7 +212,7 @@ describe("bad input", () => {
   }, 60_000);
 
   test("an unknown inbox, or another organization's, is 404 Inbox not found", async () => {
-    const other = seedOrganization(server.app);
+    const other = await seedOrganization(server.app);
     for (const [inboxId, token] of [["inb_unknown", key], [inbox.id, other.apiKey]]) {
       const res = await send(validSend(), inboxId, token);
       expect(res.status).toBe(404);

@@ -11,8 +11,8 @@ import { openDatabase } from "../../src/store/sqlite/open";
 import { createResolver } from "../../src/dns/resolver";
 import type { OutboundQueue } from "../../src/outbound/queue";
 import { serviceDomainRecords, zoneFileLines } from "../../src/outbound/service-domain";
-import { parseSecretKey, secretBox } from "../../src/store/sqlite/secrets";
-import { eventually, inboxdCommand, register, runInboxd, scratch, startChildServer, startTestServer, testEnv, type TestServer } from "../harness";
+import { parseSecretKey, secretBox } from "../../src/store/secret-box";
+import { databaseOf, eventually, inboxdCommand, register, runInboxd, scratch, startChildServer, startTestServer, testEnv, type TestServer } from "../harness";
 import { startDnsServer } from "../peers/dns-server";
 import { startSmtpSink } from "../peers/smtp-sink";
 import { startWebhookReceiver } from "../peers/webhook-receiver";
@@ -225,7 +225,7 @@ describe("secrets at rest", () => {
       server = await start(dataDir, dns.address, sink.port);
       try {
         await expectWebhookSigned(server, receiver, webhook, apiKey);
-        dns.setZoneFile(zoneFileLines(server.app.config, serviceDomainRecords(server.app.config, server.app.store)));
+        dns.setZoneFile(zoneFileLines(server.app.config, await serviceDomainRecords(server.app.config, server.app.store)));
         dns.set("remote.test", "MX", [{ exchange: "mx.remote.test", priority: 10 }]);
         dns.set("mx.remote.test", "A", ["127.0.0.1"]);
         const sent = await server.api.request("POST", `/v1/inboxes/${account.inbox.id}/messages/send`, { token: apiKey, body: { to: ["pia@remote.test"], subject: "After the restart", text: "Signed.", html: "<p>Signed.</p>" } });
@@ -266,12 +266,12 @@ describe("secrets at rest", () => {
 
       server = await startTestServer({ dataDir });
       try {
-        const stored = server.app.store.sqlite;
+        const stored = databaseOf(server.app);
         expect(stored.query<{ n: number }, []>("SELECT count(*) AS n FROM dkim_keys WHERE private_key_pem NOT LIKE 'enc:v1:%'").get()!.n).toBe(0);
         expect(stored.query<{ secret: string }, []>("SELECT secret FROM webhooks").get()!.secret).toStartWith("enc:v1:");
         expect(existsSync(join(dataDir, "secret.key"))).toBe(true);
         await expectWebhookSigned(server, receiver, webhook, account.apiKey.key);
-        expect(server.app.store.dkimKeys.activeForDomain("inboxd.test").every((key) => key.privateKeyPem.startsWith("-----BEGIN PRIVATE KEY-----"))).toBe(true);
+        expect((await server.app.store.dkimKeys.activeForDomain("inboxd.test")).every((key) => key.privateKeyPem.startsWith("-----BEGIN PRIVATE KEY-----"))).toBe(true);
       } finally {
         await server.stop();
       }

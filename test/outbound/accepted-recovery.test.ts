@@ -20,8 +20,8 @@ test("an acceptance committed without the rest of its try: recorded at once, not
   w.answers.delete("ann@remote.test");
 
   // The state a crash leaves right after the 250 of the retry was committed.
-  const [delivery] = w.server.app.store.messages.deliveriesOf([sent.id]);
-  w.server.app.store.deliveries.markAccepted(delivery!.id, "250 2.0.0 Ok: queued as ABC", w.server.clock.now());
+  const [delivery] = await w.server.app.store.messages.deliveriesOf([sent.id]);
+  await w.server.app.store.deliveries.markAccepted(delivery!.id, "250 2.0.0 Ok: queued as ABC", w.server.clock.now());
   const between = await w.message(sent.id);
   expect(between.status).toBe("sent");
   expect(between.deliveries[0].status).toBe("delivered");

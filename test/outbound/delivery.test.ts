@@ -61,16 +61,16 @@ describe("DKIM", () => {
   });
 
   test("without an active key for the From domain the message is rejected, never sent unsigned", async () => {
-    const keys = w.server.app.store.dkimKeys.activeForDomain("inboxd.test");
+    const keys = await w.server.app.store.dkimKeys.activeForDomain("inboxd.test");
     const now = w.server.clock.now();
-    for (const key of keys) w.server.app.store.dkimKeys.setStatus(key.id, "retired", now);
+    for (const key of keys) await w.server.app.store.dkimKeys.setStatus(key.id, "retired", now);
     try {
       const message = await sendAndRun({ to: ["ray@remote.test"] });
       expect(message.status).toBe("rejected");
       expect(message.deliveries[0].lastResponse).toContain("no active DKIM key for inboxd.test");
       expect(rcptCount("ray@remote.test")).toBe(0);
     } finally {
-      for (const key of keys) w.server.app.store.dkimKeys.setStatus(key.id, "active", now);
+      for (const key of keys) await w.server.app.store.dkimKeys.setStatus(key.id, "active", now);
     }
   });
 });
@@ -87,7 +87,7 @@ describe("direct MX delivery", () => {
     expect(received!.rcptTo).toEqual(["alice@remote.test"]);
     expect(received!.mailFrom).toMatch(/^bounces\+dlv_[0-9a-f]+@mx\.inboxd\.test$/);
     const deliveryId = parseReturnPath(w.server.app, received!.mailFrom)!;
-    expect(w.server.app.store.deliveries.find(deliveryId)?.recipient).toBe("alice@remote.test");
+    expect((await w.server.app.store.deliveries.find(deliveryId))?.recipient).toBe("alice@remote.test");
 
     // Nothing delivered is tried again, however much later.
     w.server.clock.advance(minutes(60 * 24 * 7));
@@ -142,7 +142,7 @@ describe("direct MX delivery", () => {
     expect(message.status).toBe("bounced");
     expect(message.deliveries[0]).toMatchObject({ status: "bounced", attempts: 3, lastResponse: expect.stringContaining("retries exhausted after 3 tries") });
     expect(w.events(sent.id)).toEqual(["message.sent", "message.bounced"]);
-    expect(w.server.app.store.suppressions.find(w.server.app.store.deliveries.message(sent.id)!.organizationId, "dave@remote.test")).toBeUndefined();
+    expect(await w.server.app.store.suppressions.find((await w.server.app.store.deliveries.message(sent.id))!.organizationId, "dave@remote.test")).toBeUndefined();
   });
 
   test("a 5xx to a policy refusal (5.7.x) bounces the message but keeps the address sendable", async () => {
@@ -278,7 +278,7 @@ describe("never", () => {
     const sent = await w.send({ to: ["max@remote.test"] });
     const now = w.server.clock.now();
     // A stored recipient that would smuggle a second RCPT TO, were it written as is.
-    w.server.app.store.messages.insertDeliveries([
+    await w.server.app.store.messages.insertDeliveries([
       { id: "dlv_00000000000000000000beef", organizationId: sent.organizationId, messageId: sent.id, recipient: "ned@remote.test>\r\nRCPT TO:<eve@remote.test", domain: "remote.test", status: "queued", attempts: 0, lastResponse: null, nextAttemptAt: now, createdAt: now, updatedAt: now },
     ]);
     await w.queue.runDueNow();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import SMTPConnection from "nodemailer/lib/smtp-connection";
-import { parseReturnPath, processReturnedReport, returnPathFor } from "../../src/outbound/return-path";
+import { parseReturnPath, returnPathFor } from "../../src/outbound/return-path";
+import { processReturnedReport } from "../../src/outbound/returned-report";
 import { startOutboundWorld, type OutboundWorld } from "./world";
 
 let w: OutboundWorld;

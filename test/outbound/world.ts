@@ -3,7 +3,7 @@
 // SMTP server on loopback standing in for every remote MX (INBOXD_OUTBOUND_PORT is its port).
 import type { OutboundQueue } from "../../src/outbound/queue";
 import { serviceDomainRecords, zoneFileLines } from "../../src/outbound/service-domain";
-import { register, startTestServer, type TestServer } from "../harness";
+import { databaseOf, register, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startSmtpSink, type SmtpRejection, type SmtpSink, type SmtpSinkOptions } from "../peers/smtp-sink";
 
@@ -56,7 +56,7 @@ export async function startOutboundWorld(options: WorldOptions = {}): Promise<Ou
       ...(typeof options.env === "function" ? options.env(sink) : options.env),
     },
   });
-  dns.setZoneFile(zoneFileLines(server.app.config, serviceDomainRecords(server.app.config, server.app.store)));
+  dns.setZoneFile(zoneFileLines(server.app.config, await serviceDomainRecords(server.app.config, server.app.store)));
   const queue = server.running.parts.find((part) => part.name === "outbound") as OutboundQueue;
   const account = await register(server.api);
   const apiKey = account.apiKey.key;
@@ -82,7 +82,7 @@ export async function startOutboundWorld(options: WorldOptions = {}): Promise<Ou
       return res.body;
     },
     events(messageId) {
-      return server.app.store.sqlite
+      return databaseOf(server.app)
         .query<{ type: string }, [string]>("SELECT type FROM events WHERE message_id = ? ORDER BY created_at, rowid")
         .all(messageId)
         .map((row) => row.type);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { insertInbox } from "../../src/inboxes/service";
-import { seedOrganization, startTestServer, tempDir, type TestServer } from "../harness";
+import { databaseOf, seedOrganization, startTestServer, tempDir, type TestServer } from "../harness";
 import { selfSignedCert } from "../peers/tls";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { sendMail } from "./mail-client";
@@ -41,8 +41,8 @@ beforeAll(async () => {
       INBOXD_TLS_KEY: join(tlsDir, "key.pem"),
     },
   });
-  const { organizationId } = seedOrganization(server.app);
-  insertInbox(server.app, organizationId, { email: "bob@inboxd.test" });
+  const { organizationId } = await seedOrganization(server.app);
+  await server.app.store.transaction((tx) => insertInbox(server.app, tx, organizationId, { email: "bob@inboxd.test" }));
 });
 
 afterAll(async () => {
@@ -51,7 +51,7 @@ afterAll(async () => {
   rmSync(tlsDir, { recursive: true, force: true });
 });
 
-const storedSubjects = () => server.app.store.sqlite.query<{ subject: string }, []>("SELECT subject FROM messages").all().map((row) => row.subject);
+const storedSubjects = () => databaseOf(server.app).query<{ subject: string }, []>("SELECT subject FROM messages").all().map((row) => row.subject);
 
 describe("greeting delay", () => {
   test("a client that waits gets the greeting after the delay", async () => {

@@ -11,7 +11,7 @@ import { signMessage } from "../../src/dkim/sign";
 import { insertInbox } from "../../src/inboxes/service";
 import { loadTlsCertificate } from "../../src/smtp/tls";
 import type { Inbox } from "../../src/inboxes/present";
-import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { databaseOf, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { sendMail } from "./mail-client";
 import { openSession, startTransaction } from "./raw-client";
@@ -26,10 +26,10 @@ let carol: Inbox;
 beforeAll(async () => {
   dns = await startDnsServer();
   server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address, INBOXD_SMTP_MAX_SIZE: String(MAX_SIZE) } });
-  const org = seedOrganization(server.app);
+  const org = await seedOrganization(server.app);
   apiKey = org.apiKey;
-  bob = insertInbox(server.app, org.organizationId, { email: "bob@inboxd.test" });
-  carol = insertInbox(server.app, org.organizationId, { email: "carol@inboxd.test" });
+  bob = await server.app.store.transaction((tx) => insertInbox(server.app, tx, org.organizationId, { email: "bob@inboxd.test" }));
+  carol = await server.app.store.transaction((tx) => insertInbox(server.app, tx, org.organizationId, { email: "carol@inboxd.test" }));
 });
 
 afterAll(async () => {
@@ -52,7 +52,7 @@ async function findBySubject(inbox: Inbox, subject: string): Promise<any | undef
   return (await server.api.get(`/v1/inboxes/${inbox.id}/messages/${summary.id}`, apiKey)).body;
 }
 
-const rawSource = (messageId: string) => server.app.store.messages.rawSource(messageId)!.toString("latin1");
+const rawSource = async (messageId: string) => (await server.app.store.messages.rawSource(messageId))!.toString("latin1");
 
 describe("delivery", () => {
   test("a message sent again after a lost 250 (same Message-ID) is accepted once more but stored once", async () => {
@@ -76,10 +76,10 @@ describe("delivery", () => {
     expect(sent.secure).toBe(false);
     const message = await findBySubject(bob, "plain delivery");
     expect(message).toMatchObject({ status: "received", from: "alice@sender.test", to: ["bob@inboxd.test"], inboxId: bob.id, toInboxId: bob.id, text: "Hello Bob.\n" });
-    const event = server.app.store.sqlite.query<{ type: string }, [string]>("SELECT type FROM events WHERE message_id = ?").get(message.id);
+    const event = databaseOf(server.app).query<{ type: string }, [string]>("SELECT type FROM events WHERE message_id = ?").get(message.id);
     expect(event?.type).toBe("message.received");
-    expect(rawSource(message.id)).toMatch(/^Authentication-Results: mx\.inboxd\.test;[^]*\r\nReceived: from client\.example \(\[127\.0\.0\.1\]\)\r\n\tby mx\.inboxd\.test \(inboxd\) with ESMTP id \S+\r\n\tfor <bob@inboxd\.test>; [^\r]+\r\nFrom: Alice/);
-    expect(rawSource(message.id)).toContain(`with ESMTP id ${transaction}\r\n`);
+    expect(await rawSource(message.id)).toMatch(/^Authentication-Results: mx\.inboxd\.test;[^]*\r\nReceived: from client\.example \(\[127\.0\.0\.1\]\)\r\n\tby mx\.inboxd\.test \(inboxd\) with ESMTP id \S+\r\n\tfor <bob@inboxd\.test>; [^\r]+\r\nFrom: Alice/);
+    expect(await rawSource(message.id)).toContain(`with ESMTP id ${transaction}\r\n`);
   });
 
   test("STARTTLS with the self-signed certificate generated into the data dir, once", async () => {
@@ -88,7 +88,7 @@ describe("delivery", () => {
     const sent = await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: plainMessage("over tls"), tls: { mode: "starttls", ca, servername: "mx.inboxd.test" } });
     expect(sent.secure).toBe(true);
     const message = await findBySubject(bob, "over tls");
-    expect(rawSource(message.id)).toMatch(/\r\nReceived: from client\.example \(\[127\.0\.0\.1\]\)\r\n\t\(using TLSv1\.[23] with cipher \S+\)\r\n\tby mx\.inboxd\.test \(inboxd\) with ESMTPS id /);
+    expect(await rawSource(message.id)).toMatch(/\r\nReceived: from client\.example \(\[127\.0\.0\.1\]\)\r\n\t\(using TLSv1\.[23] with cipher \S+\)\r\n\tby mx\.inboxd\.test \(inboxd\) with ESMTPS id /);
   });
 
   test("EHLO offers SIZE, 8BITMIME, SMTPUTF8, PIPELINING, STARTTLS and ENHANCEDSTATUSCODES, and no AUTH", async () => {
@@ -107,8 +107,8 @@ describe("delivery", () => {
     const forCarol = (await messagesOf(carol)).filter((message) => message.subject === "to several");
     expect([forBob.length, forCarol.length]).toEqual([1, 1]);
     // Each copy's Received names its own recipient only (RFC 5321 §7.2).
-    expect(rawSource(forCarol[0].id)).toContain("for <carol@inboxd.test>;");
-    expect(rawSource(forCarol[0].id)).not.toContain("for <bob");
+    expect(await rawSource(forCarol[0].id)).toContain("for <carol@inboxd.test>;");
+    expect(await rawSource(forCarol[0].id)).not.toContain("for <bob");
   });
 });
 
@@ -128,10 +128,10 @@ describe("recipient policy at RCPT", () => {
   });
 
   test("a message for a return path goes to the report handling, not into an inbox", async () => {
-    const before = server.app.store.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
+    const before = databaseOf(server.app).query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
     const sent = await sendMail(server.smtpPort, { from: "", to: ["bounces+dlv_0123abcd@mx.inboxd.test"], raw: plainMessage("a bounce") });
     expect(sent.response).toMatch(/^250 /);
-    expect(server.app.store.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n).toBe(before);
+    expect(databaseOf(server.app).query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n).toBe(before);
   });
 
   test("at most 100 recipients per transaction: the 101st gets 452", async () => {
@@ -172,7 +172,7 @@ describe("parsing round trips through the API", () => {
     expect(Buffer.from(byName["report.pdf"].content, "base64").equals(Buffer.from(pdf))).toBe(true);
     expect(Buffer.from(byName["logo.png"].content, "base64").equals(Buffer.from(image))).toBe(true);
     // The stored source ends with the message exactly as sent.
-    expect(server.app.store.messages.rawSource(message.id)!.subarray(-raw.length).equals(raw)).toBe(true);
+    expect((await server.app.store.messages.rawSource(message.id))!.subarray(-raw.length).equals(raw)).toBe(true);
   });
 
   test("RFC 2047 encoded words and a non-UTF-8 body charset", async () => {
@@ -197,7 +197,7 @@ describe("parsing round trips through the API", () => {
   test("an inbound reply joins the thread of the message sent from the API", async () => {
     const sent = await server.api.post(`/v1/inboxes/${bob.id}/messages/send`, { to: ["dave@remote.test"], subject: "Question", text: "Any news?", html: "<p>Any news?</p>" }, apiKey);
     expect(sent.status).toBe(201);
-    const messageId = server.app.store.messages.find(sent.body.organizationId, bob.id, sent.body.id)!.messageIdHeader;
+    const messageId = (await server.app.store.messages.find(sent.body.organizationId, bob.id, sent.body.id))!.messageIdHeader;
     const reply = `From: dave@remote.test\r\nTo: bob@inboxd.test\r\nSubject: Re: Question\r\nIn-Reply-To: ${messageId}\r\nReferences: ${messageId}\r\n\r\nYes.\r\n`;
     await sendMail(server.smtpPort, { from: "dave@remote.test", to: ["bob@inboxd.test"], raw: reply });
     const received = await findBySubject(bob, "Re: Question");
@@ -340,7 +340,7 @@ describe("authentication results", () => {
     await sendMail(server.smtpPort, { from: "alice@auth.test", to: ["bob@inboxd.test"], raw });
     const message = await findBySubject(bob, "signed");
     expect(message.authentication).toEqual({ spf: "pass", dkim: "pass", dmarc: "pass", arc: "none" });
-    const results = rawSource(message.id).split("\r\nReceived:")[0];
+    const results = (await rawSource(message.id)).split("\r\nReceived:")[0];
     expect(results).toStartWith("Authentication-Results: mx.inboxd.test;");
     expect(results.match(/dkim=pass/g)).toHaveLength(2);
     expect(results).toMatch(/spf=pass[^;]*smtp\.mailfrom=alice@auth\.test/);
@@ -357,7 +357,7 @@ describe("authentication results", () => {
     const forged = "Authentication-Results: MX.INBOXD.TEST; dkim=pass; spf=pass; dmarc=pass\r\n";
     const other = "Authentication-Results: mx.elsewhere.test; spf=pass\r\n";
     await sendMail(server.smtpPort, { from: "ceo@strict.test", to: ["bob@inboxd.test"], raw: `${forged}${other}From: ceo@strict.test\r\nSubject: forged results\r\n\r\nTrust me.\r\n` });
-    const raw = rawSource((await findBySubject(bob, "forged results")).id);
+    const raw = await rawSource((await findBySubject(bob, "forged results")).id);
     expect(raw.match(/^Authentication-Results: mx\.inboxd\.test;/gim)).toHaveLength(1);
     expect(raw).toContain(other);
     expect(raw).toMatch(/^Authentication-Results: mx\.inboxd\.test;[^]*spf=fail/);
@@ -375,7 +375,7 @@ describe("authentication results", () => {
   test("at most 10 DKIM signatures of a message are checked", async () => {
     const signature = "DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=auth.test; s=missing; h=from; bh=AAAA; b=AAAA\r\n";
     await sendMail(server.smtpPort, { from: "alice@auth.test", to: ["bob@inboxd.test"], raw: `${signature.repeat(12)}From: alice@auth.test\r\nSubject: many signatures\r\n\r\nx\r\n` });
-    const results = rawSource((await findBySubject(bob, "many signatures")).id).split("\r\nReceived:")[0];
+    const results = (await rawSource((await findBySubject(bob, "many signatures")).id)).split("\r\nReceived:")[0];
     expect(results.match(/dkim=/g)).toHaveLength(10);
   });
 });

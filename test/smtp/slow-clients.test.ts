@@ -3,7 +3,7 @@
 // deadline of its own (RFC 5321 §4.5.3.2), and so has the whole session.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { insertInbox } from "../../src/inboxes/service";
-import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { databaseOf, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { openSession, startTransaction, type RawSession } from "./raw-client";
 
@@ -27,8 +27,8 @@ beforeAll(async () => {
     startTestServer({ env: { ...env, INBOXD_SMTP_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS) } }),
   ]);
   for (const server of [commandServer, sessionServer]) {
-    const { organizationId } = seedOrganization(server.app);
-    insertInbox(server.app, organizationId, { email: "bob@inboxd.test" });
+    const { organizationId } = await seedOrganization(server.app);
+    await server.app.store.transaction((tx) => insertInbox(server.app, tx, organizationId, { email: "bob@inboxd.test" }));
   }
 });
 
@@ -37,7 +37,7 @@ afterAll(async () => {
   await dns.close();
 });
 
-const storedSubjects = (server: TestServer) => server.app.store.sqlite.query<{ subject: string }, []>("SELECT subject FROM messages").all().map((row) => row.subject);
+const storedSubjects = (server: TestServer) => databaseOf(server.app).query<{ subject: string }, []>("SELECT subject FROM messages").all().map((row) => row.subject);
 
 /** Writes `text` one byte every `intervalMs` (for ever, cycling, with `repeat`) until stopped; `done` resolves once every byte of one pass is out. */
 function trickle(session: RawSession, text: string, options: { intervalMs?: number; repeat?: boolean } = {}): { stop(): void; done: Promise<void> } {

@@ -10,8 +10,8 @@ const url = "http://127.0.0.1:9/hook";
 
 beforeAll(async () => {
   server = await startTestServer();
-  owner = seedOrganization(server.app, "Owner");
-  stranger = seedOrganization(server.app, "Stranger");
+  owner = await seedOrganization(server.app, "Owner");
+  stranger = await seedOrganization(server.app, "Stranger");
 });
 afterAll(() => server.cleanup());
 
@@ -75,7 +75,7 @@ describe("create", () => {
 
 describe("list, update, delete", () => {
   test("the list is newest first and paginated; out-of-range paging is 422", async () => {
-    const org = seedOrganization(server.app);
+    const org = await seedOrganization(server.app);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       ids.push((await create({ url: `${url}/${i}`, events: ["inbox.created"] }, org.apiKey)).body.id);

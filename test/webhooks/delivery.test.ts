@@ -37,13 +37,14 @@ interface Subscribed {
 }
 
 /** A fresh organization (so no other test's webhooks see its events) with one webhook on `path`. */
-async function subscribe(path: string, events: string[] = ["inbox.created"], organization = seedOrganization(server.app)): Promise<Subscribed> {
+async function subscribe(path: string, events: string[] = ["inbox.created"], organization?: { organizationId: string; apiKey: string }): Promise<Subscribed> {
+  organization ??= await seedOrganization(server.app);
   const created = await server.api.post("/v1/webhooks", { url: receiver.url(path), events }, organization.apiKey);
   expect(created.status).toBe(201);
   return { ...organization, webhook: created.body };
 }
 
-const createInbox = (organizationId: string) => server.app.store.transaction(() => insertInbox(server.app, organizationId, { email: `${randomToken(8)}@inboxd.test` }));
+const createInbox = (organizationId: string) => server.app.store.transaction((tx) => insertInbox(server.app, tx, organizationId, { email: `${randomToken(8)}@inboxd.test` }));
 const requestsTo = (path: string) => receiver.requests.filter((r) => r.path === path);
 const bodies = (path: string) => requestsTo(path).map((r) => JSON.parse(r.body));
 const attemptsOf = async (s: Subscribed, query = "") => (await server.api.get(`/v1/webhooks/${s.webhook.id}/attempts${query}`, s.apiKey)).body as any[];
@@ -56,9 +57,9 @@ const advance = async (ms: number) => {
 describe("what a delivery carries", () => {
   test("a signed POST with both envelope shapes, the contract's headers and the event id", async () => {
     const s = await subscribe("/signed", ["inbox.created", "message.received"]);
-    const inbox = createInbox(s.organizationId);
+    const inbox = await createInbox(s.organizationId);
     const message = { id: "msg_1", _id: "msg_1", inboxId: inbox.id, subject: "Grüße ✉️", status: "received" };
-    const messageEventId = emitEvent(server.app, s.organizationId, "message.received", message, { inboxId: inbox.id, messageId: "msg_1" });
+    const messageEventId = await emitEvent(server.app, s.organizationId, "message.received", message, { inboxId: inbox.id, messageId: "msg_1" });
     await queue.runDueNow();
 
     const received = requestsTo("/signed");
@@ -91,7 +92,7 @@ describe("what a delivery carries", () => {
   test("the response body is kept in the attempt up to 4 kB", async () => {
     const s = await subscribe("/chatty");
     receiver.respond("/chatty", { status: 500, body: "é".repeat(3000) + "x".repeat(10_000) });
-    createInbox(s.organizationId);
+    await createInbox(s.organizationId);
     await queue.runDueNow();
     const [attempt] = await attemptsOf(s);
     expect(attempt.statusCode).toBe(500);
@@ -105,13 +106,13 @@ describe("fan-out", () => {
     const s = await subscribe("/fan-a");
     const sibling = await subscribe("/fan-b", ["message.sent"], s);
     const stranger = await subscribe("/fan-c");
-    createInbox(s.organizationId);
-    expect(() =>
-      server.app.store.transaction(() => {
-        insertInbox(server.app, s.organizationId, { email: `${randomToken(8)}@inboxd.test` });
+    await createInbox(s.organizationId);
+    await expect(
+      server.app.store.transaction(async (tx) => {
+        await insertInbox(server.app, tx, s.organizationId, { email: `${randomToken(8)}@inboxd.test` });
         throw new Error("the change fails after its event was written");
       }),
-    ).toThrow("the change fails");
+    ).rejects.toThrow("the change fails");
     await queue.runDueNow();
     expect(requestsTo("/fan-a")).toHaveLength(1);
     expect(await attemptsOf(sibling)).toEqual([]);
@@ -136,7 +137,11 @@ describe("fan-out", () => {
 
   test("events to one webhook go out in the order they happened when they are due together", async () => {
     const s = await subscribe("/ordered", ["message.received"]);
-    const ids = server.app.store.transaction(() => Array.from({ length: 12 }, (_, i) => server.app.store.events.emit({ organizationId: s.organizationId, type: "message.received", payload: { n: i } }, server.clock.now())));
+    const ids = await server.app.store.transaction(async (tx) => {
+      const emitted: string[] = [];
+      for (let i = 0; i < 12; i++) emitted.push(await tx.events.emit({ organizationId: s.organizationId, type: "message.received", payload: { n: i } }, server.clock.now()));
+      return emitted;
+    });
     await queue.runDueNow();
     expect(bodies("/ordered").map((b) => b.id)).toEqual(ids);
   });
@@ -158,7 +163,7 @@ describe("retries (schedule A)", () => {
   test("failures then a success: attempts 1 to 3, one event id, nothing sent after the success", async () => {
     const s = await subscribe("/flaky");
     receiver.respond("/flaky", { status: 500 });
-    createInbox(s.organizationId);
+    await createInbox(s.organizationId);
     await queue.runDueNow();
     await advance(retryDelays[0]! - 1000);
     expect(requestsTo("/flaky")).toHaveLength(1);
@@ -186,7 +191,7 @@ describe("retries (schedule A)", () => {
   test("after the fifth failure the event is discarded and kept; re-driving sends it again with the same id", async () => {
     const s = await subscribe("/down");
     receiver.respond("/down", { status: 503 });
-    createInbox(s.organizationId);
+    await createInbox(s.organizationId);
     await queue.runDueNow();
     for (const delay of retryDelays) await advance(delay + 1000);
     expect(requestsTo("/down")).toHaveLength(5);
@@ -213,7 +218,7 @@ describe("retries (schedule A)", () => {
   test("re-driving a delivery that is still being retried brings its next try forward", async () => {
     const s = await subscribe("/redrive-pending");
     receiver.respond("/redrive-pending", { status: 500 });
-    createInbox(s.organizationId);
+    await createInbox(s.organizationId);
     await queue.runDueNow();
     receiver.respond("/redrive-pending", { status: 200 });
     const [first] = await attemptsOf(s);
@@ -228,7 +233,7 @@ describe("retries (schedule A)", () => {
   test("no answer within INBOXD_WEBHOOK_TIMEOUT_MS is a failure", async () => {
     const s = await subscribe("/slow");
     receiver.respond("/slow", { delayMs: 2000 });
-    createInbox(s.organizationId);
+    await createInbox(s.organizationId);
     const started = Date.now();
     await queue.runDueNow();
     expect(Date.now() - started).toBeLessThan(1500);
@@ -243,7 +248,7 @@ describe("retries (schedule A)", () => {
   test("a redirect is a failure and is not followed", async () => {
     const s = await subscribe("/moved");
     receiver.respond("/moved", { redirect: receiver.url("/moved-here") });
-    createInbox(s.organizationId);
+    await createInbox(s.organizationId);
     await queue.runDueNow();
     expect(requestsTo("/moved-here")).toHaveLength(0);
     const [attempt] = await attemptsOf(s);
@@ -256,13 +261,13 @@ describe("disabling", () => {
   test("410 Gone disables the webhook at once and discards what was queued; PATCH enabled: true re-enables it", async () => {
     const s = await subscribe("/gone");
     receiver.respond("/gone", { status: 410 });
-    createInbox(s.organizationId);
-    createInbox(s.organizationId);
+    await createInbox(s.organizationId);
+    await createInbox(s.organizationId);
     await queue.runDueNow();
     expect(requestsTo("/gone")).toHaveLength(1);
     expect(await webhookOf(s)).toMatchObject({ enabled: false, disabledReason: "The endpoint answered 410 Gone" });
 
-    createInbox(s.organizationId);
+    await createInbox(s.organizationId);
     await advance(day);
     expect(requestsTo("/gone")).toHaveLength(1);
 
@@ -271,7 +276,7 @@ describe("disabling", () => {
     expect(enabled.status).toBe(200);
     expect(enabled.body.enabled).toBe(true);
     expect(enabled.body).not.toHaveProperty("disabledReason");
-    createInbox(s.organizationId);
+    await createInbox(s.organizationId);
     await queue.runDueNow();
     expect(requestsTo("/gone")).toHaveLength(2);
   });
@@ -281,19 +286,19 @@ describe("disabling", () => {
     const recovering = await subscribe("/recovering");
     receiver.respond("/failing", { status: 500 });
     receiver.respond("/recovering", { status: 500 });
-    createInbox(failing.organizationId);
-    createInbox(recovering.organizationId);
+    await createInbox(failing.organizationId);
+    await createInbox(recovering.organizationId);
     await queue.runDueNow();
 
     await advance(3 * day);
     receiver.respond("/recovering", { status: 200 });
-    createInbox(recovering.organizationId);
+    await createInbox(recovering.organizationId);
     await queue.runDueNow();
     receiver.respond("/recovering", { status: 500 });
 
     await advance(1 * day);
-    createInbox(failing.organizationId);
-    createInbox(recovering.organizationId);
+    await createInbox(failing.organizationId);
+    await createInbox(recovering.organizationId);
     await queue.runDueNow();
     expect((await webhookOf(failing)).enabled).toBe(true);
 
@@ -308,7 +313,7 @@ describe("disabling", () => {
     const s = await subscribe("/paused", ["inbox.created", "message.received"]);
     const disabled = await server.api.patch(`/v1/webhooks/${s.webhook.id}`, { enabled: false }, s.apiKey);
     expect(disabled.body).toMatchObject({ enabled: false, disabledReason: "Disabled through the API" });
-    createInbox(s.organizationId);
+    await createInbox(s.organizationId);
     await server.api.post(`/v1/webhooks/${s.webhook.id}/test`, undefined, s.apiKey);
     await queue.runDueNow();
     expect(bodies("/paused").map((b) => b.event)).toEqual(["message.received"]);

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
-import { emitEvent, webhookQueue } from "./helpers";
+import { emitEvent, emitEvents, webhookQueue } from "./helpers";
 
 let server: TestServer;
 let dead: WebhookReceiver;
@@ -34,17 +34,17 @@ async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 80
 
 // First in the file: the dead receiver's requests below never end, so runDueNow would not return after them.
 test("a receiver that stops answering gives back the tries claimed ahead for it; they go out later, in order", async () => {
-  const org = seedOrganization(server.app);
+  const org = await seedOrganization(server.app);
   const created = await server.api.post("/v1/webhooks", { url: stalling.url("/hook"), events: ["message.received"] }, org.apiKey);
   const attempts = async () => ((await server.api.get(`/v1/webhooks/${created.body.id}/attempts?per=100`, org.apiKey)).body as any[]).reverse();
   const queue = webhookQueue(server);
   // A prompt answer first: the URL's claims may then run ahead of its 4 sending slots.
-  emitEvent(server.app, org.organizationId, "message.received", { n: 0 });
+  await emitEvent(server.app, org.organizationId, "message.received", { n: 0 });
   await queue.runDueNow();
 
   // More events than a prompt URL's claim limit (4 slots, 16 rounds: 64): 16 stay unclaimed.
   stalling.respond("/hook", { delayMs: 2500 });
-  for (let n = 1; n <= 80; n++) emitEvent(server.app, org.organizationId, "message.received", { n });
+  await emitEvents(server.app, org.organizationId, Array.from({ length: 80 }, (_, i) => ({ type: "message.received", payload: { n: i + 1 } })));
   const done = queue.runDueNow();
   await stalling.waitFor(5);
   expect(await attempts()).toHaveLength(65);
@@ -64,15 +64,17 @@ test("a receiver that stops answering gives back the tries claimed ahead for it;
 
 test("a receiver that never answers does not hold back another, and gets at most 4 requests at once", async () => {
   dead.respond("/hook", { delayMs: 60_000 });
-  const org = seedOrganization(server.app);
+  const org = await seedOrganization(server.app);
   const subscribe = async (url: string, events: string[]) => (await server.api.post("/v1/webhooks", { url, events }, org.apiKey)).body;
   await subscribe(dead.url("/hook"), ["message.received", "message.sent"]);
   await subscribe(alive.url("/hook"), ["message.sent"]);
 
   // 30 events for the dead receiver only, due before the ones both receive.
-  for (let i = 0; i < 30; i++) emitEvent(server.app, org.organizationId, "message.received", { n: i });
-  server.clock.advance(1);
-  for (let i = 0; i < 10; i++) emitEvent(server.app, org.organizationId, "message.sent", { n: i });
+  await server.app.store.transaction(async (tx) => {
+    for (let i = 0; i < 30; i++) await tx.events.emit({ organizationId: org.organizationId, type: "message.received", payload: { n: i } }, server.clock.now());
+    server.clock.advance(1);
+    for (let i = 0; i < 10; i++) await tx.events.emit({ organizationId: org.organizationId, type: "message.sent", payload: { n: i } }, server.clock.now());
+  });
   void webhookQueue(server).runDueNow();
 
   await alive.waitFor(10, 3000);

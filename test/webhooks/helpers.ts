@@ -11,6 +11,18 @@ export function webhookQueue(server: TestServer): WebhookQueue {
   return part as WebhookQueue;
 }
 
-export function emitEvent(app: App, organizationId: string, type: EventName, payload: object, ids: { inboxId?: string; messageId?: string } = {}): string {
-  return app.store.transaction(() => app.store.events.emit({ organizationId, type, payload, ...ids }, app.clock.now()));
+export function emitEvent(app: App, organizationId: string, type: EventName, payload: object, ids: { inboxId?: string; messageId?: string } = {}): Promise<string> {
+  return app.store.transaction((tx) => tx.events.emit({ organizationId, type, payload, ...ids }, app.clock.now()));
+}
+
+/**
+ * Events of one organization in one transaction, each emitted as emitEvent does (in order, at the
+ * clock's time when it is emitted): a queue turn sees all of them or none.
+ */
+export function emitEvents(app: App, organizationId: string, events: { type: EventName; payload: object }[]): Promise<string[]> {
+  return app.store.transaction(async (tx) => {
+    const ids: string[] = [];
+    for (const { type, payload } of events) ids.push(await tx.events.emit({ organizationId, type, payload }, app.clock.now()));
+    return ids;
+  });
 }

@@ -7,7 +7,7 @@ import { openApp } from "../../src/app";
 import { loadConfig } from "../../src/config";
 import { seedOrganization, startChildServer, startTestServer, tempDir, testEnv, type ChildServer } from "../harness";
 import { startWebhookReceiver } from "../peers/webhook-receiver";
-import { emitEvent, webhookQueue } from "./helpers";
+import { emitEvent, emitEvents, webhookQueue } from "./helpers";
 
 const receiver = startWebhookReceiver();
 const dataDirs: string[] = [];
@@ -23,12 +23,12 @@ afterAll(async () => {
 });
 
 /** A fresh data dir with an organization made straight in it, and a way to start inboxd on it. */
-function freshInstance() {
+async function freshInstance() {
   const dataDir = tempDir();
   dataDirs.push(dataDir);
   const env = testEnv(dataDir, { INBOXD_WEBHOOK_RETRY_DELAYS: "1,1,1,1", INBOXD_WEBHOOK_TIMEOUT_MS: String(timeoutMs) });
   const app = openApp(loadConfig(env));
-  const { apiKey } = seedOrganization(app);
+  const { apiKey } = await seedOrganization(app);
   app.close();
   const start = async () => {
     const child = await startChildServer(env);
@@ -49,7 +49,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 }
 
 test("kill -9 during a try: the retry goes out after restart with the same id, once, and never again after its success", async () => {
-  const { apiKey, start } = freshInstance();
+  const { apiKey, start } = await freshInstance();
   receiver.respond("/hook", { delayMs: 30_000 });
   let child = await start();
   const created = await child.api.post("/v1/webhooks", { url: receiver.url("/hook"), events: ["message.received"] }, apiKey);
@@ -89,7 +89,7 @@ test("kill -9 during a try: the retry goes out after restart with the same id, o
 }, 30_000);
 
 test("after a restart, no try goes out before its retry time (no hot loop after a crash)", async () => {
-  const { apiKey, start } = freshInstance();
+  const { apiKey, start } = await freshInstance();
   receiver.respond("/slow", { delayMs: 30_000 });
   let child = await start();
   const created = await child.api.post("/v1/webhooks", { url: receiver.url("/slow"), events: ["message.received"] }, apiKey);
@@ -112,9 +112,9 @@ test("a graceful stop waits for tries in flight and gives back claims it had not
   const env = { INBOXD_WEBHOOK_CONCURRENCY_PER_URL: "1", INBOXD_SHUTDOWN_TIMEOUT_MS: "5000" };
   const first = await startTestServer({ env });
   dataDirs.push(first.dataDir);
-  const { organizationId, apiKey } = seedOrganization(first.app);
+  const { organizationId, apiKey } = await seedOrganization(first.app);
   const created = await first.api.post("/v1/webhooks", { url: receiver.url("/queued"), events: ["message.received"] }, apiKey);
-  for (let i = 0; i < 3; i++) emitEvent(first.app, organizationId, "message.received", { n: i });
+  await emitEvents(first.app, organizationId, Array.from({ length: 3 }, (_, i) => ({ type: "message.received", payload: { n: i } })));
   const before = receiver.requests.length;
   void webhookQueue(first).runDueNow();
   await until("the first try", async () => (receiver.requests.length > before ? true : undefined));
@@ -137,11 +137,11 @@ test("a delivery whose last try never reported back is discarded after a restart
   const env = { INBOXD_WEBHOOK_RETRY_DELAYS: "1,1,1,1", INBOXD_SHUTDOWN_TIMEOUT_MS: "50" };
   const first = await startTestServer({ env });
   dataDirs.push(first.dataDir);
-  const { organizationId, apiKey } = seedOrganization(first.app);
+  const { organizationId, apiKey } = await seedOrganization(first.app);
   const created = await first.api.post("/v1/webhooks", { url: receiver.url("/last"), events: ["message.received"] }, apiKey);
   receiver.respond("/last", { status: 500 });
   const before = receiver.requests.length;
-  emitEvent(first.app, organizationId, "message.received", { n: 1 });
+  await emitEvent(first.app, organizationId, "message.received", { n: 1 });
   const queue = webhookQueue(first);
   await queue.runDueNow();
   let advanced = 0;

@@ -61,7 +61,7 @@ beforeAll(async () => {
   dns = await startDnsServer();
   receiver = startWebhookReceiver();
   server = await startTestServer({ env: { INBOXD_WEBHOOK_ALLOW_PRIVATE: "0", INBOXD_DNS_SERVERS: dns.address } });
-  org = seedOrganization(server.app);
+  org = await seedOrganization(server.app);
 });
 afterAll(async () => {
   await server.cleanup();

@@ -5,17 +5,19 @@
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
 import { addApiKey, deleteApiKey, getApiKey, listApiKeys } from "../../auth/api-keys";
+import { pageOf } from "../../page";
 import { apiKeyGuard, organizationMemberGuard, type OrganizationGuard } from "../auth";
-import { pageOf, paginationQuery } from "../pagination";
+import { paginationQuery } from "../pagination";
 
 const keyRoutes = (app: App, prefix: string, guard: OrganizationGuard) =>
   new Elysia({ prefix, detail: { tags: ["api keys"] } })
     .use(guard)
     .post(
       "/api_keys",
-      ({ organizationId, body, set }) => {
+      async ({ organizationId, body, set }) => {
+        const key = await addApiKey(app, organizationId, body);
         set.status = 201;
-        return addApiKey(app, organizationId, body);
+        return key;
       },
       { body: t.Object({ name: t.String({ description: "a label for the key" }) }), detail: { summary: "Create an API key (the key is shown this once)" } },
     )

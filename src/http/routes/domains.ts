@@ -2,8 +2,9 @@
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
 import { createDomain, deleteDomain, domainDnsRecords, getDomain, listDomains, rotateDkimKeys, verifyDomain } from "../../domains/service";
+import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
-import { pageOf, paginationQuery } from "../pagination";
+import { paginationQuery } from "../pagination";
 
 export const domainRoutes = (app: App) =>
   new Elysia({ prefix: "/v1/domains", detail: { tags: ["domains"], security: [{ bearer: [] }] } })

@@ -2,8 +2,9 @@
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
 import { createInbox, deleteInbox, getInbox, listInboxes, updateInbox } from "../../inboxes/service";
+import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
-import { pageOf, paginationQuery } from "../pagination";
+import { paginationQuery } from "../pagination";
 
 const name = t.String({ maxLength: 256, error: "must be a string of at most 256 characters" });
 
@@ -12,8 +13,8 @@ export const inboxRoutes = (app: App) =>
     .use(apiKeyGuard(app))
     .post(
       "/inboxes",
-      ({ organizationId, body, set }) => {
-        const inbox = createInbox(app, organizationId, body);
+      async ({ organizationId, body, set }) => {
+        const inbox = await createInbox(app, organizationId, body);
         set.status = 201;
         return inbox;
       },

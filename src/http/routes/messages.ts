@@ -6,9 +6,10 @@ import { rateLimitHeaders } from "../../messages/rate-limit";
 import { maxPatternLength } from "../../messages/search";
 import { replyToMessage, sendMessage, type Sent } from "../../messages/send";
 import { getAttachment, getMessage, getMessageSource, listMessages } from "../../messages/service";
+import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
 import { downloadHeaders } from "../download";
-import { pageOf, paginationQuery } from "../pagination";
+import { paginationQuery } from "../pagination";
 
 const text = (description: string) => t.String({ error: "must be a string", description });
 const addresses = (description: string) =>
@@ -72,14 +73,14 @@ export const messageRoutes = (app: App) =>
     })
     .get(
       "/:messageId/raw",
-      ({ organizationId, params }) =>
-        new Response(getMessageSource(app, organizationId, params.inboxId, params.messageId), { headers: { "content-type": "message/rfc822" } }),
+      async ({ organizationId, params }) =>
+        new Response(await getMessageSource(app, organizationId, params.inboxId, params.messageId), { headers: { "content-type": "message/rfc822" } }),
       { detail: { summary: "The message's RFC 5322 source (message/rfc822), as sent or as received with our trace headers" } },
     )
     .get(
       "/:messageId/attachments/:attachmentId",
-      ({ organizationId, params }) => {
-        const attachment = getAttachment(app, organizationId, params.inboxId, params.messageId, params.attachmentId);
+      async ({ organizationId, params }) => {
+        const attachment = await getAttachment(app, organizationId, params.inboxId, params.messageId, params.attachmentId);
         return new Response(attachment.content, { headers: downloadHeaders(attachment.name ?? undefined, attachment.contentType ?? undefined) });
       },
       { detail: { summary: "One attachment's bytes (its id is in the message's attachments), always as a download: Content-Disposition attachment, nosniff, CSP sandbox" } },

@@ -2,8 +2,9 @@
 import { Elysia } from "elysia";
 import type { App } from "../../app";
 import { deleteSuppression, getSuppression, listSuppressions } from "../../outbound/suppressions";
+import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
-import { pageOf, paginationQuery } from "../pagination";
+import { paginationQuery } from "../pagination";
 
 export const suppressionRoutes = (app: App) =>
   new Elysia({ prefix: "/v1", detail: { tags: ["suppressions"] } })

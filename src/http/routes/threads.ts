@@ -2,8 +2,9 @@
 import { Elysia } from "elysia";
 import type { App } from "../../app";
 import { getThread, listThreads } from "../../messages/service";
+import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
-import { pageOf, paginationQuery } from "../pagination";
+import { paginationQuery } from "../pagination";
 
 export const threadRoutes = (app: App) =>
   new Elysia({ prefix: "/v1/inboxes/:inboxId/threads", detail: { tags: ["threads"], security: [{ bearer: [] }] } })

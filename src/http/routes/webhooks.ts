@@ -1,9 +1,10 @@
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
 import { eventNames } from "../../events/names";
+import { pageOf } from "../../page";
 import { createWebhook, deleteWebhook, getWebhook, listAttempts, listWebhooks, retryAttempt, sendTestEvent, updateWebhook } from "../../webhooks/service";
 import { apiKeyGuard } from "../auth";
-import { pageOf, paginationQuery } from "../pagination";
+import { paginationQuery } from "../pagination";
 
 const url = t.String({ description: "absolute https URL that accepts POST (http and private hosts only with INBOXD_WEBHOOK_ALLOW_PRIVATE=1)" });
 const events = t.Array(t.String(), { description: `event names, at least one, from: ${eventNames.join(", ")}` });

@@ -7,7 +7,9 @@ import { Database } from "bun:sqlite";
 import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "../../config";
-import { opensProbe, sealedProbe, secretBox } from "./secrets";
+import { workerUrl } from "../../workers/url";
+import { opensProbe, secretBox } from "../secret-box";
+import { sealedProbe } from "./secrets";
 import { DataDirLockedError, holdDataDirLock, prepareDataDir } from "./open";
 import { readSecretKeyFile, secretKeyFile, writeSecretKeyFile } from "./secret-key";
 
@@ -15,10 +17,6 @@ export type BackupRequest = { source: string; target: string };
 export type BackupReply = { done: true } | { error: string };
 
 const PROGRESS_EVERY_MS = 200;
-
-// In the single executable every module has the executable's URL, and the worker, a second
-// entry point of `bun build --compile` (package.json), sits at its path below src/.
-const workerUrl = import.meta.path.startsWith("/$bunfs/") ? new URL("./store/sqlite/backup-worker.ts", import.meta.url) : new URL("./backup-worker.ts", import.meta.url);
 
 const databasePath = (dataDir: string) => join(dataDir, "inboxd.db");
 const sizeOf = (path: string) => (existsSync(path) ? statSync(path).size : 0);
@@ -46,12 +44,14 @@ export async function backupDatabase(dataDir: string, target: string, onProgress
     }
   }
   const estimate = sizeOf(source) + sizeOf(`${source}-wal`);
-  const worker = new Worker(workerUrl);
+  const worker = new Worker(workerUrl("store/sqlite/backup-worker.ts"));
   const timer = setInterval(() => onProgress(sizeOf(target), estimate), PROGRESS_EVERY_MS);
   try {
     const reply = await new Promise<BackupReply>((resolve) => {
       worker.onmessage = ({ data }: MessageEvent<BackupReply>) => resolve(data);
       worker.onerror = (event) => resolve({ error: event.message });
+      // A thread that exits without a word fails the backup; after its reply, this changes nothing.
+      worker.addEventListener("close", () => resolve({ error: "the backup thread exited" }));
       worker.postMessage({ source, target } satisfies BackupRequest);
     });
     if ("error" in reply) {

@@ -43,7 +43,11 @@ function* chunkedParts(parts: Uint8Array[]): Generator<Uint8Array> {
   if (pendingBytes > 0) yield pending.length === 1 ? pending[0]! : Buffer.concat(pending);
 }
 
-export function blobStore(sqlite: Database) {
+/**
+ * `inConnectionTurn` runs a write when the connection is free (./turns.ts): a chunk must not land in
+ * another request's transaction.
+ */
+export function blobStore(sqlite: Database, inConnectionTurn: <T>(write: () => T) => Promise<T>) {
   const insertStaged = sqlite.query<never, [string, number]>("INSERT INTO staged_blobs (blob_id, created_at) VALUES (?1, ?2)");
   const insertChunk = sqlite.query<never, [string, number, Uint8Array]>("INSERT INTO blob_chunks (blob_id, seq, bytes) VALUES (?1, ?2, ?3)");
   const unstage = sqlite.query<never, [string]>("DELETE FROM staged_blobs WHERE blob_id = ?1");
@@ -55,7 +59,7 @@ export function blobStore(sqlite: Database) {
   /** Writes in a turn of the event loop of its own (takeTurn), committed without waiting for the disk. */
   const inTurn = async (write: () => void): Promise<void> => {
     await takeTurn();
-    commitWithoutWaitingForDisk(sqlite, () => sqlite.transaction(write).immediate());
+    await inConnectionTurn(() => commitWithoutWaitingForDisk(sqlite, () => sqlite.transaction(write).immediate()));
   };
   const discard = (blobId: string) =>
     commitWithoutWaitingForDisk(sqlite, () =>
@@ -85,7 +89,7 @@ export function blobStore(sqlite: Database) {
           await inTurn(() => insertChunk.run(blobId, n, chunk));
         }
       } catch (error) {
-        discard(blobId);
+        await inConnectionTurn(() => discard(blobId));
         throw error;
       }
       return { bytes: EMPTY, blobId };

@@ -8,53 +8,9 @@ import type { AttachmentRow, DeliveryRow, MessageRow } from "./messages";
 import { withContent, type BlobStore } from "./blobs";
 import type { Db } from "./db";
 import { rowReader } from "./row-reader";
-
-export type DeliveryStatus = "queued" | "delivered" | "bounced" | "rejected";
-
-/** A delivery as the queue works on it. */
-export interface QueuedDelivery {
-  id: string;
-  organizationId: string;
-  messageId: string;
-  recipient: string;
-  domain: string;
-  /** Tries made before this one. */
-  attempts: number;
-  /** When it fell due. */
-  dueAt: number;
-  /**
-   * The remote's acceptance when it was committed but the rest of its try was not (a crash came
-   * in between): the delivery came due again only to be recorded, never to be sent again.
-   */
-  acceptedReply: string | null;
-}
-
-/** What the queue needs of a message to move its status. */
-export interface OutboundMessage {
-  id: string;
-  organizationId: string;
-  inboxId: string;
-  from: string;
-  status: string;
-}
-
-/** A message with the bytes to send (bun:sqlite reads a BLOB as a plain Uint8Array). */
-export interface SendableMessage extends OutboundMessage {
-  raw: Uint8Array;
-}
-
-export interface DeliveryUpdate {
-  id: string;
-  status: DeliveryStatus;
-  lastResponse: string;
-  /** Null once the delivery is final. */
-  nextAttemptAt: number | null;
-  now: number;
-}
+import type { DeliveryStatus, DeliveryUpdate, OutboundMessage, QueueBacklog, QueuedDelivery, SendableMessage } from "../store";
 
 const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : 1);
-
-export type QueueBacklog = { depth: number; oldestCreatedAt: number | null };
 
 export const deliveriesStore = (db: Db, blobs: BlobStore) => {
   const whole = withContent(blobs);
@@ -67,6 +23,7 @@ export const deliveriesStore = (db: Db, blobs: BlobStore) => {
       AND id NOT IN (SELECT value FROM json_each(?3))
     GROUP BY domain ORDER BY min(next_attempt_at) LIMIT ?4`);
   const backlog = sqlite.query<QueueBacklog, []>("SELECT count(*) AS depth, min(created_at) AS oldestCreatedAt FROM deliveries WHERE next_attempt_at IS NOT NULL");
+  const nextDueAfter = sqlite.query<{ dueAt: number | null }, [number]>("SELECT min(next_attempt_at) AS dueAt FROM deliveries WHERE next_attempt_at > ?1");
   const dueMessages = sqlite.query<{ id: string; messageId: string }, [string, number, number]>(`
     SELECT id, message_id AS messageId FROM deliveries
     WHERE domain = ?1 AND next_attempt_at IS NOT NULL AND next_attempt_at <= ?2
@@ -112,6 +69,7 @@ export const deliveriesStore = (db: Db, blobs: BlobStore) => {
     /** Destination domains with deliveries due, the longest-waiting first. */
     /** Deliveries still to be tried, and when the oldest of them was queued (the metrics' queue depth and age). */
     backlog: (): QueueBacklog => backlog.get()!,
+    nextDueAfter: (after: number): number | undefined => nextDueAfter.get(after)!.dueAt ?? undefined,
     dueDomains(now: number, skipDomains: string[], skipIds: string[], limit: number): string[] {
       return dueDomains.all(now, JSON.stringify(skipDomains), JSON.stringify(skipIds), limit).map((row) => row.domain);
     },
@@ -171,10 +129,10 @@ export const deliveriesStore = (db: Db, blobs: BlobStore) => {
       return { ...message, raw: content };
     },
     /** The message row with its attachments and deliveries, for presenting it. */
-    messageWithParts(messageId: string): { row: MessageRow; attachments: AttachmentRow[]; deliveries: DeliveryRow[] } | undefined {
-      const row = messageRow.get(messageId);
-      if (!row) return undefined;
-      return { row, attachments: attachmentsOfMessage.all(messageId).map(whole), deliveries: deliveriesOfMessage.all(messageId) };
+    messageWithParts(messageId: string): { message: MessageRow; attachments: AttachmentRow[]; deliveries: DeliveryRow[] } | undefined {
+      const message = messageRow.get(messageId);
+      if (!message) return undefined;
+      return { message, attachments: attachmentsOfMessage.all(messageId).map(whole), deliveries: deliveriesOfMessage.all(messageId) };
     },
   };
 };

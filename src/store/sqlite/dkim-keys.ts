@@ -1,11 +1,11 @@
 /** DKIM key pairs per signing domain (the service domain and custom domains). */
 import { and, asc, eq } from "drizzle-orm";
+import type { DkimKeyStatus } from "../../dkim/keys";
 import { dkimKeys } from "./schema/index";
 import type { Db } from "./db";
-import type { SecretBox } from "./secrets";
+import type { SecretBox } from "../secret-box";
 
 export type DkimKeyRow = typeof dkimKeys.$inferSelect;
-export type DkimKeyStatus = DkimKeyRow["status"];
 
 export const dkimKeysStore = (db: Db, secrets: SecretBox) => {
   const opened = (rows: DkimKeyRow[]) => rows.map((row) => ({ ...row, privateKeyPem: secrets.open(row.privateKeyPem) }));

@@ -3,9 +3,9 @@ import { and, asc, desc, eq, like, lte, or, sql } from "drizzle-orm";
 import { domains, inboxes } from "./schema/index";
 import type { Db } from "./db";
 import type { InboxRow } from "./inboxes";
+import type { DomainChanges } from "../store";
 
 export type DomainRow = typeof domains.$inferSelect;
-export type DomainChanges = Partial<Omit<DomainRow, "id" | "organizationId" | "name" | "createdAt">>;
 
 export const domainsStore = (db: Db) => {
   // Prepared once: SMTP asks it at every RCPT to an address on a domain other than the service's.

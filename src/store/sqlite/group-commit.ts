@@ -2,7 +2,7 @@
  * Group commit. A durable commit waits for an fsync of the WAL, and bun:sqlite would wait for it
  * on the event loop, where it holds up every SMTP session and request for the disk's latency.
  * Writes queued here run together in one transaction, each in its own savepoint (a write that
- * throws is rolled back alone), committed without that wait (db/open.ts); the WAL is then synced
+ * throws is rolled back alone), committed without that wait (./open.ts); the WAL is then synced
  * by an fdatasync on the runtime's thread pool, and each caller's promise settles only once that
  * sync is done: nothing is reported accepted before it is on disk, as under `synchronous = FULL`.
  * One sync runs at a time, and the writes queued meanwhile commit together when it ends: a slow
@@ -11,22 +11,25 @@
  */
 import type { Database } from "bun:sqlite";
 import { closeSync, fdatasync, openSync } from "node:fs";
-import { commitWithoutWaitingForDisk } from "./open";
 
-interface Job {
-  write: () => unknown;
+/** How one write of a batch ended. */
+export type BatchOutcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+interface Job<Tx> {
+  write: (tx: Tx) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
 
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-
 /** Makes the commits made so far durable. */
 export type SyncCommits = () => Promise<void>;
 
-export interface GroupCommitOptions {
-  /** Runs in each batch's transaction after its writes (the search index catches up). */
-  beforeCommit?: () => void;
+export interface GroupCommitOptions<Tx> {
+  /**
+   * Runs the batch's writes in one transaction that commits without waiting for the disk, each
+   * write alone in a savepoint; resolves with each write's outcome.
+   */
+  commitBatch: (writes: ((tx: Tx) => Promise<unknown>)[]) => Promise<BatchOutcome[]>;
   /**
    * Defaults to an fdatasync of the database's WAL. A database that is not in WAL mode (an
    * in-memory one) commits as its connection is set up, and needs no sync of its own.
@@ -36,8 +39,8 @@ export interface GroupCommitOptions {
   onCommitted?: (seconds: number) => void;
 }
 
-export function groupCommit(sqlite: Database, { beforeCommit = () => {}, syncCommits = walSync(sqlite), onCommitted = () => {} }: GroupCommitOptions = {}) {
-  let queued: Job[] = [];
+export function groupCommit<Tx>(sqlite: Database, { commitBatch, syncCommits = walSync(sqlite), onCommitted = () => {} }: GroupCommitOptions<Tx>) {
+  let queued: Job<Tx>[] = [];
   /** A batch is scheduled, or committed and waiting for its sync. */
   let busy = false;
 
@@ -51,31 +54,16 @@ export function groupCommit(sqlite: Database, { beforeCommit = () => {}, syncCom
   const totalChanges = sqlite.query<{ changes: number }, []>("SELECT total_changes() AS changes");
   const changesSoFar = () => totalChanges.get()!.changes;
 
-  /** The outcome of each job, and whether the batch changed any row (table changes do not count). */
-  const commit = (jobs: Job[]): { outcomes: Outcome[]; changed: boolean } => {
-    const before = changesSoFar();
-    const run = () =>
-      sqlite
-        .transaction(() => {
-          const outcomes = jobs.map(({ write }) => runAlone(sqlite, write));
-          beforeCommit();
-          return outcomes;
-        })
-        .immediate();
-    const outcomes = syncCommits ? commitWithoutWaitingForDisk(sqlite, run) : run();
-    return { outcomes, changed: changesSoFar() !== before };
-  };
-
   async function flush() {
     const jobs = queued;
     queued = [];
-    let outcomes: Outcome[];
+    let outcomes: BatchOutcome[];
     let syncError: unknown;
     const startedAt = performance.now();
     try {
-      const committed = commit(jobs);
-      outcomes = committed.outcomes;
-      if (syncCommits && committed.changed) await syncCommits().catch((error: unknown) => (syncError = error ?? new Error("sync failed")));
+      const before = changesSoFar();
+      outcomes = await commitBatch(jobs.map((job) => job.write));
+      if (syncCommits && changesSoFar() !== before) await syncCommits().catch((error: unknown) => (syncError = error ?? new Error("sync failed")));
       onCommitted((performance.now() - startedAt) / 1000);
     } catch (error) {
       outcomes = jobs.map(() => ({ ok: false, error }));
@@ -90,22 +78,12 @@ export function groupCommit(sqlite: Database, { beforeCommit = () => {}, syncCom
     });
   }
 
-  /** Runs `write` (synchronous) in the next shared transaction; settles once its commit is on disk. */
-  return <T>(write: () => T): Promise<T> =>
+  /** Runs `write` in the next shared transaction; settles once its commit is on disk. */
+  return <T>(write: (tx: Tx) => Promise<T>): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       queued.push({ write, resolve: resolve as (value: unknown) => void, reject });
       schedule();
     });
-}
-
-/** A failing write rolls back its own savepoint only; the others in the batch still commit. */
-function runAlone(sqlite: Database, write: () => unknown): Outcome {
-  try {
-    // Nested: a savepoint inside the shared transaction.
-    return { ok: true, value: sqlite.transaction(write).immediate() };
-  } catch (error) {
-    return { ok: false, error };
-  }
 }
 
 /**
@@ -114,7 +92,7 @@ function runAlone(sqlite: Database, write: () => unknown): Outcome {
  * (SQLite's order), and the WAL starts over only once all of it is in the database, so a commit
  * never leaves the WAL before it is on disk. Undefined when the database has no WAL.
  */
-function walSync(sqlite: Database): SyncCommits | undefined {
+export function walSync(sqlite: Database): SyncCommits | undefined {
   const mode = sqlite.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()?.journal_mode;
   if (mode !== "wal") return undefined;
   const walPath = `${sqlite.filename}-wal`;

@@ -1,74 +1,221 @@
 /**
- * The store: the only code that speaks SQL. Services call these aggregates; a change that must be
- * atomic runs inside `transaction`, which nests (savepoints) and commits before the caller answers.
- * Calls are synchronous: one bun:sqlite connection, so an await inside a transaction would let
- * another request's statements into it.
+ * The embedded engine: the Store (../store.ts) on one bun:sqlite connection. The aggregates in
+ * this folder are synchronous, as bun:sqlite is; here each call becomes a turn on the connection
+ * (./turns.ts), and a transaction holds the connection from BEGIN to COMMIT, so that an await
+ * inside it never lets another request's statements in.
  */
 import type { Database } from "bun:sqlite";
+import { dirname, resolve } from "node:path";
+import type { Clock } from "../../clock";
+import type { Config } from "../../config";
+import type { Logger } from "../../log";
+import type { Store, Transaction, TransactionOptions } from "../store";
 import { accountsStore } from "./accounts";
-import { deliveriesStore } from "./deliveries";
+import { blobStore } from "./blobs";
+import { startCheckpoints } from "./checkpoints";
 import { drizzleOf } from "./db";
+import { deliveriesStore } from "./deliveries";
 import { dkimKeysStore } from "./dkim-keys";
 import { domainsStore } from "./domains";
-import { blobStore } from "./blobs";
 import { eventsStore } from "./events";
-import { groupCommit } from "./group-commit";
+import { groupCommit, type BatchOutcome, type SyncCommits } from "./group-commit";
 import { inboxesStore } from "./inboxes";
 import { loginThrottlesStore } from "./login-throttles";
-import { webhookQueueStore } from "./webhook-queue";
-import { webhooksStore } from "./webhooks";
 import { messageSearchStore } from "./message-search";
 import { messagesStore } from "./messages";
+import { migrate } from "./migrate";
+import { openDatabase, QUICK_CHECK_WAIT_MS } from "./open";
+import { openDatabaseReadOnly } from "./read-only";
 import { searchIndexStore } from "./search-index";
-import { keylessBox, type SecretBox } from "./secrets";
+import { openSecrets } from "./secret-key";
+import { keylessBox, type SecretBox } from "../secret-box";
 import { sendWindowsStore } from "./send-windows";
 import { suppressionsStore } from "./suppressions";
 import { threadsStore } from "./threads";
+import { ConnectionTurns } from "./turns";
+import { webhookQueueStore } from "./webhook-queue";
+import { webhooksStore } from "./webhooks";
 
-/**
- * `secrets` seals webhook secrets and DKIM private keys as they are written and opens them as they
- * are read (./secrets); without it, as for the read-only look-ups of `inboxd dns` and `inboxd
- * doctor`, they are read as stored and cannot be written.
- */
-export function createStore(sqlite: Database, options: { secrets?: SecretBox; onCommitted?: (seconds: number) => void } = {}) {
+/** Each method of an aggregate as the Store interface has it: returning a Promise. */
+type Asynced<T> = { [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : T[K] };
+
+export interface StoreOptions {
+  /**
+   * Seals webhook secrets and DKIM private keys as they are written and opens them as they are
+   * read (./secrets); without it, as for the read-only look-ups of `inboxd dns` and `inboxd
+   * doctor`, they are read as stored and cannot be written.
+   */
+  secrets?: SecretBox;
+  /** Told each batched commit's time until it is on disk (metrics). */
+  onCommitted?: (seconds: number) => void;
+  /** How batched commits are made durable; an fdatasync of the WAL unless given (tests). */
+  syncCommits?: SyncCommits;
+  /** Told after each commit that recorded events: their webhook deliveries are there to claim. */
+  onEventsCommitted?: () => void;
+}
+
+export function createStore(sqlite: Database, options: StoreOptions = {}): Store {
   const db = drizzleOf(sqlite);
   const secrets = options.secrets ?? keylessBox;
+  const turns = new ConnectionTurns();
   const searchIndex = searchIndexStore(sqlite);
-  const blobs = blobStore(sqlite);
-  return {
-    sqlite,
-    blobs,
-    transaction<T>(fn: () => T): T {
-      // Nested: a savepoint of the enclosing transaction, which catches the index up itself.
-      if (sqlite.inTransaction) return sqlite.transaction(fn).immediate();
-      return sqlite
-        .transaction(() => {
-          const value = fn();
-          searchIndex.catchUp();
-          return value;
-        })
-        .immediate();
-    },
-    /**
-     * Like `transaction`, but shares its commit with the writes queued meanwhile, and settles once
-     * that commit is on disk, synced off the event loop; see group-commit.ts.
-     */
-    transactionBatched: groupCommit(sqlite, { beforeCommit: searchIndex.catchUp, onCommitted: options.onCommitted }),
+  let eventsInTransaction = false;
+  const eventRecorded = () => {
+    if (sqlite.inTransaction) eventsInTransaction = true;
+    else options.onEventsCommitted?.();
+  };
+  const blobs = blobStore(sqlite, (write) => turns.call(write));
+  const aggregates = {
     accounts: accountsStore(db),
     deliveries: deliveriesStore(db, blobs),
     dkimKeys: dkimKeysStore(db, secrets),
     domains: domainsStore(db),
-    events: eventsStore(db),
+    events: eventsStore(sqlite, eventRecorded),
     inboxes: inboxesStore(db),
     loginThrottles: loginThrottlesStore(db),
-    webhooks: webhooksStore(db, secrets, blobs),
-    webhookQueue: webhookQueueStore(db, secrets, blobs),
     messages: messagesStore(db, blobs),
     messageSearch: messageSearchStore(db),
     sendWindows: sendWindowsStore(db),
     suppressions: suppressionsStore(db),
     threads: threadsStore(db),
+    webhooks: webhooksStore(db, secrets, blobs),
+    webhookQueue: webhookQueueStore(db, secrets, blobs),
+  };
+
+  let savepoints = 0;
+  /** A nested transaction: a savepoint of the one that holds the connection. */
+  async function savepoint<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+    const name = `nested_${++savepoints}`;
+    sqlite.run(`SAVEPOINT ${name}`);
+    try {
+      const value = await work(tx);
+      sqlite.run(`RELEASE ${name}`);
+      return value;
+    } catch (error) {
+      sqlite.run(`ROLLBACK TO ${name}`);
+      sqlite.run(`RELEASE ${name}`);
+      throw error;
+    } finally {
+      savepoints--;
+    }
+  }
+
+  /** BEGIN … COMMIT around `work`, the connection already held; the search index catches up last. */
+  async function atomically<T>(work: () => Promise<T>, waitForDisk: boolean): Promise<T> {
+    // `synchronous` cannot change inside a transaction: NORMAL makes this COMMIT skip its fsync.
+    if (!waitForDisk) sqlite.run("PRAGMA synchronous = NORMAL");
+    try {
+      sqlite.run("BEGIN IMMEDIATE");
+      eventsInTransaction = false;
+      try {
+        const value = await work();
+        searchIndex.catchUp();
+        sqlite.run("COMMIT");
+        if (eventsInTransaction) options.onEventsCommitted?.();
+        return value;
+      } catch (error) {
+        if (sqlite.inTransaction) sqlite.run("ROLLBACK");
+        throw error;
+      }
+    } finally {
+      if (!waitForDisk) sqlite.run("PRAGMA synchronous = FULL");
+    }
+  }
+
+  const tx: Transaction = { ...asyncAggregates(aggregates, settleNow), transaction: savepoint };
+
+  const transactionBatched = groupCommit<Transaction>(sqlite, {
+    onCommitted: options.onCommitted,
+    syncCommits: options.syncCommits,
+    commitBatch: (writes) =>
+      turns.exclusive(() =>
+        atomically(async () => {
+          const outcomes: BatchOutcome[] = [];
+          for (const write of writes) {
+            // A failing write rolls back its own savepoint only; the others in the batch still commit.
+            outcomes.push(await savepoint(write).then((value): BatchOutcome => ({ ok: true, value }), (error: unknown): BatchOutcome => ({ ok: false, error })));
+          }
+          return outcomes;
+        }, false),
+      ),
+  });
+
+  return {
+    ...asyncAggregates(aggregates, (statements) => turns.call(statements)),
+    transaction: <T>(work: (tx: Transaction) => Promise<T>, { waitForDisk = true }: TransactionOptions = {}) => turns.exclusive(() => atomically(() => work(tx), waitForDisk)),
+    transactionBatched,
+    blobs: {
+      prepare: (parts, now) => blobs.prepare(parts, now),
+      release: (blobIds) => turns.call(() => blobs.release(blobIds)),
+    },
+    startMaintenance: (log) => startCheckpoints(sqlite, dirname(sqlite.filename), log),
+    close: () => sqlite.close(),
   };
 }
 
-export type Store = ReturnType<typeof createStore>;
+/** In a transaction, which already holds the connection: the statements run at once. */
+function settleNow<T>(statements: () => T): Promise<T> {
+  try {
+    return Promise.resolve(statements());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/** Typed member by member, so that the compiler checks each aggregate against the interface where it is used as one. */
+function asyncAggregates<T extends Record<string, object>>(aggregates: T, run: <R>(statements: () => R) => Promise<R>): { [K in keyof T]: Asynced<T[K]> } {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, aggregate] of Object.entries(aggregates)) wrapped[name] = asynced(aggregate, run);
+  return wrapped as { [K in keyof T]: Asynced<T[K]> };
+}
+
+function asynced<T extends object>(aggregate: T, run: <R>(statements: () => R) => Promise<R>): Asynced<T> {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, member] of Object.entries(aggregate)) {
+    wrapped[name] = typeof member === "function" ? (...args: unknown[]) => run(() => (member as (...a: unknown[]) => unknown).apply(aggregate, args)) : member;
+  }
+  return wrapped as Asynced<T>;
+}
+
+/**
+ * The data dir's database, opened, migrated, with its secrets; for the running server and the
+ * commands that write.
+ */
+export function openSqliteStore(
+  config: Config,
+  { clock, log, onMigrated, ...storeOptions }: { clock: Clock; log: Logger; onMigrated?: (versions: string[]) => void } & Pick<StoreOptions, "onCommitted" | "onEventsCommitted">,
+): Store {
+  const database = openDatabase(config.dataDir, { cacheMb: config.dbCacheMb });
+  let secrets: ReturnType<typeof openSecrets>;
+  try {
+    const applied = migrate(database.sqlite, clock.now());
+    if (applied.length) log.info("migrations applied", { versions: applied.join(",") });
+    onMigrated?.(applied);
+    secrets = openSecrets(config, database.sqlite, clock.now());
+    if (secrets.sealedNow) log.info("secrets stored in the clear are now sealed", { count: secrets.sealedNow });
+    // Chunks a crash left behind before their message was stored (./blobs.ts).
+    const orphans = blobStore(database.sqlite, (write) => Promise.resolve(write())).removeOrphans();
+    if (orphans) log.info("removed unfinished message blobs", { blobs: orphans });
+  } catch (e) {
+    database.close();
+    throw e;
+  }
+  if (database.unfinishedCheck) {
+    const path = resolve(config.dataDir, "inboxd.db");
+    log.warn("the database check (PRAGMA quick_check) did not finish in time: started without it; it goes on, and its outcome follows", { database: path, waitedMs: QUICK_CHECK_WAIT_MS });
+    void database.unfinishedCheck.then((finding) => {
+      if (finding === "ok") log.info("the database check finished: no damage", { database: path });
+      else log.error("the database check found damage: stop inboxd and restore the last backup (inboxd restore FILE --force)", { database: path, finding });
+    });
+  }
+  return { ...createStore(database.sqlite, { secrets: secrets.box, ...storeOptions }), close: () => database.close() };
+}
+
+/**
+ * The data dir's database for reading beside a running server (`inboxd dns`, `inboxd doctor`): no
+ * lock, no writes, secrets read as stored. Undefined when the data dir holds no database yet.
+ */
+export function openSqliteStoreReadOnly(config: Pick<Config, "dataDir">): Store | undefined {
+  const sqlite = openDatabaseReadOnly(config.dataDir);
+  return sqlite && createStore(sqlite);
+}

@@ -4,26 +4,26 @@
  * rowid order is arrival order, which is the list's created_at order while the clock runs forward.
  */
 import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
-import { messages, messagesFts } from "./schema/index";
+import type { LiteralRequirement, SearchableMessage, SearchPosition } from "../store";
 import type { Db } from "./db";
+import { ftsPhrase, ftsQuery, MINIMUM_LITERAL_LENGTH } from "./fts-query";
 import { summaryColumns, type MessageSummaryRow } from "./messages";
+import { messages, messagesFts } from "./schema/index";
 
-/** What a regular expression is checked against, with the position to continue from. */
-export interface SearchableRow {
-  rowid: number;
+/** The last row a walk saw, in (created_at, rowid) descending order. */
+interface Position {
   createdAt: number;
-  subject: string;
-  text: string | null;
-  from: string;
+  rowid: number;
 }
 
-/** Where a scan of the inbox stopped: the last row seen, in (created_at, rowid) descending order. */
-export type ScanCursor = Pick<SearchableRow, "createdAt" | "rowid">;
-
 const rowid = sql<number>`messages.rowid`;
-const searchableColumns = { rowid, createdAt: messages.createdAt, subject: messages.subject, text: messages.text, from: messages.from };
+const walkColumns = { id: messages.id, rowid, createdAt: messages.createdAt, subject: messages.subject, text: messages.text, from: messages.from };
 const matches = sql`messages_fts MATCH ${sql.placeholder("match")}`;
 const sameRow = sql`messages.rowid = messages_fts.rowid`;
+const start: Position = { createdAt: Number.MAX_SAFE_INTEGER, rowid: Number.MAX_SAFE_INTEGER };
+
+type WalkRow = { id: string; rowid: number; createdAt: number; subject: string; text: string | null; from: string };
+const searchable = ({ rowid, createdAt, ...row }: WalkRow): SearchableMessage => ({ ...row, position: { createdAt, rowid } as Position as unknown as SearchPosition });
 
 export const messageSearchStore = (db: Db) => {
   const matchingPage = db
@@ -36,7 +36,7 @@ export const messageSearchStore = (db: Db) => {
     .offset(sql.placeholder("offset"))
     .prepare();
   const candidates = db
-    .select(searchableColumns)
+    .select(walkColumns)
     .from(messagesFts)
     .innerJoin(messages, sameRow)
     .where(and(matches, eq(messages.inboxId, sql.placeholder("inboxId")), lt(sql`messages_fts.rowid`, sql.placeholder("before"))))
@@ -44,36 +44,31 @@ export const messageSearchStore = (db: Db) => {
     .limit(sql.placeholder("limit"))
     .prepare();
   const scan = db
-    .select(searchableColumns)
+    .select(walkColumns)
     .from(messages)
-    // A row value, so that the index range starts at the cursor instead of the inbox's newest row.
+    // A row value, so that the index range starts at the position instead of the inbox's newest row.
     .where(and(eq(messages.inboxId, sql.placeholder("inboxId")), sql`(${messages.createdAt}, messages.rowid) < (${sql.placeholder("createdAt")}, ${sql.placeholder("rowid")})`))
     .orderBy(desc(messages.createdAt), desc(rowid))
     .limit(sql.placeholder("limit"))
     .prepare();
 
   return {
-    /** A page of the inbox's messages that match an FTS5 query, newest first. */
-    matchingPage(inboxId: string, match: string, page: number, per: number): MessageSummaryRow[] {
-      return matchingPage.all({ inboxId, match, limit: per, offset: (page - 1) * per });
+    minimumLiteralLength: MINIMUM_LITERAL_LENGTH,
+    containing(inboxId: string, text: string, page: number, per: number): MessageSummaryRow[] {
+      return matchingPage.all({ inboxId, match: ftsPhrase(text), limit: per, offset: (page - 1) * per });
     },
-    /** The next `limit` rows (below rowid `before`) that match an FTS5 query: candidates to check. */
-    candidates(inboxId: string, match: string, before: number, limit: number): SearchableRow[] {
-      return candidates.all({ inboxId, match, before, limit });
+    /** The index's matches when the requirement has a literal it can look up; else every message. */
+    walk(inboxId: string, requirement: LiteralRequirement | null, after: SearchPosition | undefined, limit: number): SearchableMessage[] {
+      const from = (after as unknown as Position | undefined) ?? start;
+      const match = requirement && ftsQuery(requirement);
+      const rows = match ? candidates.all({ inboxId, match, before: from.rowid, limit }) : scan.all({ inboxId, createdAt: from.createdAt, rowid: from.rowid, limit });
+      return rows.map(searchable);
     },
-    /** The next `limit` rows of the inbox after the cursor, newest first, for a scan without index. */
-    scan(inboxId: string, cursor: ScanCursor, limit: number): SearchableRow[] {
-      return scan.all({ inboxId, createdAt: cursor.createdAt, rowid: cursor.rowid, limit });
-    },
-    /**
-     * The list fields of the given rows, in the order given. A walk reads between other requests,
-     * so a row it found may be gone since (its inbox deleted): such rows are left out.
-     */
-    summaries(rowids: number[]): MessageSummaryRow[] {
-      if (rowids.length === 0) return [];
-      const rows = db.select({ ...summaryColumns, rowid }).from(messages).where(inArray(rowid, rowids)).all();
-      const byRowid = new Map(rows.map(({ rowid, ...row }) => [rowid, row]));
-      return rowids.flatMap((id) => byRowid.get(id) ?? []);
+    summaries(messageIds: string[]): MessageSummaryRow[] {
+      if (messageIds.length === 0) return [];
+      const rows = db.select(summaryColumns).from(messages).where(inArray(messages.id, messageIds)).all();
+      const byId = new Map(rows.map((row) => [row.id, row]));
+      return messageIds.flatMap((id) => byId.get(id) ?? []);
     },
   };
 };

@@ -9,6 +9,7 @@ import webhooks from "../../../migrations/0070_webhooks.sql" with { type: "text"
 import domains from "../../../migrations/0080_domains.sql" with { type: "text" };
 import secretBox from "../../../migrations/0090_secret_box.sql" with { type: "text" };
 import blobChunks from "../../../migrations/0100_blob_chunks.sql" with { type: "text" };
+import webhookFanOutInCode from "../../../migrations/0110_webhook_fan_out_in_code.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_core", sql: core },
@@ -21,4 +22,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0080_domains", sql: domains },
   { version: "0090_secret_box", sql: secretBox },
   { version: "0100_blob_chunks", sql: blobChunks },
+  { version: "0110_webhook_fan_out_in_code", sql: webhookFanOutInCode },
 ];

@@ -3,6 +3,8 @@ import { Database } from "bun:sqlite";
 import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "../../config";
+import { workerUrl } from "../../workers/url";
+import type { QuickCheckRequest } from "./quick-check-worker";
 
 export class DataDirLockedError extends Error {}
 
@@ -168,14 +170,12 @@ function ownerOnly(path: string): void {
  * `PRAGMA quick_check` on a thread of its own, so that the start waits for it at most `waitMs`:
  * it reads every page, which took 2 s for a 1.3 GB database in the page cache and 32 s from a
  * cold disk. Damage found in time is refused here; a check that outlasts the wait goes on and
- * settles the returned promise. Its source is inline: a worker file would have to be one more
- * entry point of the compiled executable.
+ * settles the returned promise.
  */
 function quickCheck(path: string, waitMs: number): Promise<string> | undefined {
   const shared = new SharedArrayBuffer(8 + 4096);
-  quickCheckWorkerUrl ??= URL.createObjectURL(new Blob([QUICK_CHECK_WORKER], { type: "application/javascript" }));
-  const worker = new Worker(quickCheckWorkerUrl);
-  worker.postMessage({ path, shared });
+  const worker = new Worker(workerUrl("store/sqlite/quick-check-worker.ts"));
+  worker.postMessage({ path, shared } satisfies QuickCheckRequest);
   const done = new Int32Array(shared, 0, 2);
   Atomics.wait(done, 0, 0, waitMs);
   if (Atomics.load(done, 0) === 1) {
@@ -195,33 +195,6 @@ function quickCheck(path: string, waitMs: number): Promise<string> | undefined {
     worker.onerror = (event) => resolve(`the check itself failed: ${event.message}`);
   });
 }
-
-let quickCheckWorkerUrl: string | undefined;
-
-/** The quick_check thread: its finding goes to shared memory (for a start that waits) and as a message (for one that did not). */
-const QUICK_CHECK_WORKER = `
-import { Database } from "bun:sqlite";
-self.onmessage = ({ data: { path, shared } }) => {
-  let finding;
-  try {
-    const sqlite = new Database(path, { readonly: true });
-    try {
-      finding = sqlite.query("PRAGMA quick_check(1)").get().quick_check;
-    } finally {
-      sqlite.close();
-    }
-  } catch (error) {
-    finding = error.message;
-  }
-  const bytes = new TextEncoder().encode(finding).subarray(0, shared.byteLength - 8);
-  new Uint8Array(shared, 8).set(bytes);
-  const done = new Int32Array(shared, 0, 2);
-  done[1] = bytes.length;
-  Atomics.store(done, 0, 1);
-  Atomics.notify(done, 0);
-  self.postMessage(finding);
-};
-`;
 
 /**
  * Runs `commit` (a whole transaction) with `synchronous = NORMAL`: in WAL mode its COMMIT then

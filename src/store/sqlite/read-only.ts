@@ -6,5 +6,5 @@ import { join } from "node:path";
 /** undefined when the data dir holds no database yet. */
 export function openDatabaseReadOnly(dataDir: string): Database | undefined {
   const path = join(dataDir, "inboxd.db");
-  return existsSync(path) ? new Database(path, { readonly: true }) : undefined;
+  return existsSync(path) ? new Database(path, { readonly: true, strict: true }) : undefined;
 }

@@ -8,7 +8,8 @@ import { closeSync, existsSync, fchmodSync, fsyncSync, openSync, readFileSync, r
 import { randomBytes } from "node:crypto";
 import { dirname, join } from "node:path";
 import { ConfigError, type Config } from "../../config";
-import { opensProbe, parseSecretKey, SECRET_KEY_BYTES, sealedProbe, sealStoredSecrets, secretBox, type SecretBox } from "./secrets";
+import { opensProbe, parseSecretKey, SECRET_KEY_BYTES, secretBox, type SecretBox } from "../secret-box";
+import { sealedProbe, sealStoredSecrets } from "./secrets";
 
 export const secretKeyFile = (dataDir: string) => join(dataDir, "secret.key");
 

@@ -1,72 +1,10 @@
-/**
- * Secrets at rest: webhook secrets and DKIM private keys are stored sealed with AES-256-GCM under a
- * key kept outside the database (db/secret-key.ts), so that a copy of the database file alone does
- * not give them away. Stored form: `enc:v1:` + base64 of IV (12 bytes), tag (16) and ciphertext.
- */
+/** The sealing of secrets as the embedded engine stores them (the box itself: ../secret-box.ts). */
 import type { Database } from "bun:sqlite";
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-
-const PREFIX = "enc:v1:";
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
-export const SECRET_KEY_BYTES = 32;
-/** What the database keeps sealed to tell, at start, whether a key is the one its secrets were sealed with. */
-const PROBE = "inboxd secret key probe";
-
-export interface SecretBox {
-  seal(plain: string): string;
-  /** Throws when the value was sealed with another key (or is damaged). */
-  open(stored: string): string;
-}
-
-/** 32 bytes written in base64 or hex (the key file and INBOXD_SECRET_KEY); undefined for anything else. */
-export function parseSecretKey(text: string): Buffer | undefined {
-  const trimmed = text.trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(trimmed) ? Buffer.from(trimmed, "hex") : /^[A-Za-z0-9+/]{43}=?$/.test(trimmed) ? Buffer.from(trimmed, "base64") : undefined;
-  return key?.length === SECRET_KEY_BYTES ? key : undefined;
-}
-
-export function secretBox(key: Buffer): SecretBox {
-  return {
-    seal(plain) {
-      const iv = randomBytes(IV_BYTES);
-      const cipher = createCipheriv("aes-256-gcm", key, iv);
-      const ciphertext = Buffer.concat([cipher.update(plain, "utf8"), cipher.final()]);
-      return PREFIX + Buffer.concat([iv, cipher.getAuthTag(), ciphertext]).toString("base64");
-    },
-    open(stored) {
-      if (!stored.startsWith(PREFIX)) throw new Error("the value is not sealed");
-      const bytes = Buffer.from(stored.slice(PREFIX.length), "base64");
-      const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, IV_BYTES));
-      decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-      return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString("utf8");
-    },
-  };
-}
-
-/**
- * For a store opened without the key: the read-only look-ups of `inboxd dns` and `inboxd doctor`,
- * which use public keys only. Secrets read through it stay as stored, and none may be written.
- */
-export const keylessBox: SecretBox = {
-  seal() {
-    throw new Error("this store was opened without the secret key: it cannot store secrets");
-  },
-  open: (stored) => stored,
-};
+import { PROBE, SEALED_PREFIX, type SecretBox } from "../secret-box";
 
 /** The sealed probe of a database, undefined while its secrets were never sealed (before migration 0090 ran at a start). */
 export function sealedProbe(sqlite: Database): string | undefined {
   return sqlite.query<{ probe: string }, []>("SELECT probe FROM secret_box WHERE id = 1").get()?.probe;
-}
-
-/** Whether `box` opens the probe, i.e. holds the key this database's secrets were sealed with. */
-export function opensProbe(box: SecretBox, probe: string): boolean {
-  try {
-    return box.open(probe) === PROBE;
-  } catch {
-    return false;
-  }
 }
 
 /** Every column that holds a secret, by table. */
@@ -85,7 +23,7 @@ export function sealStoredSecrets(sqlite: Database, box: SecretBox, now: number)
     .transaction(() => {
       let sealed = 0;
       for (const [table, column] of SECRET_COLUMNS) {
-        const clear = sqlite.query<{ id: string; value: string }, [string]>(`SELECT id, ${column} AS value FROM ${table} WHERE substr(${column}, 1, length(?1)) <> ?1`).all(PREFIX);
+        const clear = sqlite.query<{ id: string; value: string }, [string]>(`SELECT id, ${column} AS value FROM ${table} WHERE substr(${column}, 1, length(?1)) <> ?1`).all(SEALED_PREFIX);
         const seal = sqlite.query<never, [string, string]>(`UPDATE ${table} SET ${column} = ?2 WHERE id = ?1`);
         for (const { id, value } of clear) seal.run(id, box.seal(value));
         sealed += clear.length;

@@ -6,51 +6,8 @@
 import type { BlobStore } from "./blobs";
 import type { Db } from "./db";
 import { payloadReader } from "./event-payload";
-import type { QueueBacklog } from "./deliveries";
-import type { SecretBox } from "./secrets";
-
-/** A delivery that is due, with what sending it needs: endpoint, secret and the event. */
-export interface DueDelivery {
-  deliveryId: number;
-  /** When it fell due: where it goes back in the queue should its claim be given back. */
-  dueAt: number;
-  attempts: number;
-  webhookId: string;
-  url: string;
-  secret: string;
-  eventId: string;
-  type: string;
-  eventCreatedAt: number;
-  inboxId: string | null;
-  messageId: string | null;
-  payload: string;
-}
-
-export interface ClaimedAttempt {
-  id: string;
-  webhookId: string;
-  deliveryId: number;
-  event: string;
-  url: string;
-  attemptNumber: number;
-  /** The delivery's due time before the claim (DueDelivery.dueAt). */
-  dueAt: number;
-  createdAt: number;
-  /** When the delivery is tried again should the outcome never be recorded (a crash). */
-  retryAt: number;
-}
-
-export interface AttemptOutcome {
-  attemptId: string;
-  deliveryId: number;
-  statusCode: number | null;
-  response: string | null;
-  success: boolean;
-  error: string | null;
-  finishedAt: number;
-  deliveryStatus: "pending" | "succeeded" | "failed";
-  nextAttemptAt: number | null;
-}
+import type { AttemptOutcome, ClaimedAttempt, DueWebhookDelivery, QueueBacklog } from "../store";
+import type { SecretBox } from "../secret-box";
 
 export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) => {
   const sqlite = db.$client;
@@ -58,7 +15,7 @@ export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) 
   // Ordered by due time, then creation order: events to one webhook that are due together go in
   // the order they happened. Deliveries to URLs already at their claim limit are skipped
   // so that they cannot hold the head of the queue, and so are those in flight.
-  const due = sqlite.query<DueDelivery, [number, string, string, number]>(`
+  const due = sqlite.query<DueWebhookDelivery, [number, string, string, number]>(`
     SELECT d.id AS deliveryId, d.next_attempt_at AS dueAt, d.attempts AS attempts, d.webhook_id AS webhookId, w.url AS url, w.secret AS secret,
            e.id AS eventId, e.type AS type, e.created_at AS eventCreatedAt, e.inbox_id AS inboxId, e.message_id AS messageId, e.payload AS payload
     FROM webhook_deliveries d
@@ -90,6 +47,7 @@ export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) 
     "UPDATE webhooks SET first_failure_at = coalesce(first_failure_at, ?2) WHERE id = ?1 RETURNING first_failure_at AS firstFailureAt",
   );
   const backlog = sqlite.query<QueueBacklog, []>("SELECT count(*) AS depth, min(created_at) AS oldestCreatedAt FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL");
+  const nextDueAfter = sqlite.query<{ dueAt: number | null }, [number]>("SELECT min(next_attempt_at) AS dueAt FROM webhook_deliveries WHERE next_attempt_at > ?1");
   const isEnabled = sqlite.query<{ enabled: number }, [string]>("SELECT enabled FROM webhooks WHERE id = ?1");
   // A try without an outcome belongs to a delivery that is still pending: found through the small due index.
   const closeUnfinished = sqlite.query<never, [number, string]>(`
@@ -99,7 +57,8 @@ export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) 
   return {
     /** Webhook deliveries still to be tried, and when the oldest was queued. */
     backlog: (): QueueBacklog => backlog.get()!,
-    due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): DueDelivery[] {
+    nextDueAfter: (after: number): number | undefined => nextDueAfter.get(after)!.dueAt ?? undefined,
+    due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): DueWebhookDelivery[] {
       const rows = due.all(now, JSON.stringify(skipUrls), JSON.stringify(skipDeliveryIds), limit);
       for (const row of rows) {
         row.secret = secrets.open(row.secret);

@@ -1,10 +1,6 @@
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import type { DomainStatus, RecordCheck } from "../../../domains/status";
 import { timestamps } from "./columns";
-
-export type DomainStatus = "pending" | "verified" | "failed";
-export type RecordStatus = DomainStatus;
-/** The last look-up of one record, keyed by `<type> <name>`. */
-export type RecordCheck = { status: RecordStatus; reason?: string };
 
 export const domains = sqliteTable("domains", {
   id: text("id").primaryKey(),

@@ -1,4 +1,5 @@
 import { sqliteTable, text } from "drizzle-orm/sqlite-core";
+import type { DkimAlgorithm, DkimKeyStatus } from "../../../dkim/keys";
 import { timestamps } from "./columns";
 
 export const dkimKeys = sqliteTable("dkim_keys", {
@@ -6,9 +7,9 @@ export const dkimKeys = sqliteTable("dkim_keys", {
   domain: text("domain").notNull(),
   organizationId: text("organization_id"),
   selector: text("selector").notNull(),
-  algorithm: text("algorithm").$type<"rsa-sha256" | "ed25519-sha256">().notNull(),
+  algorithm: text("algorithm").$type<DkimAlgorithm>().notNull(),
   privateKeyPem: text("private_key_pem").notNull(),
   publicKeyBase64: text("public_key_base64").notNull(),
-  status: text("status").$type<"active" | "pending" | "retired">().notNull(),
+  status: text("status").$type<DkimKeyStatus>().notNull(),
   ...timestamps,
 });

@@ -1,4 +1,5 @@
 import { blob, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import type { Authentication } from "../../../smtp/authenticate";
 import { timestamps } from "./columns";
 
 export const inboxes = sqliteTable("inboxes", {
@@ -18,8 +19,6 @@ export const threads = sqliteTable("threads", {
   lastMessageAt: integer("last_message_at").notNull(),
   ...timestamps,
 });
-
-export type Authentication = { spf: string; dkim: string; dmarc: string; arc?: string };
 
 export const messages = sqliteTable("messages", {
   id: text("id").primaryKey(),

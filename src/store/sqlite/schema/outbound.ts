@@ -1,7 +1,6 @@
 import { sqliteTable, text } from "drizzle-orm/sqlite-core";
+import type { SuppressionReason } from "../../../outbound/policy";
 import { timestamps } from "./columns";
-
-export type SuppressionReason = "bounced" | "complained";
 
 export const suppressions = sqliteTable("suppressions", {
   id: text("id").primaryKey(),

@@ -1,5 +1,6 @@
 import { integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
 import type { EventName } from "../../../events/names";
+import type { WebhookDeliveryStatus } from "../../../webhooks/policy";
 import { timestamps } from "./columns";
 
 export const webhooks = sqliteTable("webhooks", {
@@ -18,7 +19,7 @@ export const webhookDeliveries = sqliteTable("webhook_deliveries", {
   id: integer("id").primaryKey(),
   webhookId: text("webhook_id").notNull(),
   eventId: text("event_id").notNull(),
-  status: text("status", { enum: ["pending", "succeeded", "failed"] }).notNull(),
+  status: text("status").$type<WebhookDeliveryStatus>().notNull(),
   attempts: integer("attempts").notNull(),
   nextAttemptAt: integer("next_attempt_at"),
   ...timestamps,

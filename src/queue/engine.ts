@@ -1,0 +1,206 @@
+/**
+ * The engine under inboxd's queues that live in the database: outbound mail (src/outbound/queue.ts)
+ * and webhook deliveries (src/webhooks/queue.ts). What keeps such a queue safe and fast is the same
+ * for both, and easy to get subtly wrong: one turn at a time; every try counted before it is made,
+ * so that a crash neither loses it nor retries it in a hot loop; outcomes that wait a moment so
+ * that several share one commit; asleep until the next row falls due, yet awake at once when work
+ * is queued; the same path after a restart; a stop that gives back what it never started and
+ * waits for what it did. So it is written once, here, and each queue brings only its policy: what
+ * it claims, the lanes and limits it sends within, and what an outcome means.
+ */
+import type { App } from "../app";
+import type { Queue, QueueName } from "./running";
+
+/**
+ * What a turn claims: all that is due (it was woken, or a row fell due); more only for the work
+ * the policy has in hand (the turn came for the outcomes of tries, and looking further would cost
+ * more than it finds); or none (the queue stops).
+ */
+export type Claiming = "all due" | "top up" | "none";
+
+export interface QueuePolicy<Outcome> {
+  /** Longest wait before outcomes that came back are recorded, so that several share one commit. */
+  batchWindowMs: number;
+  /** Longest sleep while no row falls due: what is queued without a wake waits this long at most. */
+  idleMs: number;
+  /** Before the first turn: puts right what the last run left unfinished (a crash). */
+  resume?(): Promise<void>;
+  /**
+   * One transaction: records `outcomes` and claims what is due at `now`, each try counted before
+   * it is made; once that is committed, the claims are the policy's to start.
+   */
+  turn(outcomes: Outcome[], now: number, claiming: Claiming): Promise<void>;
+  /** Starts the claimed tries its limits allow now. A try never rejects: a failure is an outcome. */
+  startTries(): Promise<Outcome>[];
+  /** Whether the outcomes back so far call for a turn at once rather than after the batch window. */
+  recordAtOnce(outcomesBack: number): boolean;
+  /** When the earliest row due after `after` falls due, if any does. */
+  nextDueAfter(after: number): Promise<number | undefined>;
+  /** The queue stops: gives back the claims no try started for, due again as before. */
+  release(): Promise<void>;
+  /** After the last turn: lets go of connections and threads. */
+  close?(): void;
+}
+
+/** A turn that failed (the disk full or busy) is tried again after this long, not in a loop. */
+const retryFailedTurnMs = 250;
+
+export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePolicy<Outcome>): Queue {
+  const { clock, log } = app;
+  /** Outcomes back from tries, for the next turn to record. */
+  let outcomes: Outcome[] = [];
+  const tries = new Set<Promise<Outcome>>();
+  /** The turn in progress, and whether another one is wanted right after it. */
+  let current: Promise<void> | undefined;
+  let again = false;
+  /** The next turn, when one is scheduled: when (performance.now()), and how to call it off. */
+  let scheduled: { at: number; cancel: () => void } | undefined;
+  /** Whether the next turn claims all that is due; and the App's clock when one last did. */
+  let lookAround = true;
+  let lookedAt = 0;
+  let resumed = false;
+  let stopped = false;
+  let idleWaiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
+
+  /** Starts a turn now, or right after the one in progress. */
+  function requestTurn() {
+    cancelScheduled();
+    if (current) {
+      again = true;
+      return;
+    }
+    current = turn().finally(() => {
+      current = undefined;
+      if (!again) return;
+      again = false;
+      requestTurn();
+    });
+  }
+
+  async function turn() {
+    const batch = outcomes;
+    outcomes = [];
+    const claiming: Claiming = stopped ? "none" : lookAround ? "all due" : "top up";
+    lookAround = false;
+    const now = clock.now();
+    try {
+      if (!resumed) await policy.resume?.();
+      resumed = true;
+      await policy.turn(batch, now, claiming);
+    } catch (error) {
+      // Rolled back: the outcomes wait for the next turn, and so does the look it was to make.
+      outcomes = batch.concat(outcomes);
+      lookAround ||= claiming === "all due";
+      log.error(`${name} queue turn failed`, { error });
+      settleIdleWaiters(error);
+      scheduleTurn(retryFailedTurnMs);
+      return;
+    }
+    if (claiming === "all due") lookedAt = now;
+    if (!stopped) startTries();
+    if (again) return;
+    if (outcomes.length === 0 && tries.size === 0) settleIdleWaiters();
+    if (!stopped && !scheduled) await sleepUntilDue();
+  }
+
+  /**
+   * Nothing else to wait for: the next turn comes when the next row falls due, or after idleMs.
+   * Rows that fell due since the last look are found too, so that a look cut short by a turn for
+   * outcomes is made up at once.
+   */
+  async function sleepUntilDue() {
+    let untilDue = Infinity;
+    try {
+      const dueAt = await policy.nextDueAfter(lookedAt);
+      if (dueAt !== undefined) untilDue = Math.max(0, dueAt - clock.now());
+    } catch (error) {
+      log.error(`${name} queue: reading when the next row falls due failed`, { error });
+    }
+    scheduleTurn(Math.min(untilDue, policy.idleMs), true);
+  }
+
+  /** Keeps whichever comes first: the turn already scheduled, or this one. */
+  function scheduleTurn(delayMs: number, look = false) {
+    if (stopped) return;
+    const at = performance.now() + delayMs;
+    if (scheduled && scheduled.at <= at) return;
+    cancelScheduled();
+    const fire = () => {
+      scheduled = undefined;
+      lookAround ||= look;
+      requestTurn();
+    };
+    if (delayMs === 0) {
+      const immediate = setImmediate(fire);
+      scheduled = { at, cancel: () => clearImmediate(immediate) };
+    } else {
+      const timeout = setTimeout(fire, delayMs);
+      scheduled = { at, cancel: () => clearTimeout(timeout) };
+    }
+  }
+
+  function cancelScheduled() {
+    scheduled?.cancel();
+    scheduled = undefined;
+  }
+
+  function startTries() {
+    for (const attempt of policy.startTries()) {
+      tries.add(attempt);
+      void attempt.then((outcome) => {
+        tries.delete(attempt);
+        outcomes.push(outcome);
+        if (stopped) return; // the stop's last turn records it
+        startTries();
+        scheduleTurn(policy.recordAtOnce(outcomes.length) ? 0 : policy.batchWindowMs);
+      });
+    }
+  }
+
+  function settleIdleWaiters(error?: unknown) {
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const waiter of waiters) error === undefined ? waiter.resolve() : waiter.reject(error);
+  }
+
+  /** Waits for the turn in progress, and the ones it asked for, to finish. */
+  async function turnsDone() {
+    while (current) await current;
+  }
+
+  const queue: Queue = {
+    name,
+    wake() {
+      lookAround = true;
+      scheduleTurn(0);
+    },
+    async runDueNow() {
+      const idle = new Promise<void>((resolve, reject) => idleWaiters.push({ resolve, reject }));
+      lookAround = true;
+      requestTurn();
+      await idle;
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      cancelScheduled();
+      app.queues.remove(queue);
+      await turnsDone();
+      try {
+        await policy.release();
+      } catch (error) {
+        log.error(`${name} queue: giving back the claims not started failed; they go out at their retry time`, { error });
+      }
+      await Promise.race([Promise.all(tries), new Promise((resolve) => setTimeout(resolve, app.config.shutdownTimeoutMs).unref())]);
+      // The last outcomes; a failure is logged by the turn.
+      requestTurn();
+      await turnsDone();
+      policy.close?.();
+    },
+  };
+  app.queues.add(queue);
+  // The same path after a restart: the first turn claims whatever is due. It waits a batch window,
+  // so that the parts started after this one come up first.
+  scheduleTurn(policy.batchWindowMs);
+  return queue;
+}

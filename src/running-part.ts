@@ -1,0 +1,10 @@
+/**
+ * One part `inboxd serve` starts and stops (src/serve.ts): a listener, a queue, a background job.
+ * A leaf module, so that the parts need not import serve.ts, which imports them all.
+ */
+export interface RunningPart {
+  name: string;
+  /** Listener address for the start-up line, when the part listens. */
+  address?: { host: string; port: number };
+  stop(): Promise<void>;
+}

@@ -1,0 +1,455 @@
+/**
+ * The store: what services may ask of the database, in the domain's words. This file is the
+ * contract an engine implements (src/store/sqlite/ is the embedded one). Every call returns a
+ * Promise. A change that must be atomic runs in `transaction(async (tx) => …)` and uses `tx` only:
+ * an engine may give each transaction a connection of its own, and the embedded one runs one
+ * transaction at a time, so nothing outside it may run its statements in the meantime. Inside a
+ * transaction, await only the store: a transaction held across network or timers holds up every
+ * writer. Every query of a tenant's data takes its organization, so one tenant never sees
+ * another's.
+ */
+import type { DkimKeyStatus } from "../dkim/keys";
+import type { EventName } from "../events/names";
+import type { Logger } from "../log";
+import type { DeliveryStatus } from "../outbound/policy";
+import type { RunningPart } from "../running-part";
+import type { WebhookDeliveryStatus } from "../webhooks/policy";
+import type {
+  AccessTokenRecord,
+  ApiKeyRecord,
+  AttachmentRecord,
+  DeliveryRecord,
+  DkimKeyRecord,
+  DomainRecord,
+  EventRecord,
+  InboxRecord,
+  LoginThrottleRecord,
+  MembershipRecord,
+  MessageRecord,
+  MessageSummaryRecord,
+  OrganizationRecord,
+  SuppressionRecord,
+  ThreadRecord,
+  UserRecord,
+  WebhookAttemptRecord,
+  WebhookDeliveryRecord,
+  WebhookRecord,
+} from "./records";
+
+export type { DeliveryStatus };
+
+export interface Store extends Aggregates {
+  /**
+   * Runs `work` atomically; its writes are on disk when the promise settles. Nested calls (on
+   * `tx`) are savepoints: a nested failure rolls back its own writes only if caught.
+   */
+  transaction<T>(work: (tx: Transaction) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  /**
+   * Like `transaction`, but may share its commit (one sync to disk) with others queued meanwhile:
+   * for the hot write paths (a received or sent message, the webhook queue's turns). A failing
+   * `work` rolls back alone.
+   */
+  transactionBatched<T>(work: (tx: Transaction) => Promise<T>): Promise<T>;
+  /** Large values written ahead of the transaction that stores their message. */
+  blobs: BlobStaging;
+  /** The engine's own background work while the server runs (the embedded one checkpoints its WAL). */
+  startMaintenance(log: Logger): RunningPart;
+  close(): void;
+}
+
+export interface Transaction extends Aggregates {
+  transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T>;
+}
+
+export interface TransactionOptions {
+  /**
+   * false: the commit survives a crash of the process but not of the machine until the next
+   * durable commit (the outbound queue records a remote's acceptance at once this way, and the
+   * turn that follows makes it durable).
+   */
+  waitForDisk?: boolean;
+}
+
+export interface Aggregates {
+  accounts: AccountsStore;
+  deliveries: DeliveriesStore;
+  dkimKeys: DkimKeysStore;
+  domains: DomainsStore;
+  events: EventsStore;
+  inboxes: InboxesStore;
+  loginThrottles: LoginThrottlesStore;
+  messages: MessagesStore;
+  messageSearch: MessageSearchStore;
+  sendWindows: SendWindowsStore;
+  suppressions: SuppressionsStore;
+  threads: ThreadsStore;
+  webhooks: WebhooksStore;
+  webhookQueue: WebhookQueueStore;
+}
+
+/** Bytes as the store keeps them: small ones inline, large ones staged ahead (`bytes` empty then). */
+export interface StoredBytes {
+  bytes: Uint8Array;
+  blobId: string | null;
+}
+
+export interface BlobStaging {
+  /**
+   * The bytes of `parts`, one after the other, as they will be stored: inline when small, else
+   * staged in pieces without holding up other work (call outside any transaction). The record
+   * that names the blob claims it in its transaction.
+   */
+  prepare(parts: Uint8Array[], now: number): Promise<StoredBytes>;
+  /** After that transaction: prepared blobs no record claimed (the write failed, or was a duplicate). */
+  release(blobIds: string[]): Promise<void>;
+}
+
+export interface AccountsStore {
+  insertUser(user: UserRecord): Promise<void>;
+  /** Case-insensitive. */
+  findUserByEmail(email: string): Promise<UserRecord | undefined>;
+  findUser(id: string): Promise<UserRecord | undefined>;
+  createOrganization(organization: { id: string; name: string }, now: number): Promise<OrganizationRecord>;
+  findOrganization(id: string): Promise<OrganizationRecord | undefined>;
+  insertMembership(membership: MembershipRecord): Promise<void>;
+  findMembership(userId: string, organizationId: string): Promise<MembershipRecord | undefined>;
+  /** Oldest membership first, so the default organization leads. */
+  organizationIdsOfUser(userId: string): Promise<string[]>;
+  insertAccessToken(token: AccessTokenRecord): Promise<void>;
+  findAccessTokenByHash(tokenHash: string): Promise<AccessTokenRecord | undefined>;
+  deleteExpiredAccessTokens(userId: string, now: number): Promise<void>;
+  insertApiKey(key: Omit<ApiKeyRecord, "lastUsedAt">): Promise<void>;
+  findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  touchApiKey(id: string, now: number): Promise<void>;
+  findApiKey(organizationId: string, id: string): Promise<ApiKeyRecord | undefined>;
+  /** Newest first; ties within one millisecond in creation order. */
+  listApiKeys(organizationId: string, page: number, per: number): Promise<ApiKeyRecord[]>;
+  deleteApiKey(organizationId: string, id: string): Promise<void>;
+}
+
+/** A delivery as the outbound queue works on it. */
+export interface QueuedDelivery {
+  id: string;
+  organizationId: string;
+  messageId: string;
+  recipient: string;
+  domain: string;
+  /** Tries made before this one. */
+  attempts: number;
+  /** When it fell due. */
+  dueAt: number;
+  /**
+   * The remote's acceptance when it was committed but the rest of its try was not (a crash came
+   * in between): the delivery came due again only to be recorded, never to be sent again.
+   */
+  acceptedReply: string | null;
+}
+
+/** What the queue needs of a message to move its status. */
+export interface OutboundMessage {
+  id: string;
+  organizationId: string;
+  inboxId: string;
+  from: string;
+  status: string;
+}
+
+/** A message with the bytes to send. */
+export interface SendableMessage extends OutboundMessage {
+  raw: Uint8Array;
+}
+
+export interface DeliveryUpdate {
+  id: string;
+  status: DeliveryStatus;
+  lastResponse: string;
+  /** Null once the delivery is final. */
+  nextAttemptAt: number | null;
+  now: number;
+}
+
+/** Work still to do, and when the oldest of it was queued (the metrics' queue depth and age). */
+export interface QueueBacklog {
+  depth: number;
+  oldestCreatedAt: number | null;
+}
+
+export interface DeliveriesStore {
+  backlog(): Promise<QueueBacklog>;
+  /** When the first delivery due after `after` falls due (the queue sleeps until then). */
+  nextDueAfter(after: number): Promise<number | undefined>;
+  /** Destination domains with deliveries due, the longest-waiting first. */
+  dueDomains(now: number, skipDomains: string[], skipIds: string[], limit: number): Promise<string[]>;
+  /**
+   * The due deliveries of up to `limit` messages to `domain`, the longest-waiting first, one group
+   * per message: what one SMTP transaction carries. Deliveries in `skip` (in flight) are left out.
+   */
+  dueGroups(domain: string, now: number, skip: ReadonlySet<string>, limit: number): Promise<QueuedDelivery[][]>;
+  /** Counts a try before it is made; `retryAt` is when it is made again should its outcome never be recorded. */
+  recordAttempt(id: string, retryAt: number, now: number): Promise<void>;
+  /** Undoes recordAttempt for a try that was never made (claimed, then the queue stopped). */
+  releaseAttempt(id: string, dueAt: number, now: number): Promise<void>;
+  update(change: DeliveryUpdate): Promise<void>;
+  /**
+   * A remote server accepted the delivery: it is `delivered`, and due now until finishAccepted,
+   * so that after a crash in between the restarted queue records the rest at once. Only a queued
+   * delivery moves: a second call is a no-op, and a bounce report that came in between stands.
+   */
+  markAccepted(id: string, lastResponse: string, now: number): Promise<void>;
+  /** The rest of the accepting try is recorded: the delivery is no longer due. */
+  finishAccepted(id: string, now: number): Promise<void>;
+  find(id: string): Promise<DeliveryRecord | undefined>;
+  statusesOf(messageId: string): Promise<DeliveryStatus[]>;
+  message(messageId: string): Promise<OutboundMessage | undefined>;
+  setMessageStatus(messageId: string, status: string, now: number): Promise<void>;
+  /** The message and its raw source, when it still exists. */
+  sendable(messageId: string): Promise<SendableMessage | undefined>;
+  /** The message with its attachments and deliveries, for presenting it. */
+  messageWithParts(messageId: string): Promise<{ message: MessageRecord; attachments: AttachmentRecord[]; deliveries: DeliveryRecord[] } | undefined>;
+}
+
+export interface DkimKeysStore {
+  insert(keys: DkimKeyRecord[]): Promise<void>;
+  /** Every key of a domain, oldest first: what its DNS must publish. */
+  forDomain(domain: string): Promise<DkimKeyRecord[]>;
+  /** The keys that sign mail from a domain now. */
+  activeForDomain(domain: string): Promise<DkimKeyRecord[]>;
+  /** The ids of activeForDomain, sorted. */
+  activeIdsForDomain(domain: string): Promise<string[]>;
+  setStatus(id: string, status: DkimKeyStatus, now: number): Promise<void>;
+  remove(id: string): Promise<void>;
+  removeForDomain(domain: string): Promise<void>;
+}
+
+export type DomainChanges = Partial<Omit<DomainRecord, "id" | "organizationId" | "name" | "createdAt">>;
+
+export interface DomainsStore {
+  insert(domain: DomainRecord): Promise<void>;
+  /** `idOrName`: the identifier or the (ASCII, any case) name, as `{domainId}` in paths accepts both. */
+  find(organizationId: string, idOrName: string): Promise<DomainRecord | undefined>;
+  /** Across organizations: a name is claimed by one organization only. */
+  findByName(name: string): Promise<DomainRecord | undefined>;
+  findById(id: string): Promise<DomainRecord | undefined>;
+  /** Newest first; ties within one millisecond in creation order. */
+  list(organizationId: string, page: number, per: number): Promise<DomainRecord[]>;
+  /** The names of every verified domain, across organizations: what the operator's checks look at. */
+  verifiedNames(): Promise<string[]>;
+  /** Domains whose background check is due, most overdue first. */
+  due(now: number, limit: number): Promise<DomainRecord[]>;
+  update(id: string, changes: DomainChanges): Promise<void>;
+  /** Its DKIM keys go with it. */
+  delete(id: string): Promise<void>;
+  /** The organization's inboxes with an address on the domain. */
+  inboxesOnDomain(organizationId: string, name: string): Promise<InboxRecord[]>;
+}
+
+export interface NewEvent {
+  organizationId: string;
+  type: EventName;
+  inboxId?: string;
+  messageId?: string;
+  payload: object;
+}
+
+export interface EventsStore {
+  /**
+   * Records the event and queues a delivery of it to every enabled webhook of its organization
+   * that subscribes to its type. Call in the transaction of the change the event reports, so that
+   * the change, the event and its deliveries commit together. Returns the event's id.
+   */
+  emit(event: NewEvent, now: number): Promise<string>;
+}
+
+export interface InboxesStore {
+  insert(inbox: InboxRecord): Promise<void>;
+  find(organizationId: string, id: string): Promise<InboxRecord | undefined>;
+  /** Across organizations: inbound mail and local delivery route by address (case-insensitive). */
+  findByEmail(email: string): Promise<InboxRecord | undefined>;
+  list(organizationId: string, page: number, per: number): Promise<InboxRecord[]>;
+  rename(organizationId: string, id: string, name: string | null, now: number): Promise<InboxRecord | undefined>;
+  /** Its threads, messages, sources, attachments and deliveries go with it. */
+  delete(organizationId: string, id: string): Promise<InboxRecord | undefined>;
+}
+
+export interface LoginThrottlesStore {
+  find(subjects: string[]): Promise<LoginThrottleRecord[]>;
+  save(throttle: LoginThrottleRecord): Promise<void>;
+  delete(subject: string): Promise<void>;
+  /** Throttles whose window and lock have both ended. */
+  prune(now: number): Promise<void>;
+}
+
+export interface MessagesStore {
+  /**
+   * The message, its raw RFC 5322 source and its attachments; call inside a transaction. Values
+   * prepared as blobs (`blobId` set) are claimed here.
+   */
+  insert(message: MessageRecord, raw: StoredBytes, attachments: AttachmentRecord[]): Promise<void>;
+  insertDeliveries(deliveries: DeliveryRecord[]): Promise<void>;
+  find(organizationId: string, inboxId: string, id: string): Promise<MessageRecord | undefined>;
+  /** Whether the inbox already received a message with this Message-ID. */
+  hasReceived(inboxId: string, messageId: string): Promise<boolean>;
+  /** The thread of the message with this Message-ID in the inbox, if it holds one. */
+  threadOfMessageId(inboxId: string, messageId: string): Promise<string | undefined>;
+  /** Newest first; nothing for another organization's inbox. */
+  list(organizationId: string, inboxId: string, page: number, per: number): Promise<MessageSummaryRecord[]>;
+  /** Oldest first. */
+  listByThread(threadId: string): Promise<MessageRecord[]>;
+  attachmentsOf(messageIds: string[]): Promise<AttachmentRecord[]>;
+  deliveriesOf(messageIds: string[]): Promise<DeliveryRecord[]>;
+  /** The RFC 5322 bytes as stored (sent: as composed; received: as accepted). */
+  rawSource(messageId: string): Promise<Buffer | undefined>;
+}
+
+/**
+ * What a regular expression cannot match without: literal substrings, all or one of which every
+ * match contains (messages/regex-literals.ts). An engine turns it into an index query.
+ */
+export type LiteralRequirement = { kind: "literal"; text: string } | { kind: "all"; parts: LiteralRequirement[] } | { kind: "oneOf"; parts: LiteralRequirement[] };
+
+/** Where a walk over an inbox's messages stopped; only the engine that gave it reads it. */
+export type SearchPosition = { readonly engine: unknown };
+
+/** What a regular expression is checked against, and where to continue from. */
+export interface SearchableMessage {
+  id: string;
+  subject: string;
+  text: string | null;
+  from: string;
+  position: SearchPosition;
+}
+
+export interface MessageSearchStore {
+  /** Shortest literal the index can look up: a shorter one cannot narrow a search. */
+  readonly minimumLiteralLength: number;
+  /** A page of the inbox's messages whose subject, text or sender holds `text` (any case), newest first. */
+  containing(inboxId: string, text: string, page: number, per: number): Promise<MessageSummaryRecord[]>;
+  /**
+   * The next `limit` messages of the inbox, newest first, after `after` (from the start without
+   * it); with `requirement`, only those that satisfy it (and possibly some that do not).
+   */
+  walk(inboxId: string, requirement: LiteralRequirement | null, after: SearchPosition | undefined, limit: number): Promise<SearchableMessage[]>;
+  /**
+   * The list fields of the given messages, in the order given. A walk reads between other
+   * requests, so a message it found may be gone since (its inbox deleted): such are left out.
+   */
+  summaries(messageIds: string[]): Promise<MessageSummaryRecord[]>;
+}
+
+export interface SendWindowsStore {
+  /** Sends counted so far in the window. */
+  used(organizationId: string, windowStart: number): Promise<number>;
+  /** Counts one send if the window has room: the new count, or undefined when it is full (atomic). */
+  take(organizationId: string, windowStart: number, limit: number): Promise<number | undefined>;
+}
+
+export interface SuppressionsStore {
+  find(organizationId: string, address: string): Promise<SuppressionRecord | undefined>;
+  /** A first suppression of an address is kept; a later one only refreshes its reason and detail. */
+  upsert(suppression: SuppressionRecord): Promise<void>;
+  /** Newest first; ties within one millisecond in creation order. */
+  list(organizationId: string, page: number, per: number): Promise<SuppressionRecord[]>;
+  /** By its id or by the address itself. */
+  findByIdOrAddress(organizationId: string, idOrAddress: string): Promise<SuppressionRecord | undefined>;
+  delete(organizationId: string, id: string): Promise<void>;
+}
+
+export interface ThreadsStore {
+  /** A new thread holding its first message. */
+  insert(thread: Omit<ThreadRecord, "messageCount" | "lastMessageAt" | "updatedAt">): Promise<ThreadRecord>;
+  addMessage(id: string, now: number): Promise<void>;
+  find(organizationId: string, inboxId: string, id: string): Promise<ThreadRecord | undefined>;
+  /** Newest activity first. */
+  list(inboxId: string, page: number, per: number): Promise<ThreadRecord[]>;
+}
+
+export type WebhookChanges = Partial<Pick<WebhookRecord, "url" | "events" | "enabled" | "disabledReason" | "firstFailureAt">>;
+
+/** An attempt with the event it carried, from which the body that was sent is rebuilt. */
+export interface AttemptWithEvent {
+  attempt: WebhookAttemptRecord;
+  event: EventRecord;
+}
+
+export interface WebhooksStore {
+  insert(webhook: WebhookRecord): Promise<void>;
+  find(organizationId: string, id: string): Promise<WebhookRecord | undefined>;
+  list(organizationId: string, page: number, per: number): Promise<WebhookRecord[]>;
+  update(id: string, changes: WebhookChanges, now: number): Promise<WebhookRecord>;
+  /** Its deliveries and attempts go with it. */
+  delete(id: string): Promise<void>;
+  /** Disables a webhook and discards its pending deliveries (failed, kept for inspection); false when it was not enabled. */
+  disable(id: string, reason: string, now: number): Promise<boolean>;
+  /** An event for this webhook only, due at once: recorded with its delivery, without the fan-out of `events.emit`. */
+  queueTestEvent(webhookId: string, event: EventRecord): Promise<void>;
+  /** Brings a pending delivery's next try forward to `now`. */
+  makeDue(deliveryId: number, now: number): Promise<void>;
+  /** A new delivery of a recorded event to this webhook, due at `now` (an attempt sent again after its delivery finished). */
+  queueDelivery(webhookId: string, eventId: string, now: number): Promise<void>;
+  findDelivery(id: number): Promise<WebhookDeliveryRecord | undefined>;
+  /** Newest first; ties (one batch of claims in one millisecond) by insertion order. */
+  listAttempts(webhookId: string, page: number, per: number): Promise<AttemptWithEvent[]>;
+  findAttempt(webhookId: string, attemptId: string): Promise<AttemptWithEvent | undefined>;
+}
+
+/** A webhook delivery that is due, with what sending it needs: endpoint, secret and the event. */
+export interface DueWebhookDelivery {
+  deliveryId: number;
+  /** When it fell due: where it goes back in the queue should its claim be given back. */
+  dueAt: number;
+  attempts: number;
+  webhookId: string;
+  url: string;
+  secret: string;
+  eventId: string;
+  type: string;
+  eventCreatedAt: number;
+  inboxId: string | null;
+  messageId: string | null;
+  payload: string;
+}
+
+/** A try about to be made: its attempt record, written before the request goes out. */
+export interface ClaimedAttempt extends Pick<WebhookAttemptRecord, "id" | "webhookId" | "deliveryId" | "event" | "url" | "attemptNumber" | "createdAt"> {
+  /** The delivery's due time before the claim (DueWebhookDelivery.dueAt). */
+  dueAt: number;
+  /** When the delivery is tried again should the outcome never be recorded (a crash). */
+  retryAt: number;
+}
+
+export interface AttemptOutcome {
+  attemptId: string;
+  deliveryId: number;
+  statusCode: number | null;
+  response: string | null;
+  success: boolean;
+  error: string | null;
+  finishedAt: number;
+  deliveryStatus: WebhookDeliveryStatus;
+  nextAttemptAt: number | null;
+}
+
+export interface WebhookQueueStore {
+  backlog(): Promise<QueueBacklog>;
+  /** When the first delivery due after `after` falls due (the queue sleeps until then). */
+  nextDueAfter(after: number): Promise<number | undefined>;
+  due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): Promise<DueWebhookDelivery[]>;
+  /** Written before the requests go out, so a crash mid-try cannot cause a hot retry loop. */
+  recordAttempts(attempts: ClaimedAttempt[]): Promise<void>;
+  /**
+   * Undoes claims that were never sent: no attempt record, and a pending delivery is due again as
+   * before, in its place among those due at the same time (order per webhook holds).
+   */
+  releaseAttempts(attempts: ClaimedAttempt[]): Promise<void>;
+  /** Those of the deliveries that are no longer pending (discarded when their webhook was disabled, or deleted). */
+  notPending(deliveryIds: number[]): Promise<Set<number>>;
+  recordOutcomes(outcomes: AttemptOutcome[]): Promise<void>;
+  /** A delivery whose tries are used up: it stays, marked failed. */
+  discard(deliveryId: number, now: number): Promise<void>;
+  endFailureRun(webhookId: string): Promise<void>;
+  /** Starts the run of failures at `at` unless one is on; its start, or undefined for a deleted webhook. */
+  extendFailureRun(webhookId: string, at: number): Promise<number | undefined>;
+  isEnabled(webhookId: string): Promise<boolean>;
+  /** After a crash or a shutdown that could not wait: tries whose outcome never came back. */
+  closeUnfinishedAttempts(now: number, error: string): Promise<void>;
+}

@@ -1,0 +1,152 @@
+// The queue engine with a policy that only records what it is asked to do: when turns come, what
+// they may claim, which outcomes they record, and how a stop ends. The outbound and webhook tests
+// run the same engine under their real policies.
+import { expect, test } from "bun:test";
+import type { App } from "../../src/app";
+import { Clock } from "../../src/clock";
+import { createLogger } from "../../src/log";
+import { startQueue, type Claiming, type QueuePolicy } from "../../src/queue/engine";
+import { RunningQueues } from "../../src/queue/running";
+
+const newApp = () => ({ clock: new Clock(), log: createLogger("text", "silent"), config: { shutdownTimeoutMs: 5000 }, queues: new RunningQueues() }) as unknown as App;
+
+/** A policy that logs each turn as `claiming: outcomes`, starts `claims` tries when told, and never sleeps for long on its own. */
+function loggingPolicy(overrides: Partial<QueuePolicy<string>> = {}) {
+  const log: string[] = [];
+  const tries: ((outcome: string) => void)[] = [];
+  const state = { claims: 0 };
+  const policy: QueuePolicy<string> = {
+    batchWindowMs: 20,
+    idleMs: 60_000,
+    async turn(outcomes, _now, claiming) {
+      log.push(turnLine(claiming, outcomes));
+    },
+    startTries() {
+      const started = Array.from({ length: state.claims }, () => new Promise<string>((resolve) => tries.push(resolve)));
+      state.claims = 0;
+      return started;
+    },
+    recordAtOnce: () => false,
+    nextDueAfter: async () => undefined,
+    async release() {
+      log.push("release");
+    },
+    close() {
+      log.push("close");
+    },
+    ...overrides,
+  };
+  return { policy, log, tries, state };
+}
+
+const turnLine = (claiming: Claiming, outcomes: string[]) => (outcomes.length > 0 ? `${claiming}: ${outcomes.join(" ")}` : claiming);
+
+async function until(what: string, done: () => boolean, timeoutMs = 3000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(5);
+  }
+}
+
+test("asleep until the next row falls due, looked for after the last look; then a turn that claims all due, and no other", async () => {
+  const app = newApp();
+  const turnsAt: number[] = [];
+  const asked: number[] = [];
+  const dueAt = app.clock.now() + 300;
+  const dueTimes = [dueAt];
+  const { policy, log } = loggingPolicy({
+    async turn(_outcomes, now, claiming) {
+      log.push(claiming);
+      turnsAt.push(now);
+    },
+    nextDueAfter: async (after) => {
+      asked.push(after);
+      return dueTimes.shift();
+    },
+  });
+  const queue = startQueue(app, "outbound", policy);
+  try {
+    await Bun.sleep(150);
+    expect(log).toEqual(["all due"]);
+    await until("the turn at the due time", () => log.length === 2);
+    expect(log).toEqual(["all due", "all due"]);
+    expect(turnsAt[1]!).toBeGreaterThanOrEqual(dueAt);
+    expect(asked).toEqual([turnsAt[0]!, turnsAt[1]!]);
+    await Bun.sleep(300);
+    expect(log).toHaveLength(2);
+  } finally {
+    await queue.stop();
+  }
+});
+
+test("resumed once before the first turn; a wake through the App turns at once and claims all due; a stopped queue is not woken", async () => {
+  const app = newApp();
+  const { policy, log } = loggingPolicy({
+    async resume() {
+      log.push("resume");
+    },
+  });
+  const queue = startQueue(app, "webhooks", policy);
+  await until("the first turn", () => log.length === 2);
+  app.queues.wake("webhooks");
+  await until("the wake's turn", () => log.length === 3);
+  await queue.stop();
+  app.queues.wake("webhooks");
+  await Bun.sleep(20);
+  expect(log).toEqual(["resume", "all due", "all due", "release", "none", "close"]);
+});
+
+test("outcomes wait for one turn, which only tops up; runDueNow resolves once every outcome is recorded", async () => {
+  const app = newApp();
+  const { policy, log, tries, state } = loggingPolicy();
+  policy.turn = async (outcomes, _now, claiming) => {
+    log.push(turnLine(claiming, outcomes));
+    if (log.length === 1) state.claims = 2;
+  };
+  const queue = startQueue(app, "outbound", policy);
+  try {
+    const done = queue.runDueNow();
+    await until("two tries", () => tries.length === 2);
+    tries[0]!("first");
+    await Bun.sleep(5);
+    tries[1]!("second");
+    await done;
+    expect(log).toEqual(["all due", "top up: first second"]);
+  } finally {
+    await queue.stop();
+  }
+});
+
+test("a failed turn is made again soon, with the look it was to make, and not in a loop", async () => {
+  const app = newApp();
+  let failures = 1;
+  const { policy, log } = loggingPolicy();
+  policy.turn = async (_outcomes, _now, claiming) => {
+    log.push(claiming);
+    if (failures-- > 0) throw new Error("disk full");
+  };
+  const queue = startQueue(app, "outbound", policy);
+  try {
+    await until("the second try", () => log.length === 2);
+    expect(log).toEqual(["all due", "all due"]);
+    await Bun.sleep(300);
+    expect(log).toHaveLength(2);
+  } finally {
+    await queue.stop();
+  }
+});
+
+test("stop: gives back the claims not started, waits for the tries in flight, records them in a last turn that claims nothing", async () => {
+  const app = newApp();
+  const { policy, log, tries, state } = loggingPolicy();
+  state.claims = 1;
+  const queue = startQueue(app, "outbound", policy);
+  await until("the try", () => tries.length === 1);
+  const stopped = queue.stop();
+  await Bun.sleep(20);
+  expect(log).toEqual(["all due", "release"]);
+  tries[0]!("late");
+  await stopped;
+  expect(log).toEqual(["all due", "release", "none: late", "close"]);
+});
