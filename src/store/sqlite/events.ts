@@ -10,21 +10,20 @@ export const eventsStore = (sqlite: Database, recorded: () => void) => {
   const insertEvent = sqlite.query<never, { id: string; organizationId: string; type: string; inboxId: string | null; messageId: string | null; payload: string; createdAt: number }>(
     "INSERT INTO events (id, organization_id, type, inbox_id, message_id, payload, created_at) VALUES ($id, $organizationId, $type, $inboxId, $messageId, $payload, $createdAt)",
   );
-  // One delivery per subscribed webhook, due at once, in the webhooks' creation order (the order
-  // their deliveries are then tried in).
-  const fanOut = sqlite.query<never, { id: string; organizationId: string; type: string; createdAt: number }>(`
-    INSERT INTO webhook_deliveries (webhook_id, event_id, status, attempts, next_attempt_at, created_at, updated_at)
-    SELECT w.id, $id, 'pending', 0, $createdAt, $createdAt, $createdAt
-    FROM webhooks w
-    WHERE w.organization_id = $organizationId
-      AND w.enabled = 1
-      AND EXISTS (SELECT 1 FROM json_each(w.events) WHERE json_each.value = $type)
-    ORDER BY w.created_at, w.id`);
+  // The organization's enabled webhooks, in creation order (the order their deliveries are tried
+  // in). Read with one indexed statement and matched here: an INSERT … SELECT over json_each cost
+  // three times as much per event, even for an organization without webhooks.
+  const subscribers = sqlite.query<{ id: string; events: string }, [string]>("SELECT id, events FROM webhooks WHERE organization_id = ?1 AND enabled = 1 ORDER BY created_at, id");
+  const queueDelivery = sqlite.query<never, [string, string, number]>(
+    "INSERT INTO webhook_deliveries (webhook_id, event_id, status, attempts, next_attempt_at, created_at, updated_at) VALUES (?1, ?2, 'pending', 0, ?3, ?3, ?3)",
+  );
   return {
     emit(event: NewEvent, now: number): string {
       const id = newId("evt");
       insertEvent.run({ id, organizationId: event.organizationId, type: event.type, inboxId: event.inboxId ?? null, messageId: event.messageId ?? null, payload: storedPayload(event.payload), createdAt: now });
-      fanOut.run({ id, organizationId: event.organizationId, type: event.type, createdAt: now });
+      for (const webhook of subscribers.all(event.organizationId)) {
+        if ((JSON.parse(webhook.events) as string[]).includes(event.type)) queueDelivery.run(webhook.id, id, now);
+      }
       recorded();
       return id;
     },

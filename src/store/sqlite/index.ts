@@ -82,18 +82,20 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
     webhookQueue: webhookQueueStore(db, secrets, blobs),
   };
 
+  // sqlite.query caches the statement by its text; sqlite.run would compile it on every call.
+  const execute = (statement: string) => sqlite.query(statement).run();
   let savepoints = 0;
   /** A nested transaction: a savepoint of the one that holds the connection. */
   async function savepoint<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
     const name = `nested_${++savepoints}`;
-    sqlite.run(`SAVEPOINT ${name}`);
+    execute(`SAVEPOINT ${name}`);
     try {
       const value = await work(tx);
-      sqlite.run(`RELEASE ${name}`);
+      execute(`RELEASE ${name}`);
       return value;
     } catch (error) {
-      sqlite.run(`ROLLBACK TO ${name}`);
-      sqlite.run(`RELEASE ${name}`);
+      execute(`ROLLBACK TO ${name}`);
+      execute(`RELEASE ${name}`);
       throw error;
     } finally {
       savepoints--;
@@ -103,22 +105,22 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
   /** BEGIN … COMMIT around `work`, the connection already held; the search index catches up last. */
   async function atomically<T>(work: () => Promise<T>, waitForDisk: boolean): Promise<T> {
     // `synchronous` cannot change inside a transaction: NORMAL makes this COMMIT skip its fsync.
-    if (!waitForDisk) sqlite.run("PRAGMA synchronous = NORMAL");
+    if (!waitForDisk) execute("PRAGMA synchronous = NORMAL");
     try {
-      sqlite.run("BEGIN IMMEDIATE");
+      execute("BEGIN IMMEDIATE");
       eventsInTransaction = false;
       try {
         const value = await work();
         searchIndex.catchUp();
-        sqlite.run("COMMIT");
+        execute("COMMIT");
         if (eventsInTransaction) options.onEventsCommitted?.();
         return value;
       } catch (error) {
-        if (sqlite.inTransaction) sqlite.run("ROLLBACK");
+        if (sqlite.inTransaction) execute("ROLLBACK");
         throw error;
       }
     } finally {
-      if (!waitForDisk) sqlite.run("PRAGMA synchronous = FULL");
+      if (!waitForDisk) execute("PRAGMA synchronous = FULL");
     }
   }
 
