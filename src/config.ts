@@ -162,7 +162,7 @@ export const settings = {
   postmasterInbox: setting("INBOXD_POSTMASTER_INBOX", "", (raw, name) => { const address = raw.trim().toLowerCase(); return !address || /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/.test(address) ? address : fail(name, raw, "an inbox address such as ops@example.com"); }, "address of the operator's inbox that receives mail for postmaster and the reserved local parts (empty: that mail is refused with 550)"),
   loginMaxFailures: setting("INBOXD_LOGIN_MAX_FAILURES", "10", positiveInt, "failed logins per email or IP within a minute before 429"),
   loginLockoutSeconds: setting("INBOXD_LOGIN_LOCKOUT_SECONDS", "300", positiveInt, "how long logins stay refused after too many failures"),
-  trustedProxies: setting("INBOXD_TRUSTED_PROXIES", "", ipOrCidrList, "reverse proxies (IPs, CIDRs) whose X-Forwarded-For names the client, for the per-address limits"),
+  trustedProxies: setting("INBOXD_TRUSTED_PROXIES", "", ipOrCidrList, "reverse proxies (IPs, CIDRs) whose X-Forwarded-For names the client, for the per-address limits (and whose X-Forwarded-Proto/-Host, the lists' Link URLs)"),
   registerLimit: setting("INBOXD_REGISTER_LIMIT", "20", positiveInt, "registrations per client address per hour before 429"),
   shutdownTimeoutMs: setting("INBOXD_SHUTDOWN_TIMEOUT_MS", "10000", positiveInt, "how long shutdown waits for in-flight work"),
   metricsToken: setting("INBOXD_METRICS_TOKEN", "", text, "bearer token that GET /metrics on the API port requires (empty: no /metrics there)"),

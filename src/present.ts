@@ -1,6 +1,6 @@
 /**
  * Shapes shared by every resource the API and the webhooks show: the identifier twice (`id` and
- * `_id`, for existing clients) and optional fields left out rather than null (contract.md).
+ * `_id`, for existing clients) and optional fields left out rather than null (docs/api.md).
  */
 export function resource<T extends { id: string }>(fields: T): T & { _id: string } {
   const out: Record<string, unknown> = {};

@@ -74,6 +74,7 @@ export async function seedMessages(app: Pick<App, "store" | "clock">, inbox: Inb
             fromInboxId: null,
             toInboxId: inbox.id,
             from: `sender${i % 1000}@example.com`,
+            fromName: null,
             to: [inbox.email],
             cc: [],
             bcc: [],

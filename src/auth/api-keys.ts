@@ -2,7 +2,7 @@
 import type { App } from "../app";
 import { notFound, unauthorized } from "../errors";
 import { randomToken, sha256Hex, newId } from "../ids";
-import type { Page } from "../page";
+import { withTotal, type Page } from "../page";
 import type { Aggregates } from "../store";
 import { requiredText } from "./fields";
 import { presentApiKey, presentCreatedApiKey } from "./present";
@@ -46,7 +46,7 @@ export async function addApiKey(app: App, organizationId: string, input: { name?
 }
 
 export const listApiKeys = async (app: App, organizationId: string, page: Page) =>
-  (await app.store.accounts.listApiKeys(organizationId, page.page, page.per)).map(presentApiKey);
+  withTotal(page, (await app.store.accounts.listApiKeys(organizationId, page.page, page.per)).map(presentApiKey), () => app.store.accounts.countApiKeys(organizationId));
 
 async function findApiKey(store: Aggregates, organizationId: string, keyId: string) {
   const row = await store.accounts.findApiKey(organizationId, keyId);

@@ -1,4 +1,4 @@
-/** The Domain resource and its records as the API shows them (contract.md "Domain"). */
+/** The Domain resource and its records as the API shows them (docs/api.md "Domain"). */
 import type { App } from "../app";
 import { iso } from "../clock";
 import type { Config } from "../config";

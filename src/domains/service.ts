@@ -4,7 +4,7 @@ import { dkimSelector, generateDkimKeys, type DkimKey } from "../dkim/keys";
 import { conflict, invalid, notFound } from "../errors";
 import { newId } from "../ids";
 import { removeInbox } from "../inboxes/service";
-import type { Page } from "../page";
+import { withTotal, type Page } from "../page";
 import type { Aggregates, DkimKeyRecord, DomainRecord, Transaction } from "../store";
 import { isSameOrSubdomain, normalizeDomainName } from "./name";
 import { checkedRecords, presentDomain, presentRecord } from "./present";
@@ -66,7 +66,7 @@ export async function createDomain(app: App, organizationId: string, input: { na
 
 export async function listDomains(app: App, organizationId: string, page: Page) {
   const rows = await app.store.domains.list(organizationId, page.page, page.per);
-  return Promise.all(rows.map((row) => presentDomain(app, app.store, row)));
+  return withTotal(page, await Promise.all(rows.map((row) => presentDomain(app, app.store, row))), () => app.store.domains.count(organizationId));
 }
 
 export const getDomain = async (app: App, organizationId: string, idOrName: string) => presentDomain(app, app.store, await findDomain(app.store, organizationId, idOrName));

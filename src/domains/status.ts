@@ -34,7 +34,7 @@ export type CheckedRecord = RecordSpec & RecordCheck;
 export type DomainSummary = { status: DomainStatus; verified: boolean; receiving: boolean; sending: boolean };
 
 /**
- * contract.md: `receiving` is MX verified; `sending` is SPF, DMARC and DKIM verified, where DKIM
+ * docs/api.md: `receiving` is MX verified; `sending` is SPF, DMARC and DKIM verified, where DKIM
  * means the keys that sign now (a rotation's new keys count once they take over, retired keys
  * never); `verified` is every record verified. Status: failed when a record failed, verified when
  * all are, pending otherwise.

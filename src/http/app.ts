@@ -1,9 +1,9 @@
-/** The whole HTTP surface on one screen: envelope (CORS, body, errors, OpenAPI), then one plugin per resource. */
+/** The whole HTTP surface on one screen: envelope (CORS, body, errors), the API reference, then one plugin per resource. */
 import { cors } from "@elysiajs/cors";
-import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import type { App } from "../app";
 import { parseJsonBody } from "./body";
+import { listHeaders } from "./pagination";
 import { messageMemoryGuard } from "./message-memory";
 import { toErrorReply } from "./errors";
 import { apiKeyRoutes } from "./routes/api-keys";
@@ -18,6 +18,8 @@ import { webhookRoutes } from "./routes/webhooks";
 import { domainRoutes } from "./routes/domains";
 import { suppressionRoutes } from "./routes/suppressions";
 import { consoleRoutes } from "./routes/console";
+import { docsRoutes } from "./routes/docs";
+import { openApiDocument } from "./openapi";
 
 export const rateLimitHeaders = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy", "Retry-After"];
 
@@ -26,6 +28,8 @@ export function createHttpApp(app: App) {
   const http = new Elysia();
   /** Whether the route (method and path pattern) declares a body schema. */
   const hasBodySchema = (method: string, path: string) => http.routes.some((route) => route.method === method && route.path === path && route.hooks.body !== undefined);
+  /** `/openapi.json`, made from the routes on its first request. */
+  let openApiJson: string | undefined;
   return http
     .use(requestLog(app))
     .use(messageMemoryGuard(app))
@@ -35,7 +39,7 @@ export function createHttpApp(app: App) {
         credentials: true,
         methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
         allowedHeaders: ["Authorization", "Content-Type"],
-        exposeHeaders: [...rateLimitHeaders, "X-Request-Id"],
+        exposeHeaders: [...rateLimitHeaders, "X-Request-Id", ...listHeaders],
       }),
     )
     .onParse(({ request, contentType, route }) => parseJsonBody(request, contentType, () => hasBodySchema(request.method, route)))
@@ -45,14 +49,7 @@ export function createHttpApp(app: App) {
       Object.assign(set.headers, reply.headers ?? {});
       return { error: reply.error };
     })
-    .use(
-      openapi({
-        path: "/openapi",
-        specPath: "/openapi.json",
-        provider: null,
-        documentation: { info: { title: "inboxd API", version: "1" } },
-      }),
-    )
+    .use(docsRoutes(() => (openApiJson ??= JSON.stringify(openApiDocument(http)))))
     .use(healthRoutes(app))
     .use(metricsRoutes(app))
     .use(authRoutes(app))

@@ -21,14 +21,29 @@ export interface ErrorReply {
   headers?: Record<string, string>;
 }
 
-/** "body.to: Expected array" rather than TypeBox's whole report: the field, then what is wrong. */
+/**
+ * "to[0]: must be an email address" rather than TypeBox's whole report: the field, then what is
+ * wrong. Fields are named as the services name them in their own 422s, for the body and the
+ * query alike: `to`, `to[0]`, `attachments[2].content`, `per`; the part itself (`body`) only when
+ * the value as a whole is wrong.
+ */
 function describeValidation(e: ValidationError): string {
   const first = e.valueError ?? e.all[0];
   const where = e.type === "body" ? "body" : e.type;
   if (!first) return `Invalid ${where}`;
-  const path = first.path.replace(/^\//, "").replaceAll("/", ".");
+  const path = fieldName(first.path);
   const message = (first as { schema?: { error?: string } }).schema?.error ?? first.message;
-  return path ? `${where}.${path}: ${message}` : `${where}: ${message}`;
+  return `${path || where}: ${message}`;
+}
+
+/** A JSON Pointer (RFC 6901) as a field name: `/attachments/2/content` → `attachments[2].content`. */
+export function fieldName(pointer: string): string {
+  let name = "";
+  for (const token of pointer.split("/").slice(1)) {
+    const key = token.replaceAll("~1", "/").replaceAll("~0", "~");
+    name += /^(0|[1-9][0-9]*)$/.test(key) ? `[${key}]` : name ? `.${key}` : key;
+  }
+  return name;
 }
 
 export function toErrorReply(code: string | number, error: unknown, log: Logger, route: string): ErrorReply {

@@ -4,7 +4,7 @@ import { assertUsableInboxDomain } from "../domains/hosted";
 import { conflict, invalid, notFound } from "../errors";
 import { newId, randomToken } from "../ids";
 import { baseAddress, normalizeAddress, parseAddress, type ParsedAddress } from "../mail/address";
-import type { Page } from "../page";
+import { withTotal, type Listing, type Page } from "../page";
 import type { Aggregates, InboxRecord, Transaction } from "../store";
 import { isOperatorAddress, isReservedAddress, operatorInbox } from "./operator-addresses";
 import { presentInbox, type Inbox } from "./present";
@@ -54,8 +54,8 @@ export async function createInbox(app: App, organizationId: string, input: { nam
   return app.store.transaction((tx) => insertInbox(app, tx, organizationId, { name: input.name, email }));
 }
 
-export async function listInboxes(app: App, organizationId: string, page: Page): Promise<Inbox[]> {
-  return (await app.store.inboxes.list(organizationId, page.page, page.per)).map(presentInbox);
+export async function listInboxes(app: App, organizationId: string, page: Page): Promise<Listing<Inbox>> {
+  return withTotal(page, (await app.store.inboxes.list(organizationId, page.page, page.per)).map(presentInbox), () => app.store.inboxes.count(organizationId));
 }
 
 /** The inbox if it belongs to the organization; 404 `Inbox not found` otherwise. */

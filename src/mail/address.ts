@@ -1,6 +1,7 @@
 // Mail addresses: syntax checks and the canonical forms inboxd stores and compares.
-// Only a bare addr-spec is accepted (`local@domain`); display names, angle brackets
-// and address literals (`user@[192.0.2.1]`) are refused.
+// parseAddress takes a bare addr-spec (`local@domain`) only; parseMailbox also takes the
+// `Display Name <local@domain>` form people write. Address literals (`user@[192.0.2.1]`),
+// groups and lists are refused by both.
 
 import { domainToASCII } from "node:url";
 
@@ -54,6 +55,46 @@ export function parseAddress(input: string): ParsedAddress | null {
   const address = `${local}@${domain}`;
   if (local.length > MAX_LOCAL_LENGTH || address.length > MAX_ADDRESS_LENGTH) return null;
   return { local, domain, address };
+}
+
+/** One mailbox as a person writes it: the address, and the display name beside it when there is one. */
+export interface Mailbox {
+  /** Canonical address, as parseAddress gives it. */
+  address: string;
+  /** Display name, unquoted and trimmed; absent when there is none. */
+  name?: string;
+}
+
+// A display name longer than this is no name a person reads (nodemailer would fold it anyway).
+const MAX_NAME_LENGTH = 256;
+// RFC 5322 §3.4 name-addr with a quoted-string display name: `"Lovelace, Ada" <ada@example.com>`.
+const QUOTED_NAME_ADDR = /^"((?:[^"\\]|\\.)*)"\s*<([^<>]*)>$/;
+// The same with a phrase written out: `Ada Lovelace <ada@example.com>`, or `<ada@example.com>`. The
+// specials that separate list entries or groups (`,` `;` `:`) and quotes are refused outside a
+// quoted string, so that `a@x.example, Bob <b@x.example>` is not taken for one mailbox named "a@x.example,".
+const PLAIN_NAME_ADDR = /^([^"<>,;:\\]*)<([^<>]*)>$/;
+
+/**
+ * One mailbox (RFC 5322 §3.4): a bare addr-spec, or `Display Name <addr-spec>` with the name
+ * written out or as a quoted string (`"Lovelace, Ada" <ada@example.com>`). Returns null for
+ * anything else: lists, groups, comments after the address, control characters anywhere.
+ */
+export function parseMailbox(input: string): Mailbox | null {
+  const trimmed = input.trim();
+  if (trimmed.length > MAX_INPUT_LENGTH || /[\x00-\x1f\x7f]/.test(trimmed)) return null;
+  if (!trimmed.includes("<")) {
+    const parsed = parseAddress(trimmed);
+    return parsed ? { address: parsed.address } : null;
+  }
+  const quoted = QUOTED_NAME_ADDR.exec(trimmed);
+  const plain = quoted ? null : PLAIN_NAME_ADDR.exec(trimmed);
+  const match = quoted ?? plain;
+  if (!match) return null;
+  const parsed = parseAddress(match[2]!.trim());
+  if (!parsed) return null;
+  const name = (quoted ? match[1]!.replace(/\\(.)/g, "$1") : match[1]!).trim().replace(/\s+/g, " ");
+  if (name.length > MAX_NAME_LENGTH) return null;
+  return name ? { address: parsed.address, name } : { address: parsed.address };
 }
 
 export function isValidAddress(input: string): boolean {

@@ -29,7 +29,7 @@ function isPlain(message: PreparedMessage): boolean {
     is7bitBody(text) &&
     is7bitBody(html) &&
     [message.from, ...message.to, ...message.cc].every((address) => PLAIN_ADDRESS.test(address)) &&
-    PLAIN_NAME.test(message.fromName) &&
+    [message.fromName, ...message.toNames, ...message.ccNames].every((name) => PLAIN_NAME.test(name)) &&
     PLAIN_TEXT.test(message.subject) &&
     !message.subject.includes("=?") &&
     [message.messageId, ...(message.inReplyTo ? [message.inReplyTo] : []), ...message.references].every((id) => PLAIN_ID.test(id))
@@ -37,6 +37,9 @@ function isPlain(message: PreparedMessage): boolean {
 }
 
 const field = (name: string, value: string) => foldLines(`${name}: ${value}`, FOLD_AT);
+
+/** `Name <address>`, or the bare address without a name: a plain name needs no quotes (PLAIN_NAME). */
+const mailbox = (name: string | undefined, address: string) => (name ? `${name} <${address}>` : address);
 
 /** Lines end in CRLF (RFC 5322 §2.1); nodemailer turns every bare LF into CRLF and leaves a lone CR. */
 const crlf = (body: string) => body.replace(/\r?\n/g, "\r\n");
@@ -48,11 +51,11 @@ const leaf = (contentType: string, body: string) =>
 /** The message as nodemailer writes it, or undefined when it needs more than 7bit ASCII. */
 export function compose7bit(message: PreparedMessage): Buffer | undefined {
   if (!isPlain(message)) return undefined;
-  const { fromName, from, to, cc, inReplyTo, references, subject, text, html } = message;
+  const { fromName, from, to, toNames, cc, ccNames, inReplyTo, references, subject, text, html } = message;
   // nodemailer's order: the address fields, threading, subject, id, date; Content-Type last.
-  const headers = [field("From", fromName ? `${fromName} <${from}>` : from)];
-  if (to.length > 0) headers.push(field("To", to.join(", ")));
-  if (cc.length > 0) headers.push(field("Cc", cc.join(", ")));
+  const headers = [field("From", mailbox(fromName, from))];
+  if (to.length > 0) headers.push(field("To", to.map((address, i) => mailbox(toNames[i], address)).join(", ")));
+  if (cc.length > 0) headers.push(field("Cc", cc.map((address, i) => mailbox(ccNames[i], address)).join(", ")));
   if (inReplyTo) headers.push(field("In-Reply-To", inReplyTo));
   if (references.length > 0) headers.push(field("References", references.join(" ")));
   if (subject) headers.push(field("Subject", subject));

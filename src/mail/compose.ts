@@ -10,14 +10,17 @@ import { parseAddress } from "./address";
 import { compose7bit } from "./compose-7bit";
 import type { ComposeAttachment, PreparedMessage } from "./prepared-message";
 
+/** A recipient: a bare address, or an address with the display name its To or Cc field shows. */
+export type Recipient = string | { address: string; name?: string };
+
 export interface ComposeInput {
   from: string;
   /** Display name shown beside the From address. */
   fromName?: string;
-  to: string[];
-  cc?: string[];
-  /** Envelope-only recipients: never written into any header. */
-  bcc?: string[];
+  to: Recipient[];
+  cc?: Recipient[];
+  /** Envelope-only recipients: never written into any header (their names go nowhere either). */
+  bcc?: Recipient[];
   subject: string;
   text?: string;
   html?: string;
@@ -52,8 +55,8 @@ export function newMessageId(hostname: string): string {
 export function envelopeRecipients(input: Pick<ComposeInput, "to" | "cc" | "bcc">): string[] {
   const all = [...input.to, ...(input.cc ?? []), ...(input.bcc ?? [])];
   const byMailbox = new Map<string, string>();
-  all.forEach((address, i) => {
-    const wire = wireAddress(address, `recipient ${i + 1}`);
+  all.forEach((recipient, i) => {
+    const wire = wireAddress(addressOf(recipient), `recipient ${i + 1}`);
     if (!byMailbox.has(wire.toLowerCase())) byMailbox.set(wire.toLowerCase(), wire);
   });
   return [...byMailbox.values()];
@@ -67,12 +70,15 @@ export function prepareMessage(input: ComposeInput): PreparedMessage {
   const messageId = cleanMessageId(input.messageId);
   if (!messageId) throw new Error("composeMessage: messageId is empty");
   // Bcc goes in no header, but an invalid one is still refused.
-  (input.bcc ?? []).forEach((address, i) => wireAddress(address, `bcc ${i + 1}`));
+  (input.bcc ?? []).forEach((recipient, i) => wireAddress(addressOf(recipient), `bcc ${i + 1}`));
+  const cc = input.cc ?? [];
   return {
     from: wireAddress(input.from, "from"),
     fromName: cleanHeaderText(input.fromName ?? ""),
-    to: input.to.map((address, i) => wireAddress(address, `to ${i + 1}`)),
-    cc: (input.cc ?? []).map((address, i) => wireAddress(address, `cc ${i + 1}`)),
+    to: input.to.map((recipient, i) => wireAddress(addressOf(recipient), `to ${i + 1}`)),
+    toNames: input.to.map(nameOf),
+    cc: cc.map((recipient, i) => wireAddress(addressOf(recipient), `cc ${i + 1}`)),
+    ccNames: cc.map(nameOf),
     subject: cleanHeaderText(input.subject),
     messageId,
     date: input.date,
@@ -115,8 +121,8 @@ async function* slicesWithTurns(content: Buffer): AsyncGenerator<Buffer> {
 export function composeMime(message: PreparedMessage): Promise<Buffer> {
   const composer = new MailComposer({
     from: { name: message.fromName, address: message.from },
-    to: message.to.map((address) => ({ address })),
-    cc: message.cc.map((address) => ({ address })),
+    to: message.to.map((address, i) => ({ name: message.toNames[i] ?? "", address })),
+    cc: message.cc.map((address, i) => ({ name: message.ccNames[i] ?? "", address })),
     subject: message.subject,
     messageId: message.messageId,
     date: message.date,
@@ -130,6 +136,10 @@ export function composeMime(message: PreparedMessage): Promise<Buffer> {
   });
   return composer.compile().build();
 }
+
+const addressOf = (recipient: Recipient) => (typeof recipient === "string" ? recipient : recipient.address);
+/** The display name as it goes into the header ("" for none), cleaned like any header text. */
+const nameOf = (recipient: Recipient) => (typeof recipient === "string" ? "" : cleanHeaderText(recipient.name ?? ""));
 
 function wireAddress(address: string, field: string): string {
   const parsed = parseAddress(address);

@@ -15,7 +15,11 @@ export interface PreparedMessage {
   /** Empty when there is none. */
   fromName: string;
   to: string[];
+  /** Display names of `to`, by position; "" where there is none. */
+  toNames: string[];
   cc: string[];
+  /** Display names of `cc`, by position; "" where there is none. */
+  ccNames: string[];
   subject: string;
   messageId: string;
   date: Date;

@@ -4,7 +4,7 @@
  */
 import { nextTurn } from "../event-loop";
 import { invalid } from "../errors";
-import { normalizeAddress, parseAddress } from "../mail/address";
+import { normalizeAddress, parseMailbox, type Mailbox } from "../mail/address";
 import { detectMimeType } from "nodemailer/lib/mime-funcs";
 
 /** To, Cc and Bcc together: a message to more people than this is a mailing, not a message. */
@@ -34,24 +34,28 @@ export function assertHeaderSafe(field: string, value: string): void {
   if (HEADER_UNSAFE.test(value)) throw invalid(`${field}: must not contain line breaks or control characters`);
 }
 
-/** Each address checked (422 naming the entry) and returned in its canonical form. */
-export function validAddresses(field: string, list: string[]): string[] {
-  return list.map((address, i) => {
-    const parsed = parseAddress(address.trim());
-    if (!parsed) throw invalid(`${field}[${i}]: must be an email address such as name@example.com`);
-    return parsed.address;
+/**
+ * Each recipient checked (422 naming the entry) and returned with its address in canonical form:
+ * `ada@example.com`, or `Ada Lovelace <ada@example.com>` (the name then goes into the To or Cc
+ * header; `"Lovelace, Ada" <ada@example.com>` when it holds a comma).
+ */
+export function validRecipients(field: string, list: string[]): Mailbox[] {
+  return list.map((entry, i) => {
+    const mailbox = parseMailbox(entry);
+    if (!mailbox) throw invalid(`${field}[${i}]: must be an email address such as name@example.com or Name <name@example.com>`);
+    return mailbox;
   });
 }
 
-export function assertRecipientCount(...lists: string[][]): void {
+export function assertRecipientCount(...lists: unknown[][]): void {
   const total = lists.reduce((sum, list) => sum + list.length, 0);
   if (total > maxRecipients) throw invalid(`to, cc, bcc: at most ${maxRecipients} recipients in all (got ${total})`);
 }
 
-/** Every recipient once, To, Cc and Bcc alike (addresses compare case-insensitively). */
-export function uniqueRecipients(...lists: string[][]): string[] {
+/** Every recipient's address once, To, Cc and Bcc alike (addresses compare case-insensitively). */
+export function uniqueRecipients(...lists: (string | Mailbox)[][]): string[] {
   const seen = new Map<string, string>();
-  for (const address of lists.flat()) {
+  for (const address of lists.flat().map((entry) => (typeof entry === "string" ? entry : entry.address))) {
     const key = normalizeAddress(address)!;
     if (!seen.has(key)) seen.set(key, address);
   }

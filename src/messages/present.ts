@@ -1,5 +1,6 @@
 /** Messages and threads as the API and the webhooks show them. */
 import { iso } from "../clock";
+import { lastTryDueAt } from "../outbound/policy";
 import { resource } from "../present";
 import type { Aggregates } from "../store";
 import type { AttachmentRecord, DeliveryRecord, MessageRecord, MessageSummaryRecord } from "../store";
@@ -24,17 +25,22 @@ export const presentAttachment = (row: AttachmentRecord): Attachment => {
   };
 };
 
-export const presentDelivery = (row: DeliveryRecord): Delivery => ({
-  recipient: row.recipient,
-  status: row.status,
-  attempts: row.attempts,
-  lastResponse: row.lastResponse ?? undefined,
-  nextAttemptAt: row.nextAttemptAt === null ? undefined : iso(row.nextAttemptAt),
-  updatedAt: iso(row.updatedAt),
-});
+/** `retryDelays`: INBOXD_DELIVERY_RETRY_DELAYS, from which a queued delivery's `expiresAt` follows (left out without it). */
+export const presentDelivery = (row: DeliveryRecord, retryDelays?: readonly number[]): Delivery => {
+  const expiresAt = row.status === "queued" && retryDelays ? lastTryDueAt(retryDelays, row.attempts, row.nextAttemptAt) : undefined;
+  return {
+    recipient: row.recipient,
+    status: row.status,
+    attempts: row.attempts,
+    lastResponse: row.lastResponse ?? undefined,
+    nextAttemptAt: row.nextAttemptAt === null ? undefined : iso(row.nextAttemptAt),
+    expiresAt: expiresAt === undefined ? undefined : iso(expiresAt),
+    updatedAt: iso(row.updatedAt),
+  };
+};
 
-/** Every field: what get, send, reply, thread get and the message events show. */
-export const presentMessage = (row: MessageRecord, attachments: AttachmentRecord[], deliveries: DeliveryRecord[]) =>
+/** Every field: what get, send, reply, thread get and the message events show. `retryDelays`: as presentDelivery's. */
+export const presentMessage = (row: MessageRecord, attachments: AttachmentRecord[], deliveries: DeliveryRecord[], retryDelays?: readonly number[]) =>
   resource({
     id: row.id,
     organizationId: row.organizationId,
@@ -43,6 +49,9 @@ export const presentMessage = (row: MessageRecord, attachments: AttachmentRecord
     fromInboxId: row.fromInboxId,
     toInboxId: row.toInboxId,
     from: row.from,
+    // The sender's display name beside its address ("Ada Lovelace" of `Ada Lovelace <ada@…>`), left
+    // out when there is none, like every optional field. `to`, `cc` and `bcc` stay bare addresses.
+    fromName: row.fromName,
     to: row.to,
     cc: row.cc,
     bcc: row.bcc,
@@ -54,7 +63,7 @@ export const presentMessage = (row: MessageRecord, attachments: AttachmentRecord
     externalMessageId: row.externalMessageId,
     status: row.status,
     authentication: row.authentication,
-    deliveries: deliveries.map(presentDelivery),
+    deliveries: deliveries.map((delivery) => presentDelivery(delivery, retryDelays)),
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),
   });
@@ -80,11 +89,11 @@ export const presentMessageSummary = (row: MessageSummaryRecord) =>
 export type MessageSummary = ReturnType<typeof presentMessageSummary>;
 
 /** Stored messages with their attachments and deliveries, read in two queries whatever their number. */
-export async function presentStoredMessages(store: Aggregates, rows: MessageRecord[]): Promise<Message[]> {
+export async function presentStoredMessages(store: Aggregates, rows: MessageRecord[], retryDelays: readonly number[]): Promise<Message[]> {
   const ids = rows.map((row) => row.id);
   const attachments = groupBy(await store.messages.attachmentsOf(ids), (row) => row.messageId);
   const deliveries = groupBy(await store.messages.deliveriesOf(ids), (row) => row.messageId);
-  return rows.map((row) => presentMessage(row, attachments.get(row.id) ?? [], deliveries.get(row.id) ?? []));
+  return rows.map((row) => presentMessage(row, attachments.get(row.id) ?? [], deliveries.get(row.id) ?? [], retryDelays));
 }
 
 export const presentThread = (row: ThreadRecord) =>

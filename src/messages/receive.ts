@@ -12,7 +12,7 @@ import { presentMessage, type Message } from "./present";
 import { assignThread, messageIdsIn, normalizeMessageId } from "./threading";
 
 /** What is stored of a received message: the fields of `parseMessage`'s result that matter here. */
-export type ReceivedContent = Pick<ParsedMessage, "messageId" | "inReplyTo" | "references" | "from" | "to" | "cc" | "subject" | "text" | "html" | "attachments">;
+export type ReceivedContent = Pick<ParsedMessage, "messageId" | "inReplyTo" | "references" | "from" | "fromName" | "to" | "cc" | "subject" | "text" | "html" | "attachments">;
 
 export interface ReceivedMessageInput {
   /** The recipient inbox (e.g. `app.store.inboxes.findByEmail(rcpt)`); the message joins its organization. */
@@ -45,6 +45,7 @@ export async function storeReceivedMessage(app: App, tx: Transaction, input: Rec
       fromInboxId: input.fromInboxId ?? null,
       toInboxId: inbox.id,
       from: parsed.from ?? "",
+      fromName: displayName(parsed.fromName),
       to: parsed.to,
       cc: parsed.cc,
       bcc: [],
@@ -77,6 +78,12 @@ export async function storeReceivedMessage(app: App, tx: Transaction, input: Rec
     await tx.events.emit({ organizationId: inbox.organizationId, type: "message.received", inboxId: inbox.id, messageId: row.id, payload: message }, now);
     return message;
   });
+}
+
+/** A received display name as stored: white space runs as one space, at most 256 code points, null when empty. */
+function displayName(name: string | undefined): string | null {
+  const cleaned = name?.replace(/[\s\x00-\x1f\x7f]+/g, " ").trim() ?? "";
+  return (cleaned.length > 256 ? [...cleaned].slice(0, 256).join("").trim() : cleaned) || null;
 }
 
 /** The large parts of a message, written ahead of the transaction that stores it (store/blobs.ts). */

@@ -1,5 +1,5 @@
 /**
- * `query` on the message list (contract.md "Lists"). A plain word or phrase is a case-insensitive
+ * `query` on the message list (docs/api.md "Lists"). A plain word or phrase is a case-insensitive
  * substring of subject, text or sender, answered by the store's trigram index. `/pattern/flags` is a
  * regular expression in RE2 syntax, run by re2js (linear time, no backtracking), over candidates
  * from the same index when the pattern holds a literal of 3+ characters, else over the inbox newest
@@ -9,7 +9,7 @@
 import { RE2JS } from "re2js";
 import { invalid, ServiceError } from "../errors";
 import { takeTurn } from "../event-loop";
-import type { Page } from "../page";
+import { lookedAhead, type Listing, type Page } from "../page";
 import type { MessageSummaryRecord } from "../store/records";
 import type { LiteralRequirement, SearchableMessage, SearchPosition, Store } from "../store/store";
 import { literalRequirement } from "./regex-literals";
@@ -39,12 +39,24 @@ export interface SearchOptions extends Page {
 }
 
 export async function searchMessages(store: Store, inboxId: string, options: SearchOptions): Promise<MessageSummaryRecord[]> {
+  return (await searchMessagePage(store, inboxId, options)).items;
+}
+
+/**
+ * The page of matches and whether another follows; never the total, which would cost what a page
+ * avoids: every match of the index, or a walk over the whole inbox against the budget. A word or
+ * phrase reads one match past the page, so its `next` is exact; a walk stops once the page is
+ * full, so a full page says another may follow (at worst an empty one).
+ */
+export async function searchMessagePage(store: Store, inboxId: string, options: SearchOptions): Promise<Listing<MessageSummaryRecord>> {
+  const page = { page: options.page, per: options.per };
   const phrase = options.query.trim();
   const regex = REGEX_QUERY.exec(phrase);
-  if (regex) return regexSearch(store, inboxId, compile(regex[1]!, regex[2]!), literalRequirement(regex[1]!), options);
-  if ([...phrase].length >= store.messageSearch.minimumLiteralLength) return store.messageSearch.containing(inboxId, phrase, options.page, options.per);
+  const walked = (rows: MessageSummaryRecord[]): Listing<MessageSummaryRecord> => ({ page, items: rows, hasNext: rows.length === page.per });
+  if (regex) return walked(await regexSearch(store, inboxId, compile(regex[1]!, regex[2]!), literalRequirement(regex[1]!), options));
+  if ([...phrase].length >= store.messageSearch.minimumLiteralLength) return lookedAhead(page, await store.messageSearch.containing(inboxId, phrase, page.page, page.per, 1));
   // One or two characters are below the trigram index: the same walk as a pattern without a literal.
-  return regexSearch(store, inboxId, RE2JS.compile(RE2JS.quote(phrase), RE2JS.CASE_INSENSITIVE), null, options);
+  return walked(await regexSearch(store, inboxId, RE2JS.compile(RE2JS.quote(phrase), RE2JS.CASE_INSENSITIVE), null, options));
 }
 
 function compile(pattern: string, flags: string): RE2JS {

@@ -1,21 +1,28 @@
 /**
- * Send and reply: compose the RFC 5322 message, store it as `sent` with its raw source, hand a
- * `received` copy to every recipient inbox of this server at once, and queue one delivery per
- * remote recipient for the outbound worker, all in one transaction with the rate-limit count.
+ * Send, reply and forward: compose the RFC 5322 message, store it as `sent` with its raw source,
+ * hand a `received` copy to every recipient inbox of this server at once, and queue one delivery
+ * per remote recipient for the outbound worker, all in one transaction with the rate-limit count.
+ *
+ * Recipients may be written `Ada Lovelace <ada@example.com>`. The display name goes into the
+ * composed To or Cc header only: the stored message (and so the API's `to`, `cc`, `bcc`, the
+ * delivery records and the search) keeps bare canonical addresses, as the description's
+ * "Recipient addresses" and existing clients expect. The sender's name is kept beside `from`
+ * as `fromName` (the inbox's name on a sent message, the From field's name on a received one).
  */
 import type { App } from "../app";
 import { invalid, notFound } from "../errors";
 import { newId } from "../ids";
 import { inboxForAddress, requireInbox } from "../inboxes/service";
-import { parseAddress } from "../mail/address";
+import { baseAddress, parseAddress, type Mailbox } from "../mail/address";
 import { composeMessage, newMessageId } from "../mail/compose";
 import { moveMessage } from "../outbound/outcome";
 import { suppressionRefusal } from "../outbound/suppressions";
 import type { AttachmentRecord, DeliveryRecord, InboxRecord, MessageRecord } from "../store";
-import { assertHeaderSafe, assertRecipientCount, decodeAttachments, uniqueRecipients, validAddresses, type AttachmentInput, type OutgoingAttachment } from "./outgoing";
+import { assertHeaderSafe, assertRecipientCount, decodeAttachments, uniqueRecipients, validRecipients, type AttachmentInput, type OutgoingAttachment } from "./outgoing";
 import { presentMessage, type Message } from "./present";
 import { assertSendAllowed, takeSend, type RateLimitState } from "./rate-limit";
 import { prepareContent, releasePrepared, storeReceivedMessage, type ReceivedContent } from "./receive";
+import { forwardBody, forwardedAttachments, forwardSubject } from "./forward";
 import { assignThread, referencesOfReply, replySubject } from "./threading";
 
 export interface SendInput {
@@ -32,6 +39,17 @@ export interface SendInput {
 export interface ReplyInput {
   text: string;
   html: string;
+  /** Also to the original's other recipients (its To and Cc, less this inbox), as mail clients' "Reply all". */
+  replyAll?: boolean;
+}
+
+export interface ForwardInput {
+  to: string[];
+  cc?: string[];
+  bcc?: string[];
+  /** The note above the forwarded message; both optional, "" is none. */
+  text?: string;
+  html?: string;
 }
 
 /** The stored message, and the rate-limit state the response headers report. */
@@ -45,9 +63,9 @@ interface Draft {
   inbox: InboxRecord;
   /** The thread a reply continues; a new message starts one. */
   threadId?: string;
-  to: string[];
-  cc: string[];
-  bcc: string[];
+  to: Mailbox[];
+  cc: Mailbox[];
+  bcc: Mailbox[];
   subject: string;
   text: string;
   html: string;
@@ -59,33 +77,49 @@ interface Draft {
 
 export async function sendMessage(app: App, organizationId: string, inboxId: string, input: SendInput): Promise<Sent> {
   const inbox = await requireInbox(app.store, organizationId, inboxId);
-  const to = validAddresses("to", input.to);
-  const cc = validAddresses("cc", input.cc ?? []);
-  const bcc = validAddresses("bcc", input.bcc ?? []);
-  if (to.length === 0) throw invalid("to: at least one recipient is required");
-  assertRecipientCount(to, cc, bcc);
+  const { to, cc, bcc } = validRecipientLists(input);
   assertHeaderSafe("subject", input.subject);
   const attachments = await decodeAttachments(input.attachments ?? []);
   const { text, html, subject } = input;
   return dispatch(app, organizationId, { inbox, to, cc, bcc, subject, text, html, labels: input.labels ?? [], attachments, references: [] });
 }
 
+function validRecipientLists(input: { to: string[]; cc?: string[]; bcc?: string[] }): Pick<Draft, "to" | "cc" | "bcc"> {
+  const to = validRecipients("to", input.to);
+  const cc = validRecipients("cc", input.cc ?? []);
+  const bcc = validRecipients("bcc", input.bcc ?? []);
+  if (to.length === 0) throw invalid("to: at least one recipient is required");
+  assertRecipientCount(to, cc, bcc);
+  return { to, cc, bcc };
+}
+
 /**
  * Answers a message of the inbox in its thread: to its sender, or, for a message the inbox sent,
  * to its original recipients; In-Reply-To and References let the other side's client thread it.
+ * With `replyAll`, an answer to a received message also goes to the original's To (in To) and Cc
+ * (in Cc), less the inbox's own address (any `+tag` of it), each address once.
  */
 export async function replyToMessage(app: App, organizationId: string, inboxId: string, messageId: string, input: ReplyInput): Promise<Sent> {
   const inbox = await requireInbox(app.store, organizationId, inboxId);
   const original = await app.store.messages.find(organizationId, inboxId, messageId);
   if (!original) throw notFound("Message not found");
   const answersOwn = original.status !== "received";
-  const to = answersOwn ? original.to : [original.from].filter(Boolean);
+  const sender: Mailbox[] = original.from ? [original.fromName ? { address: original.from, name: original.fromName } : { address: original.from }] : [];
+  const mailboxes = (addresses: string[]): Mailbox[] => addresses.map((address) => ({ address }));
+  let to = answersOwn ? mailboxes(original.to) : sender;
+  let cc = answersOwn ? mailboxes(original.cc) : [];
+  if (!answersOwn && input.replyAll) {
+    const self = baseAddress(inbox.email);
+    const others = (addresses: string[]) => mailboxes(addresses).filter((mailbox) => baseAddress(mailbox.address) !== self);
+    [to, cc] = onceEach([...to, ...others(original.to)], others(original.cc));
+  }
   if (to.length === 0) throw invalid("messageId: the message has no sender address to reply to");
+  assertRecipientCount(to, cc);
   return dispatch(app, organizationId, {
     inbox,
     threadId: original.threadId,
     to,
-    cc: answersOwn ? original.cc : [],
+    cc,
     bcc: [],
     subject: replySubject(original.subject),
     text: input.text,
@@ -95,6 +129,34 @@ export async function replyToMessage(app: App, organizationId: string, inboxId: 
     inReplyTo: original.messageIdHeader ?? undefined,
     references: referencesOfReply(original),
   });
+}
+
+/**
+ * Forwards a message of the inbox, as mail clients do: a new message in a new thread of the
+ * inbox (no In-Reply-To or References, so no recipient's client files it under the original
+ * either), `Fwd: ` before the subject, the note (`text`, `html`) above a "Forwarded message"
+ * block with the original's From, Date, Subject, To (and Cc), then its body; its attachments
+ * attached again. Sent like any message: rate limit, suppressions, local copies.
+ */
+export async function forwardMessage(app: App, organizationId: string, inboxId: string, messageId: string, input: ForwardInput): Promise<Sent> {
+  const inbox = await requireInbox(app.store, organizationId, inboxId);
+  const original = await app.store.messages.find(organizationId, inboxId, messageId);
+  if (!original) throw notFound("Message not found");
+  const { to, cc, bcc } = validRecipientLists(input);
+  const body = forwardBody(original, { text: input.text ?? "", html: input.html ?? "" });
+  const attachments = forwardedAttachments(await app.store.messages.attachmentsOf([original.id]));
+  return dispatch(app, organizationId, { inbox, to, cc, bcc, subject: forwardSubject(original.subject), text: body.text, html: body.html, labels: [], attachments, references: [] });
+}
+
+/** The lists without an address that an earlier one holds (compared case-insensitively), in order. */
+function onceEach(...lists: Mailbox[][]): Mailbox[][] {
+  const seen = new Set<string>();
+  return lists.map((list) =>
+    list.filter((mailbox) => {
+      const key = mailbox.address.toLowerCase();
+      return !seen.has(key) && !!seen.add(key);
+    }),
+  );
 }
 
 async function dispatch(app: App, organizationId: string, draft: Draft): Promise<Sent> {
@@ -108,7 +170,9 @@ async function dispatch(app: App, organizationId: string, draft: Draft): Promise
     cc: draft.cc,
     bcc: draft.bcc,
     subject: draft.subject,
-    text: draft.text || undefined,
+    // "" is no such part: an empty html sends text/plain alone, an empty text text/html alone;
+    // with neither, an empty text/plain.
+    text: draft.text || (draft.html ? undefined : ""),
     html: draft.html || undefined,
     attachments: draft.attachments.map((a) => ({ filename: a.name, contentType: a.contentType, content: a.content })),
     messageId,
@@ -138,10 +202,10 @@ async function dispatch(app: App, organizationId: string, draft: Draft): Promise
       else deliveries.push(remoteDelivery(row, recipient, await suppressionRefusal(tx, organizationId, recipient), now));
     }
     await tx.messages.insertDeliveries(deliveries);
-    await tx.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries) }, now);
-    // A suppressed recipient is rejected at once: the response already says so (contract.md, Messages).
+    await tx.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries, app.config.deliveryRetryDelays) }, now);
+    // A suppressed recipient is rejected at once: the response already says so (docs/api.md, Messages).
     const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", now));
-    const message = presentMessage(rejected ? { ...row, status: "rejected" } : row, attachments, deliveries);
+    const message = presentMessage(rejected ? { ...row, status: "rejected" } : row, attachments, deliveries, app.config.deliveryRetryDelays);
 
     const copy = receivedCopy(draft, row);
     for (const recipientInbox of localInboxes.values()) await storeReceivedMessage(app, tx, { inbox: recipientInbox, parsed: copy, raw: source, attachmentBlobIds, fromInboxId: inbox.id });
@@ -161,9 +225,10 @@ function sentRow(inbox: InboxRecord, draft: Draft, threadId: string, messageId: 
     fromInboxId: inbox.id,
     toInboxId: null,
     from: inbox.email,
-    to: draft.to,
-    cc: draft.cc,
-    bcc: draft.bcc,
+    fromName: inbox.name || null,
+    to: addresses(draft.to),
+    cc: addresses(draft.cc),
+    bcc: addresses(draft.bcc),
     subject: draft.subject,
     text: draft.text,
     html: draft.html,
@@ -178,6 +243,8 @@ function sentRow(inbox: InboxRecord, draft: Draft, threadId: string, messageId: 
     updatedAt: now,
   };
 }
+
+const addresses = (mailboxes: Mailbox[]) => mailboxes.map((mailbox) => mailbox.address);
 
 const attachmentRows = (messageId: string, attachments: OutgoingAttachment[], blobIds: (string | null)[]): AttachmentRecord[] =>
   attachments.map((a, position) => ({ id: newId("att"), messageId, position, name: a.name ?? null, contentType: a.contentType, contentId: null, inline: false, content: a.content, blobId: blobIds[position] ?? null }));
@@ -203,10 +270,12 @@ const receivedCopy = (draft: Draft, sent: MessageRecord): ReceivedContent => ({
   inReplyTo: draft.inReplyTo,
   references: draft.references,
   from: sent.from,
-  to: draft.to,
-  cc: draft.cc,
+  fromName: sent.fromName ?? undefined,
+  to: addresses(draft.to),
+  cc: addresses(draft.cc),
   subject: draft.subject,
   text: draft.text,
-  html: draft.html,
+  // As parsing the composed message gives it: no HTML part, no html.
+  html: draft.html || undefined,
   attachments: draft.attachments.map((a) => ({ filename: a.name, contentType: a.contentType, content: a.content, inline: false })),
 });

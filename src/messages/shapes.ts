@@ -21,5 +21,10 @@ export interface Delivery {
   lastResponse?: string;
   /** When the next try is due; absent once the delivery is final. */
   nextAttemptAt?: string;
+  /**
+   * While queued: when the last try falls due should every try fail, the recipient bouncing when it
+   * does (the next try plus the retry delays still to come; src/outbound/policy.ts lastTryDueAt).
+   */
+  expiresAt?: string;
   updatedAt: string;
 }

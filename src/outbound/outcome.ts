@@ -1,5 +1,5 @@
 /**
- * Recording what happened to deliveries, and what follows for their message (contract.md,
+ * Recording what happened to deliveries, and what follows for their message (docs/api.md,
  * Messages): `delivered` once every remote recipient accepted it, `bounced` once one failed for
  * good, `rejected` once one could not be tried at all, `complained` on a spam report. Each move
  * emits its event once, in the same transaction. Callers run these inside a transaction, on its `tx`.
@@ -10,7 +10,7 @@ import { newId } from "../ids";
 import { presentMessage } from "../messages/present";
 import type { DeliveryStatus, OutboundMessage, Transaction } from "../store";
 import type { RecipientOutcome } from "./deliver";
-import { isHardBounce, maxTries, retryDelayMs, type SuppressionReason } from "./policy";
+import { isHardBounce, lastTryDueAt, maxTries, retryDelayMs, type SuppressionReason } from "./policy";
 
 export type MessageOutcome = "delivered" | "bounced" | "rejected" | "complained";
 
@@ -62,7 +62,8 @@ export async function recordOutcomes(app: App, tx: Transaction, outcomes: Recipi
       } else {
         const nextAttemptAt = finishedAt + retryDelayMs(delays, delivery.attempts, random);
         await setDelivery(tx, delivery.id, "queued", reply, nextAttemptAt, finishedAt);
-        const giveUpAt = finishedAt + delays.slice(delivery.attempts - 1).reduce((sum, seconds) => sum + seconds * 1000, 0);
+        // The delivery's expiresAt as the API shows it.
+        const giveUpAt = lastTryDueAt(delays, delivery.attempts, nextAttemptAt)!;
         logAttempt(app, outcome, "deferred", { nextAttemptAt: new Date(nextAttemptAt).toISOString(), giveUpAfter: new Date(giveUpAt).toISOString() });
       }
       continue;

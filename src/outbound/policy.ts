@@ -17,6 +17,23 @@ export function retryDelayMs(retryDelaysSeconds: number[], tryNumber: number, ra
   return Math.round(seconds * 1000 * (1 + JITTER * random()));
 }
 
+/**
+ * When a delivery's last try falls due should every try fail, the recipient bouncing when that
+ * try fails too: a queued delivery's `expiresAt`. The rule: the next try (try `attempts` + 1, as
+ * `attempts` counts the tries made, one in flight included), then each delay of the schedule still
+ * to come after it: nextAttemptAt + the sum of retryDelays[attempts..]. Before the first try (due
+ * at creation) that is the creation time + the whole schedule (about 4.5 days by default). The
+ * delays count as configured: each retry may go out up to a tenth of its delay later (the jitter
+ * above) and a busy queue may be late, so the last try can come somewhat later, never earlier.
+ * Undefined when no try is to come (a final delivery).
+ */
+export function lastTryDueAt(retryDelaysSeconds: readonly number[], attempts: number, nextAttemptAt: number | null): number | undefined {
+  if (nextAttemptAt === null) return undefined;
+  let due = nextAttemptAt;
+  for (let i = attempts; i < retryDelaysSeconds.length; i++) due += retryDelaysSeconds[i]! * 1000;
+  return due;
+}
+
 /** RFC 3463 §2 status-code, as servers put it right after the reply code: "550 5.1.1 ...". */
 const ENHANCED_STATUS = /^\d{3}[ -]([245])\.(\d{1,3})\.(\d{1,3})\b/;
 

@@ -2,7 +2,7 @@
 import type { App } from "../app";
 import { iso } from "../clock";
 import { notFound } from "../errors";
-import type { Page } from "../page";
+import { withTotal, type Listing, type Page } from "../page";
 import { resource } from "../present";
 import type { Aggregates, SuppressionRecord } from "../store";
 
@@ -31,8 +31,8 @@ export async function suppressionRefusal(store: Aggregates, organizationId: stri
   return `rejected: ${recipient} is suppressed (${why}${suppressed.detail ? `: ${suppressed.detail}` : ""}); DELETE /v1/suppressions/${suppressed.id} to send to it again`;
 }
 
-export async function listSuppressions(app: App, organizationId: string, page: Page): Promise<Suppression[]> {
-  return (await app.store.suppressions.list(organizationId, page.page, page.per)).map(presentSuppression);
+export async function listSuppressions(app: App, organizationId: string, page: Page): Promise<Listing<Suppression>> {
+  return withTotal(page, (await app.store.suppressions.list(organizationId, page.page, page.per)).map(presentSuppression), () => app.store.suppressions.count(organizationId));
 }
 
 /** `idOrAddress`: the suppression's id or the suppressed address itself. */

@@ -29,8 +29,8 @@ export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settin
   return { parsed: storedContent(parsed), raw: withoutForgedAuthenticationResults(raw, settings.authservId), ...outcome };
 }
 
-function storedContent({ messageId, inReplyTo, references, from, to, cc, subject, text, html, attachments }: ParsedMessage): ReceivedContent {
-  return { messageId, inReplyTo, references, from, to, cc, subject, text, html, attachments };
+function storedContent({ messageId, inReplyTo, references, from, fromName, to, cc, subject, text, html, attachments }: ParsedMessage): ReceivedContent {
+  return { messageId, inReplyTo, references, from, fromName, to, cc, subject, text, html, attachments };
 }
 
 function temporaryError(authservId: string): AuthenticationOutcome {

@@ -87,6 +87,8 @@ export interface MessageRecord extends Timestamps {
   fromInboxId: string | null;
   toInboxId: string | null;
   from: string;
+  /** The display name beside `from` (a received From field's, a sent message's inbox name); null when none. */
+  fromName: string | null;
   to: string[];
   cc: string[];
   bcc: string[];

@@ -124,6 +124,7 @@ export interface AccountsStore {
   findApiKey(organizationId: string, id: string): Promise<ApiKeyRecord | undefined>;
   /** Newest first; ties within one millisecond in creation order. */
   listApiKeys(organizationId: string, page: number, per: number): Promise<ApiKeyRecord[]>;
+  countApiKeys(organizationId: string): Promise<number>;
   deleteApiKey(organizationId: string, id: string): Promise<void>;
 }
 
@@ -232,6 +233,7 @@ export interface DomainsStore {
   findById(id: string): Promise<DomainRecord | undefined>;
   /** Newest first; ties within one millisecond in creation order. */
   list(organizationId: string, page: number, per: number): Promise<DomainRecord[]>;
+  count(organizationId: string): Promise<number>;
   /** The names of every verified domain, across organizations: what the operator's checks look at. */
   verifiedNames(): Promise<string[]>;
   /** Domains whose background check is due, most overdue first. */
@@ -266,6 +268,7 @@ export interface InboxesStore {
   /** Across organizations: inbound mail and local delivery route by address (case-insensitive). */
   findByEmail(email: string): Promise<InboxRecord | undefined>;
   list(organizationId: string, page: number, per: number): Promise<InboxRecord[]>;
+  count(organizationId: string): Promise<number>;
   rename(organizationId: string, id: string, name: string | null, now: number): Promise<InboxRecord | undefined>;
   /** Its threads, messages, sources, attachments and deliveries go with it. */
   delete(organizationId: string, id: string): Promise<InboxRecord | undefined>;
@@ -291,8 +294,11 @@ export interface MessagesStore {
   hasReceived(inboxId: string, messageId: string): Promise<boolean>;
   /** The thread of the message with this Message-ID in the inbox, if it holds one. */
   threadOfMessageId(inboxId: string, messageId: string): Promise<string | undefined>;
-  /** Newest first; nothing for another organization's inbox. */
-  list(organizationId: string, inboxId: string, page: number, per: number): Promise<MessageSummaryRecord[]>;
+  /**
+   * Newest first; nothing for another organization's inbox. With `extra`, that many more rows past
+   * the page (to tell whether another page follows).
+   */
+  list(organizationId: string, inboxId: string, page: number, per: number, extra?: number): Promise<MessageSummaryRecord[]>;
   /** Oldest first. */
   listByThread(threadId: string): Promise<MessageRecord[]>;
   attachmentsOf(messageIds: string[]): Promise<AttachmentRecord[]>;
@@ -322,8 +328,11 @@ export interface SearchableMessage {
 export interface MessageSearchStore {
   /** Shortest literal the index can look up: a shorter one cannot narrow a search. */
   readonly minimumLiteralLength: number;
-  /** A page of the inbox's messages whose subject, text or sender holds `text` (any case), newest first. */
-  containing(inboxId: string, text: string, page: number, per: number): Promise<MessageSummaryRecord[]>;
+  /**
+   * A page of the inbox's messages whose subject, text or sender holds `text` (any case), newest
+   * first; with `extra`, that many more rows past the page (to tell whether another page follows).
+   */
+  containing(inboxId: string, text: string, page: number, per: number, extra?: number): Promise<MessageSummaryRecord[]>;
   /**
    * The next `limit` messages of the inbox, newest first, after `after` (from the start without
    * it); with `requirement`, only those that satisfy it (and possibly some that do not).
@@ -349,6 +358,7 @@ export interface SuppressionsStore {
   upsert(suppression: SuppressionRecord): Promise<void>;
   /** Newest first; ties within one millisecond in creation order. */
   list(organizationId: string, page: number, per: number): Promise<SuppressionRecord[]>;
+  count(organizationId: string): Promise<number>;
   /** By its id or by the address itself. */
   findByIdOrAddress(organizationId: string, idOrAddress: string): Promise<SuppressionRecord | undefined>;
   delete(organizationId: string, id: string): Promise<void>;
@@ -361,6 +371,7 @@ export interface ThreadsStore {
   find(organizationId: string, inboxId: string, id: string): Promise<ThreadRecord | undefined>;
   /** Newest activity first. */
   list(inboxId: string, page: number, per: number): Promise<ThreadRecord[]>;
+  count(inboxId: string): Promise<number>;
 }
 
 export type WebhookChanges = Partial<Pick<WebhookRecord, "url" | "events" | "enabled" | "disabledReason" | "firstFailureAt">>;
@@ -369,12 +380,15 @@ export type WebhookChanges = Partial<Pick<WebhookRecord, "url" | "events" | "ena
 export interface AttemptWithEvent {
   attempt: WebhookAttemptRecord;
   event: EventRecord;
+  /** When the attempt's delivery is tried next; null once it finished (succeeded, or failed for good). */
+  nextAttemptAt: number | null;
 }
 
 export interface WebhooksStore {
   insert(webhook: WebhookRecord): Promise<void>;
   find(organizationId: string, id: string): Promise<WebhookRecord | undefined>;
   list(organizationId: string, page: number, per: number): Promise<WebhookRecord[]>;
+  count(organizationId: string): Promise<number>;
   update(id: string, changes: WebhookChanges, now: number): Promise<WebhookRecord>;
   /** Its deliveries and attempts go with it. */
   delete(id: string): Promise<void>;
@@ -389,6 +403,7 @@ export interface WebhooksStore {
   findDelivery(id: number): Promise<WebhookDeliveryRecord | undefined>;
   /** Newest first; ties (one batch of claims in one millisecond) by insertion order. */
   listAttempts(webhookId: string, page: number, per: number): Promise<AttemptWithEvent[]>;
+  countAttempts(webhookId: string): Promise<number>;
   findAttempt(webhookId: string, attemptId: string): Promise<AttemptWithEvent | undefined>;
 }
 

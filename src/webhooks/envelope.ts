@@ -1,7 +1,7 @@
 /**
  * The delivery body: both envelope shapes of the service description in one object
  * (`{event, data, timestamp}` and `{event, payload, inboxId, messageId}`), plus the event `id`
- * that stays the same across retries so receivers can deduplicate (contract.md, "Webhooks").
+ * that stays the same across retries so receivers can deduplicate (docs/api.md, "Webhooks").
  */
 import { iso } from "../clock";
 

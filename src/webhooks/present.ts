@@ -17,8 +17,13 @@ export const presentWebhook = (row: WebhookRecord) =>
     updatedAt: iso(row.updatedAt),
   });
 
-/** `payload` is the body that was sent (rebuilt from the event, byte for byte the same). */
-export const presentAttempt = ({ attempt, event }: AttemptWithEvent) =>
+/**
+ * `payload` is the body that was sent (rebuilt from the event, byte for byte the same).
+ * `nextAttemptAt`: when the attempt's delivery is tried next (after a failure, the retry of the
+ * schedule; while the try is under way, when it is made again should it never report back); left
+ * out once the delivery finished: it succeeded, its tries ran out, or its webhook was disabled.
+ */
+export const presentAttempt = ({ attempt, event, nextAttemptAt }: AttemptWithEvent) =>
   resource({
     id: attempt.id,
     webhookId: attempt.webhookId,
@@ -33,6 +38,7 @@ export const presentAttempt = ({ attempt, event }: AttemptWithEvent) =>
     attemptNumber: attempt.attemptNumber,
     createdAt: iso(attempt.createdAt),
     finishedAt: attempt.finishedAt === null ? undefined : iso(attempt.finishedAt),
+    nextAttemptAt: nextAttemptAt === null ? undefined : iso(nextAttemptAt),
   });
 
 export type Webhook = ReturnType<typeof presentWebhook>;

@@ -7,7 +7,7 @@ import type { App } from "../app";
 import { invalid, notFound } from "../errors";
 import { eventNames, type EventName } from "../events/names";
 import { randomToken, newId } from "../ids";
-import type { Page } from "../page";
+import { withTotal, type Page } from "../page";
 import type { Aggregates, WebhookChanges, WebhookRecord } from "../store";
 import { disabledByUserReason } from "./policy";
 import { presentAttempt, presentWebhook } from "./present";
@@ -41,7 +41,7 @@ export async function createWebhook(app: App, organizationId: string, input: Web
 }
 
 export async function listWebhooks(app: App, organizationId: string, page: Page) {
-  return (await app.store.webhooks.list(organizationId, page.page, page.per)).map(presentWebhook);
+  return withTotal(page, (await app.store.webhooks.list(organizationId, page.page, page.per)).map(presentWebhook), () => app.store.webhooks.count(organizationId));
 }
 
 export async function getWebhook(app: App, organizationId: string, id: string) {
@@ -91,7 +91,7 @@ export async function sendTestEvent(app: App, organizationId: string, id: string
 
 export async function listAttempts(app: App, organizationId: string, id: string, page: Page) {
   const row = await findWebhook(app.store, organizationId, id);
-  return (await app.store.webhooks.listAttempts(row.id, page.page, page.per)).map(presentAttempt);
+  return withTotal(page, (await app.store.webhooks.listAttempts(row.id, page.page, page.per)).map(presentAttempt), () => app.store.webhooks.countAttempts(row.id));
 }
 
 /**
@@ -117,7 +117,7 @@ async function findWebhook(store: Aggregates, organizationId: string, id: string
   return row;
 }
 
-/** contract.md "Webhooks": https, and no host that is or resolves to a private address, unless INBOXD_WEBHOOK_ALLOW_PRIVATE. */
+/** docs/api.md "Webhooks": https, and no host that is or resolves to a private address, unless INBOXD_WEBHOOK_ALLOW_PRIVATE. */
 async function checkUrl(app: App, url: string): Promise<string> {
   if (url.length > maxUrlLength) throw invalid(`url must be at most ${maxUrlLength} characters`);
   const check = checkWebhookUrl(url, app.config.webhookAllowPrivate);

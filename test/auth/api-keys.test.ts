@@ -55,12 +55,12 @@ describe.each(families)("$family", ({ base, credential }) => {
     expect((await list("?per=2&page=2")).body.map((k: { id: string }) => k.id)).toEqual(all.slice(2, 4).map((k) => k.id));
     expect((await list("?page=1000")).body).toEqual([]);
     for (const [query, error] of [
-      ["?per=0", "query.per: must be a whole number from 1 to 100"],
-      ["?per=101", "query.per: must be a whole number from 1 to 100"],
-      ["?per=abc", "query.per: must be a whole number from 1 to 100"],
-      ["?per=1.5", "query.per: must be a whole number from 1 to 100"],
-      ["?page=0", "query.page: must be a whole number from 1 to 999999999"],
-      ["?page=-1", "query.page: must be a whole number from 1 to 999999999"],
+      ["?per=0", "per: must be a whole number from 1 to 100"],
+      ["?per=101", "per: must be a whole number from 1 to 100"],
+      ["?per=abc", "per: must be a whole number from 1 to 100"],
+      ["?per=1.5", "per: must be a whole number from 1 to 100"],
+      ["?page=0", "page: must be a whole number from 1 to 999999999"],
+      ["?page=-1", "page: must be a whole number from 1 to 999999999"],
     ]) {
       const res = await list(query);
       expect({ query, status: res.status, body: res.body }).toEqual({ query, status: 422, body: { error } });
@@ -93,8 +93,8 @@ describe.each(families)("$family", ({ base, credential }) => {
   });
 
   const badNames: [string, unknown, string][] = [
-    ["missing name", {}, "body.name: Expected string"],
-    ["name not a string", { name: 7 }, "body.name: Expected string"],
+    ["missing name", {}, "name: Expected string"],
+    ["name not a string", { name: 7 }, "name: Expected string"],
     ["empty name", { name: "" }, "name: must not be empty"],
     ["blank name", { name: "   " }, "name: must not be empty"],
     ["name of 101 characters", { name: "n".repeat(101) }, "name: must be at most 100 characters"],

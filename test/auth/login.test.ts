@@ -48,8 +48,8 @@ describe("POST /auth/login", () => {
   const badInput: [string, unknown, string][] = [
     ["missing username", { password: testPassword }, "username: is required"],
     ["missing password", { username: "ada@example.com" }, "password: is required"],
-    ["username not a string", { username: 1, password: testPassword }, "body.username: Expected string"],
-    ["password not a string", { username: "ada@example.com", password: { a: 1 } }, "body.password: Expected string"],
+    ["username not a string", { username: 1, password: testPassword }, "username: Expected string"],
+    ["password not a string", { username: "ada@example.com", password: { a: 1 } }, "password: Expected string"],
     ["empty username", { username: "", password: testPassword }, "username: must not be empty"],
     ["empty password", { username: "ada@example.com", password: "" }, "password: must not be empty"],
     ["username not an email", { username: "ada", password: testPassword }, "username: must be an email address"],

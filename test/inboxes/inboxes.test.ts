@@ -74,7 +74,7 @@ describe("create", () => {
     expect(res.body.error).toStartWith("email:");
   });
 
-  test.each([[{ name: 5 }, "body.name"], [{ email: ["x"] }, "body.email"], [{ name: "x".repeat(257) }, "body.name"]])("wrong type %j is 422 naming the field", async (body, field) => {
+  test.each([[{ name: 5 }, "name:"], [{ email: ["x"] }, "email:"], [{ name: "x".repeat(257) }, "name:"]])("wrong type %j is 422 naming the field", async (body, field) => {
     const res = await create(body);
     expect(res.status).toBe(422);
     expect(res.body.error).toStartWith(field);
@@ -109,7 +109,7 @@ describe("list", () => {
   test.each([["per=0"], ["per=101"], ["page=-1"], ["page=0"], ["page=abc"], ["per=1.5"]])("%s is 422", async (query) => {
     const res = await server.api.get(`/v1/inboxes?${query}`, key);
     expect(res.status).toBe(422);
-    expect(res.body.error).toStartWith(`query.${query.split("=")[0]}`);
+    expect(res.body.error).toStartWith(`${query.split("=")[0]}: `);
   });
 });
 

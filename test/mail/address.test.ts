@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { baseAddress, isValidAddress, isValidDomainName, normalizeAddress, parseAddress } from "../../src/mail/address";
+import { baseAddress, isValidAddress, isValidDomainName, normalizeAddress, parseAddress, parseMailbox } from "../../src/mail/address";
 
 /** A valid domain of exactly `length` characters: labels of 62 or 63 "a", then ".com". */
 function domainOfLength(length: number): string {
@@ -86,6 +86,39 @@ describe("parseAddress", () => {
     expect(`${"l".repeat(64)}@${domainOfLength(190)}`).toHaveLength(255);
     for (const length of [189, 190, 253, 254]) expect(domainOfLength(length)).toHaveLength(length);
     expect(isValidDomainName(domainOfLength(190))).toBe(true);
+  });
+});
+
+describe("parseMailbox", () => {
+  test.each([
+    ["a bare address", " user@Example.COM ", { address: "user@example.com" }],
+    ["a display name", "Ada Lovelace <ada@example.com>", { address: "ada@example.com", name: "Ada Lovelace" }],
+    ["no space before the bracket", "Ada<ada@example.com>", { address: "ada@example.com", name: "Ada" }],
+    ["white space runs in the name", "  Ada \t Lovelace   < ada@example.com >", null],
+    ["spaces in the name", "  Ada   Lovelace   < ada@example.com >", { address: "ada@example.com", name: "Ada Lovelace" }],
+    ["a quoted name with a comma", '"Lovelace, Ada" <ada@example.com>', { address: "ada@example.com", name: "Lovelace, Ada" }],
+    ["a quoted name with an escaped quote and brackets", '"Ada \\"the Countess\\" <L>" <ada@example.com>', { address: "ada@example.com", name: 'Ada "the Countess" <L>' }],
+    ["brackets alone", "<ada@example.com>", { address: "ada@example.com" }],
+    ["an empty quoted name", '"" <ada@example.com>', { address: "ada@example.com" }],
+    ["a non-ASCII name and IDN domain", "Zoë Müller <zoe@Bücher.de>", { address: "zoe@xn--bcher-kva.de", name: "Zoë Müller" }],
+  ])("accepts %s", (_name, input, expected) => {
+    expect(parseMailbox(input)).toEqual(expected);
+  });
+
+  test.each([
+    ["a list", "a@example.com, b@example.com"],
+    ["a list with names", "a@example.com, Bob <b@example.com>"],
+    ["a group", "Team: a@example.com;"],
+    ["a comma in an unquoted name", "Lovelace, Ada <ada@example.com>"],
+    ["text after the address", "Ada <ada@example.com> (work)"],
+    ["two bracketed addresses", "Ada <ada@example.com> <b@example.com>"],
+    ["an unterminated quote", '"Ada <ada@example.com>'],
+    ["an invalid address in brackets", "Ada <ada@localhost>"],
+    ["a line break in the name", "Ada\r\nBcc: x@example.com <ada@example.com>"],
+    ["a name past 256 characters", `${"n".repeat(257)} <ada@example.com>`],
+    ["empty", ""],
+  ])("refuses %s", (_name, input) => {
+    expect(parseMailbox(input)).toBeNull();
   });
 });
 

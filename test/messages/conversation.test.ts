@@ -121,8 +121,9 @@ describe("reply round trip", () => {
     expect(res.body).toEqual({ error: "Inbox not found" });
     const missing = await reply(alice, sent.id, { html: "<p>x</p>" });
     expect(missing.status).toBe(422);
-    expect(missing.body.error).toStartWith("body.text");
-    expect((await reply(alice, sent.id, { text: "x", html: 5 })).body.error).toStartWith("body.html");
+    expect(missing.body.error).toStartWith("text: ");
+    expect((await reply(alice, sent.id, { text: "x", html: 5 })).body.error).toStartWith("html: ");
+    expect((await reply(alice, sent.id, { text: "x", html: "y", replyAll: "yes" })).body.error).toBe("replyAll: must be true or false");
   });
 });
 

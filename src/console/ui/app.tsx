@@ -69,6 +69,7 @@ function Shell({ session, route, children }: { session: Session; route: string[]
               {label}
             </a>
           ))}
+          <a href="/docs">API reference</a>
         </nav>
         <div class="who">
           <span title={session.user.email}>{session.user.email}</span>

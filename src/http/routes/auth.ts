@@ -3,13 +3,15 @@ import { Elysia, t } from "elysia";
 import type { App } from "../../app";
 import { login, register } from "../../auth/accounts";
 import { clientAddress, trustedProxies } from "../client-address";
+import { security } from "../openapi";
+import { bodyFailures, failures, Login, Registration } from "../schemas";
 
 const text = (description: string) => t.Optional(t.String({ description }));
 
 export const authRoutes = (app: App) => {
   const trusted = trustedProxies(app.config.trustedProxies);
   const clientOf = (request: Request, server: Bun.Server<unknown> | null) => clientAddress(server?.requestIP(request)?.address, request.headers.get("x-forwarded-for"), trusted);
-  return new Elysia({ prefix: "/auth", detail: { tags: ["accounts"] } })
+  return new Elysia({ prefix: "/auth", detail: { tags: ["accounts"], security: security.none } })
     .post(
       "/register",
       async ({ body, set, server, request }) => {
@@ -32,6 +34,7 @@ export const authRoutes = (app: App) => {
           last_name: text("alias of lastName"),
           email: text("alias of username"),
         }),
+        response: { 201: Registration, ...failures(...bodyFailures, [409, "Email already registered"], [429, "Too many registrations from this address: try again after Retry-After seconds"]) },
         detail: { summary: "Create an account: user, organization, API key, access token and inbox" },
       },
     )
@@ -41,6 +44,7 @@ export const authRoutes = (app: App) => {
         login(app, { email: body.username ?? body.email, password: body.password, clientIp: clientOf(request, server) }),
       {
         body: t.Object({ username: text("the email; required, or email"), email: text("alias of username"), password: text("required") }),
+        response: { 200: Login, ...failures(...bodyFailures, [401, "Invalid credentials"], [429, "Too many failed logins: try again after Retry-After seconds"]) },
         detail: { summary: "Exchange email and password for an access token (valid 7 days)" },
       },
     );

@@ -32,8 +32,9 @@ export const consoleSecurityHeaders = {
   "cross-origin-opener-policy": "same-origin",
 };
 
-function serve(file: ConsoleFile, request: Request, cacheControl: string): Response {
-  const headers: Record<string, string> = { ...consoleSecurityHeaders, "content-type": file.contentType, etag: file.etag, "cache-control": cacheControl, vary: "Accept-Encoding" };
+/** A file held in memory, gzipped when the client takes it, 304 when its ETag is the client's. */
+export function serveFile(file: ConsoleFile, request: Request, cacheControl: string, securityHeaders: Record<string, string> = consoleSecurityHeaders): Response {
+  const headers: Record<string, string> = { ...securityHeaders, "content-type": file.contentType, etag: file.etag, "cache-control": cacheControl, vary: "Accept-Encoding" };
   if (request.headers.get("if-none-match") === file.etag) return new Response(null, { status: 304, headers });
   if (!/\bgzip\b/i.test(request.headers.get("accept-encoding") ?? "")) return new Response(file.body, { headers });
   return new Response(file.gzipped, { headers: { ...headers, "content-encoding": "gzip" } });
@@ -42,9 +43,9 @@ function serve(file: ConsoleFile, request: Request, cacheControl: string): Respo
 export const consoleRoutes = () =>
   new Elysia({ detail: { hide: true } })
     // The page always revalidates, so a new version's asset names are picked up at once.
-    .get("/", async ({ request }) => serve((await consoleBundle()).index, request, "no-cache"))
+    .get("/", async ({ request }) => serveFile((await consoleBundle()).index, request, "no-cache"))
     .get("/:asset", async ({ request, params }) => {
       const file = (await consoleBundle()).assets.get(`/${params.asset}`);
       if (!file) throw notFound("Not found");
-      return serve(file, request, "public, max-age=31536000, immutable");
+      return serveFile(file, request, "public, max-age=31536000, immutable");
     });

@@ -1,31 +1,37 @@
-/** `/v1/inboxes/:inboxId/messages`: send, reply, list (with search), get, raw source and attachment downloads. */
+/** `/v1/inboxes/:inboxId/messages`: send, reply, forward, list (with search), get, raw source and attachment downloads. */
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
 import { maxRecipients } from "../../messages/outgoing";
 import { rateLimitHeaders } from "../../messages/rate-limit";
 import { maxPatternLength } from "../../messages/search";
-import { replyToMessage, sendMessage, type Sent } from "../../messages/send";
+import { forwardMessage, replyToMessage, sendMessage, type Sent } from "../../messages/send";
 import { getAttachment, getMessage, getMessageSource, listMessages } from "../../messages/service";
 import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
 import { downloadHeaders } from "../download";
-import { paginationQuery } from "../pagination";
+import { security } from "../openapi";
+import { paged, paginationQuery } from "../pagination";
+import { bodyFailures, bytes, failures, listOf, Message, MessageSummary, rateLimited } from "../schemas";
 
 const text = (description: string) => t.String({ error: "must be a string", description });
+// An entry is `ada@example.com` or `Ada Lovelace <ada@example.com>` (the name goes into the header).
+const recipient = t.String({ maxLength: 1024, error: "must be an email address such as name@example.com or Name <name@example.com>" });
 const addresses = (description: string) =>
-  t.Array(t.String({ maxLength: 1024, error: "must be an email address" }), { maxItems: maxRecipients, error: `must be an array of at most ${maxRecipients} email addresses`, description });
+  t.Array(recipient, { maxItems: maxRecipients, error: `must be an array of at most ${maxRecipients} email addresses`, description });
+const toField = t.Array(recipient, {
+  minItems: 1,
+  maxItems: maxRecipients,
+  error: `must be an array of 1 to ${maxRecipients} email addresses`,
+  description: "recipients: `name@example.com` or `Name <name@example.com>`",
+});
 
 const sendBody = t.Object({
-  to: t.Array(t.String({ maxLength: 1024, error: "must be an email address" }), {
-    minItems: 1,
-    maxItems: maxRecipients,
-    error: `must be an array of 1 to ${maxRecipients} email addresses`,
-  }),
+  to: toField,
   cc: t.Optional(addresses("copy recipients")),
   bcc: t.Optional(addresses("blind copy recipients: in no header")),
   subject: text("no line breaks"),
-  text: text("plain text body"),
-  html: text("HTML body"),
+  text: text("plain text body; \"\" for none (an HTML-only message)"),
+  html: text("HTML body; \"\" for none (a text/plain message)"),
   labels: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 100 }), { maxItems: 50, error: "must be an array of at most 50 labels of 1 to 100 characters" })),
   attachments: t.Optional(
     t.Array(
@@ -39,7 +45,19 @@ const sendBody = t.Object({
   ),
 });
 
-const replyBody = t.Object({ text: text("plain text body"), html: text("HTML body") });
+const replyBody = t.Object({
+  text: text("plain text body; \"\" for none"),
+  html: text("HTML body; \"\" for none"),
+  replyAll: t.Optional(t.Boolean({ error: "must be true or false", description: "also to the original's other To and Cc recipients, less this inbox" })),
+});
+
+const forwardRequestBody = t.Object({
+  to: toField,
+  cc: t.Optional(addresses("copy recipients")),
+  bcc: t.Optional(addresses("blind copy recipients: in no header")),
+  text: t.Optional(text("a note above the forwarded message")),
+  html: t.Optional(text("the note as HTML")),
+});
 
 const listQuery = t.Object({
   ...paginationQuery.properties,
@@ -54,28 +72,43 @@ function created(set: { status?: number | string; headers: Record<string, string
 }
 
 export const messageRoutes = (app: App) =>
-  new Elysia({ prefix: "/v1/inboxes/:inboxId/messages", detail: { tags: ["messages"], security: [{ bearer: [] }] } })
+  new Elysia({ prefix: "/v1/inboxes/:inboxId/messages", detail: { tags: ["messages"], security: security.apiKey } })
     .use(apiKeyGuard(app))
     .post("/send", async ({ organizationId, params, body, set }) => created(set, await sendMessage(app, organizationId, params.inboxId, body)), {
       body: sendBody,
+      response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox not found"], [429, "Too many requests, please try again later."]) },
       detail: { summary: `Send a new message in a new thread (at most ${maxRecipients} recipients in all); rate-limited` },
     })
     .post("/:messageId/reply", async ({ organizationId, params, body, set }) => created(set, await replyToMessage(app, organizationId, params.inboxId, params.messageId, body)), {
       body: replyBody,
-      detail: { summary: "Reply in the message's thread, to its sender (or to its recipients for a message the inbox sent); rate-limited" },
+      response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox or message not found"], [429, "Too many requests, please try again later."]) },
+      detail: { summary: "Reply in the message's thread, to its sender (or to its recipients for a message the inbox sent; with replyAll, also to its other recipients); rate-limited" },
     })
-    .get("", ({ organizationId, params, query }) => listMessages(app, organizationId, params.inboxId, { ...pageOf(query), query: query.query }), {
+    .post("/:messageId/forward", async ({ organizationId, params, body, set }) => created(set, await forwardMessage(app, organizationId, params.inboxId, params.messageId, body)), {
+      body: forwardRequestBody,
+      response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox or message not found"], [429, "Too many requests, please try again later."]) },
+      detail: { summary: "Forward the message, its attachments included, with an optional note, as a new message in a new thread (subject Fwd: ...); rate-limited" },
+    })
+    .get("", async ({ organizationId, params, query, request, set, server }) => paged(app, { request, set, server }, await listMessages(app, organizationId, params.inboxId, { ...pageOf(query), query: query.query })), {
       query: listQuery,
+      response: {
+        200: listOf(MessageSummary, "Messages, newest first"),
+        ...failures(401, [404, "Inbox not found"], [422, "A field fails validation, or the pattern is invalid or too costly: `error` says which"], [429, "Too many searches at once in this organization: retry shortly"]),
+      },
       detail: { summary: "List messages newest first, optionally filtered by query" },
     })
     .get("/:messageId", ({ organizationId, params }) => getMessage(app, organizationId, params.inboxId, params.messageId), {
+      response: { 200: Message, ...failures(401, [404, "Message not found"]) },
       detail: { summary: "Get a message with every field" },
     })
     .get(
       "/:messageId/raw",
       async ({ organizationId, params }) =>
         new Response(await getMessageSource(app, organizationId, params.inboxId, params.messageId), { headers: { "content-type": "message/rfc822" } }),
-      { detail: { summary: "The message's RFC 5322 source (message/rfc822), as sent or as received with our trace headers" } },
+      {
+        response: { 200: bytes("message/rfc822", "The RFC 5322 source"), ...failures(401, [404, "Message not found"]) },
+        detail: { summary: "The message's RFC 5322 source (message/rfc822), as sent or as received with our trace headers" },
+      },
     )
     .get(
       "/:messageId/attachments/:attachmentId",
@@ -83,5 +116,8 @@ export const messageRoutes = (app: App) =>
         const attachment = await getAttachment(app, organizationId, params.inboxId, params.messageId, params.attachmentId);
         return new Response(attachment.content, { headers: downloadHeaders(attachment.name ?? undefined, attachment.contentType ?? undefined) });
       },
-      { detail: { summary: "One attachment's bytes (its id is in the message's attachments), always as a download: Content-Disposition attachment, nosniff, CSP sandbox" } },
+      {
+        response: { 200: bytes("*/*", "The attachment's bytes, as its own media type (application/octet-stream when it has none)"), ...failures(401, [404, "Message or attachment not found"]) },
+        detail: { summary: "One attachment's bytes (its id is in the message's attachments), always as a download: Content-Disposition attachment, nosniff, CSP sandbox" },
+      },
     );

@@ -3,6 +3,8 @@ import { Elysia } from "elysia";
 import type { App } from "../../app";
 import { notFound, unauthorized } from "../../errors";
 import { bearerToken } from "../auth";
+import { security } from "../openapi";
+import { bytes, failures } from "../schemas";
 
 /** The Prometheus scrape: text format, the registry's content type. */
 export async function metricsResponse(app: App): Promise<Response> {
@@ -29,5 +31,11 @@ export const metricsRoutes = (app: App) =>
       if (!sameSecret(bearerToken(headers.authorization), token)) throw unauthorized("Invalid metrics token");
       return metricsResponse(app);
     },
-    { detail: { summary: "Prometheus metrics (with INBOXD_METRICS_TOKEN)", tags: ["health"] } },
+    {
+      response: {
+        200: bytes("text/plain", "Prometheus text format"),
+        ...failures([401, "Missing or wrong metrics token"], [404, "No INBOXD_METRICS_TOKEN: /metrics is not served here"]),
+      },
+      detail: { summary: "Prometheus metrics (with INBOXD_METRICS_TOKEN)", tags: ["health"], security: security.metricsToken },
+    },
   );

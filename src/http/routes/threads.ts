@@ -4,15 +4,19 @@ import type { App } from "../../app";
 import { getThread, listThreads } from "../../messages/service";
 import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
-import { paginationQuery } from "../pagination";
+import { security } from "../openapi";
+import { paged, paginationQuery } from "../pagination";
+import { failures, listOf, Thread, ThreadWithMessages } from "../schemas";
 
 export const threadRoutes = (app: App) =>
-  new Elysia({ prefix: "/v1/inboxes/:inboxId/threads", detail: { tags: ["threads"], security: [{ bearer: [] }] } })
+  new Elysia({ prefix: "/v1/inboxes/:inboxId/threads", detail: { tags: ["threads"], security: security.apiKey } })
     .use(apiKeyGuard(app))
-    .get("", ({ organizationId, params, query }) => listThreads(app, organizationId, params.inboxId, pageOf(query)), {
+    .get("", async ({ organizationId, params, query, request, set, server }) => paged(app, { request, set, server }, await listThreads(app, organizationId, params.inboxId, pageOf(query))), {
       query: paginationQuery,
+      response: { 200: listOf(Thread, "Threads, newest activity first"), ...failures(401, [404, "Inbox not found"], 422) },
       detail: { summary: "List the threads of an inbox, newest activity first" },
     })
     .get("/:threadId", ({ organizationId, params }) => getThread(app, organizationId, params.inboxId, params.threadId), {
+      response: { 200: ThreadWithMessages, ...failures(401, [404, "Thread not found"]) },
       detail: { summary: "Get a thread with its messages, oldest first" },
     });

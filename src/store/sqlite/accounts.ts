@@ -21,6 +21,8 @@ export const accountsStore = (db: Db) => {
     .from(memberships)
     .where(and(eq(memberships.userId, sql.placeholder("userId")), eq(memberships.organizationId, sql.placeholder("organizationId"))))
     .prepare();
+  // Counts read the (organization_id, created_at) index only, as every count of a list does.
+  const apiKeyCount = db.$client.query<{ n: number }, { organizationId: string }>("SELECT count(*) AS n FROM api_keys WHERE organization_id = $organizationId");
 
   return {
     insertUser(row: UserRow) {
@@ -79,6 +81,9 @@ export const accountsStore = (db: Db) => {
     /** Newest first; rowid breaks ties between keys created in the same millisecond. */
     listApiKeys(organizationId: string, page: number, per: number): ApiKeyRow[] {
       return db.select().from(apiKeys).where(eq(apiKeys.organizationId, organizationId)).orderBy(desc(apiKeys.createdAt), desc(sql`rowid`)).limit(per).offset((page - 1) * per).all();
+    },
+    countApiKeys(organizationId: string): number {
+      return apiKeyCount.get({ organizationId })!.n;
     },
     deleteApiKey(organizationId: string, id: string) {
       db.delete(apiKeys).where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.id, id))).run();

@@ -10,6 +10,7 @@ export type DomainRow = typeof domains.$inferSelect;
 export const domainsStore = (db: Db) => {
   // Prepared once: SMTP asks it at every RCPT to an address on a domain other than the service's.
   const byName = db.select().from(domains).where(eq(domains.name, sql.placeholder("name"))).prepare();
+  const inOrganization = db.$client.query<{ n: number }, { organizationId: string }>("SELECT count(*) AS n FROM domains WHERE organization_id = $organizationId");
   return {
     insert(row: DomainRow) {
       db.insert(domains).values(row).run();
@@ -28,6 +29,9 @@ export const domainsStore = (db: Db) => {
     /** Newest first; rowid breaks ties between domains added in the same millisecond. */
     list(organizationId: string, page: number, per: number): DomainRow[] {
       return db.select().from(domains).where(eq(domains.organizationId, organizationId)).orderBy(desc(domains.createdAt), desc(sql`rowid`)).limit(per).offset((page - 1) * per).all();
+    },
+    count(organizationId: string): number {
+      return inOrganization.get({ organizationId })!.n;
     },
     /** The names of every verified domain, across organizations: what the operator's checks look at. */
     verifiedNames(): string[] {

@@ -13,6 +13,7 @@ export const inboxesStore = (db: Db) => {
     .where(and(eq(inboxes.organizationId, sql.placeholder("organizationId")), eq(inboxes.id, sql.placeholder("id"))))
     .prepare();
   const byEmail = db.select().from(inboxes).where(eq(inboxes.email, sql.placeholder("email"))).prepare();
+  const inOrganization = db.$client.query<{ n: number }, { organizationId: string }>("SELECT count(*) AS n FROM inboxes WHERE organization_id = $organizationId");
 
   return {
     insert(row: InboxRow) {
@@ -27,6 +28,9 @@ export const inboxesStore = (db: Db) => {
     },
     list(organizationId: string, page: number, per: number): InboxRow[] {
       return db.select().from(inboxes).where(eq(inboxes.organizationId, organizationId)).orderBy(desc(inboxes.createdAt), desc(inboxes.id)).limit(per).offset((page - 1) * per).all();
+    },
+    count(organizationId: string): number {
+      return inOrganization.get({ organizationId })!.n;
     },
     rename(organizationId: string, id: string, name: string | null, now: number): InboxRow | undefined {
       return db.update(inboxes).set({ name, updatedAt: now }).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).returning().get();

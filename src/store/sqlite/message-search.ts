@@ -54,8 +54,8 @@ export const messageSearchStore = (db: Db) => {
 
   return {
     minimumLiteralLength: MINIMUM_LITERAL_LENGTH,
-    containing(inboxId: string, text: string, page: number, per: number): MessageSummaryRow[] {
-      return matchingPage.all({ inboxId, match: ftsPhrase(text), limit: per, offset: (page - 1) * per });
+    containing(inboxId: string, text: string, page: number, per: number, extra = 0): MessageSummaryRow[] {
+      return matchingPage.all({ inboxId, match: ftsPhrase(text), limit: per + extra, offset: (page - 1) * per });
     },
     /** The index's matches when the requirement has a literal it can look up; else every message. */
     walk(inboxId: string, requirement: LiteralRequirement | null, after: SearchPosition | undefined, limit: number): SearchableMessage[] {

@@ -95,8 +95,8 @@ export const messagesStore = (db: Db, blobs: BlobStore) => {
       return threadOfMessageId.get({ inboxId, messageId })?.threadId;
     },
     /** Newest first; nothing for another organization's inbox. */
-    list(organizationId: string, inboxId: string, page: number, per: number): MessageSummaryRow[] {
-      return byInbox.all({ organizationId, inboxId, limit: per, offset: (page - 1) * per }).map((row) => ({ ...row, to: JSON.parse(row.to) as string[] }));
+    list(organizationId: string, inboxId: string, page: number, per: number, extra = 0): MessageSummaryRow[] {
+      return byInbox.all({ organizationId, inboxId, limit: per + extra, offset: (page - 1) * per }).map((row) => ({ ...row, to: JSON.parse(row.to) as string[] }));
     },
     /** Oldest first. */
     listByThread(threadId: string): MessageRow[] {

@@ -10,6 +10,7 @@ import domains from "../../../migrations/0080_domains.sql" with { type: "text" }
 import secretBox from "../../../migrations/0090_secret_box.sql" with { type: "text" };
 import blobChunks from "../../../migrations/0100_blob_chunks.sql" with { type: "text" };
 import webhookFanOutInCode from "../../../migrations/0110_webhook_fan_out_in_code.sql" with { type: "text" };
+import messageFromName from "../../../migrations/0120_message_from_name.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_core", sql: core },
@@ -23,4 +24,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0090_secret_box", sql: secretBox },
   { version: "0100_blob_chunks", sql: blobChunks },
   { version: "0110_webhook_fan_out_in_code", sql: webhookFanOutInCode },
+  { version: "0120_message_from_name", sql: messageFromName },
 ];

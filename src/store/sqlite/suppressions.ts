@@ -11,6 +11,7 @@ export const suppressionsStore = (db: Db) => {
     .from(suppressions)
     .where(and(eq(suppressions.organizationId, sql.placeholder("organizationId")), eq(suppressions.address, sql.placeholder("address"))))
     .prepare();
+  const inOrganization = db.$client.query<{ n: number }, { organizationId: string }>("SELECT count(*) AS n FROM suppressions WHERE organization_id = $organizationId");
 
   return {
     find(organizationId: string, address: string): SuppressionRow | undefined {
@@ -36,6 +37,9 @@ export const suppressionsStore = (db: Db) => {
         .limit(per)
         .offset((page - 1) * per)
         .all();
+    },
+    count(organizationId: string): number {
+      return inOrganization.get({ organizationId })!.n;
     },
     /** By its id or by the address itself. */
     findByIdOrAddress(organizationId: string, idOrAddress: string): SuppressionRow | undefined {

@@ -15,6 +15,7 @@ export const threadsStore = (db: Db) => {
     .limit(sql.placeholder("limit"))
     .offset(sql.placeholder("offset"))
     .prepare();
+  const inInbox = db.$client.query<{ n: number }, { inboxId: string }>("SELECT count(*) AS n FROM threads WHERE inbox_id = $inboxId");
   const insert = db.insert(threads).values(placeholdersOf(threads)).prepare();
   const addMessage = db
     .update(threads)
@@ -38,6 +39,9 @@ export const threadsStore = (db: Db) => {
     /** Newest activity first. */
     list(inboxId: string, page: number, per: number): ThreadRow[] {
       return byInbox.all({ inboxId, limit: per, offset: (page - 1) * per });
+    },
+    count(inboxId: string): number {
+      return inInbox.get({ inboxId })!.n;
     },
   };
 };

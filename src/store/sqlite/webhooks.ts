@@ -18,7 +18,9 @@ export type EventRow = typeof events.$inferSelect;
 export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore) => {
   const opened = <T extends WebhookRow | undefined>(row: T): T => (row ? { ...row, secret: secrets.open(row.secret) } : row);
   const wholePayload = payloadReader(db.$client, blobs);
-  const withWholePayload = ({ attempt, event }: AttemptWithEvent): AttemptWithEvent => ({ attempt, event: { ...event, payload: wholePayload(event.payload) } });
+  const withWholePayload = ({ event, ...rest }: AttemptWithEvent): AttemptWithEvent => ({ ...rest, event: { ...event, payload: wholePayload(event.payload) } });
+  const inOrganization = db.$client.query<{ n: number }, { organizationId: string }>("SELECT count(*) AS n FROM webhooks WHERE organization_id = $organizationId");
+  const attemptsOf = db.$client.query<{ n: number }, { webhookId: string }>("SELECT count(*) AS n FROM webhook_attempts WHERE webhook_id = $webhookId");
   /** A new delivery of an event, due at `now`: attempts count from 1. */
   const queueDelivery = (webhookId: string, eventId: string, now: number) => {
     db.insert(webhookDeliveries).values({ webhookId, eventId, status: "pending", attempts: 0, nextAttemptAt: now, createdAt: now, updatedAt: now }).run();
@@ -33,6 +35,9 @@ export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore) => {
     },
     list(organizationId: string, page: number, per: number): WebhookRow[] {
       return db.select().from(webhooks).where(eq(webhooks.organizationId, organizationId)).orderBy(desc(webhooks.createdAt), desc(webhooks.id)).limit(per).offset((page - 1) * per).all().map(opened);
+    },
+    count(organizationId: string): number {
+      return inOrganization.get({ organizationId })!.n;
     },
     update(id: string, changes: WebhookChanges, now: number): WebhookRow {
       return opened(db.update(webhooks).set({ ...changes, updatedAt: now }).where(eq(webhooks.id, id)).returning().get()!);
@@ -71,6 +76,9 @@ export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore) => {
         .all()
         .map(withWholePayload);
     },
+    countAttempts(webhookId: string): number {
+      return attemptsOf.get({ webhookId })!.n;
+    },
     findAttempt(webhookId: string, attemptId: string): AttemptWithEvent | undefined {
       const found = attemptsWithEvents(db).where(and(eq(webhookAttempts.webhookId, webhookId), eq(webhookAttempts.id, attemptId))).get();
       return found && withWholePayload(found);
@@ -80,7 +88,7 @@ export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore) => {
 
 const attemptsWithEvents = (db: Db) =>
   db
-    .select({ attempt: webhookAttempts, event: events })
+    .select({ attempt: webhookAttempts, event: events, nextAttemptAt: webhookDeliveries.nextAttemptAt })
     .from(webhookAttempts)
     .innerJoin(webhookDeliveries, eq(webhookDeliveries.id, webhookAttempts.deliveryId))
     .innerJoin(events, eq(events.id, webhookDeliveries.eventId));

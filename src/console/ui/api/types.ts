@@ -1,5 +1,5 @@
 /**
- * The JSON the console reads from the public HTTP API (README "API", contract.md): only the fields
+ * The JSON the console reads from the public HTTP API (README "API", docs/api.md): only the fields
  * it shows. Optional fields are left out of the JSON when they have no value.
  */
 import type { Attachment, Delivery } from "../../../messages/shapes";
@@ -49,6 +49,8 @@ export interface MessageSummary {
 }
 
 export interface Message extends MessageSummary {
+  /** The sender's display name beside `from`, when it has one. */
+  fromName?: string;
   fromInboxId?: string;
   toInboxId?: string;
   cc: string[];

@@ -28,6 +28,7 @@ export const messages = sqliteTable("messages", {
   fromInboxId: text("from_inbox_id"),
   toInboxId: text("to_inbox_id"),
   from: text("from_address").notNull(),
+  fromName: text("from_name"),
   to: text("to_addresses", { mode: "json" }).$type<string[]>().notNull(),
   cc: text("cc_addresses", { mode: "json" }).$type<string[]>().notNull(),
   bcc: text("bcc_addresses", { mode: "json" }).$type<string[]>().notNull(),
