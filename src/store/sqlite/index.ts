@@ -35,6 +35,7 @@ import { threadsStore } from "./threads";
 import { ConnectionTurns } from "./turns";
 import { webhookQueueStore } from "./webhook-queue";
 import { webhooksStore } from "./webhooks";
+import { WebhookSubscriptions } from "./webhook-subscriptions";
 
 /** Each method of an aggregate as the Store interface has it: returning a Promise. */
 type Asynced<T> = { [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : T[K] };
@@ -59,6 +60,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
   const secrets = options.secrets ?? keylessBox;
   const turns = new ConnectionTurns();
   const searchIndex = searchIndexStore(sqlite);
+  const subscriptions = new WebhookSubscriptions(sqlite);
   let eventsInTransaction = false;
   const eventRecorded = () => {
     if (sqlite.inTransaction) eventsInTransaction = true;
@@ -70,7 +72,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
     deliveries: deliveriesStore(db, blobs),
     dkimKeys: dkimKeysStore(db, secrets),
     domains: domainsStore(db),
-    events: eventsStore(sqlite, eventRecorded),
+    events: eventsStore(sqlite, subscriptions, eventRecorded),
     inboxes: inboxesStore(db),
     loginThrottles: loginThrottlesStore(db),
     messages: messagesStore(db, blobs),
@@ -78,7 +80,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
     sendWindows: sendWindowsStore(db),
     suppressions: suppressionsStore(db),
     threads: threadsStore(db),
-    webhooks: webhooksStore(db, secrets, blobs),
+    webhooks: webhooksStore(db, secrets, blobs, subscriptions),
     webhookQueue: webhookQueueStore(db, secrets, blobs),
   };
 
@@ -95,6 +97,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
       return value;
     } catch (error) {
       execute(`ROLLBACK TO ${name}`);
+      subscriptions.forget();
       execute(`RELEASE ${name}`);
       throw error;
     } finally {
@@ -117,6 +120,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
         return value;
       } catch (error) {
         if (sqlite.inTransaction) execute("ROLLBACK");
+        subscriptions.forget();
         throw error;
       }
     } finally {

@@ -8,6 +8,7 @@ import type { BlobStore } from "./blobs";
 import type { Db } from "./db";
 import { payloadReader } from "./event-payload";
 import type { SecretBox } from "../secret-box";
+import type { WebhookSubscriptions } from "./webhook-subscriptions";
 import type { AttemptWithEvent, WebhookChanges } from "../store";
 
 export type WebhookRow = typeof webhooks.$inferSelect;
@@ -15,7 +16,8 @@ export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 export type AttemptRow = typeof webhookAttempts.$inferSelect;
 export type EventRow = typeof events.$inferSelect;
 
-export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore) => {
+/** `subscriptions` is the fan-out's cache of enabled webhooks: forgotten on every write here. */
+export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore, subscriptions: WebhookSubscriptions) => {
   const opened = <T extends WebhookRow | undefined>(row: T): T => (row ? { ...row, secret: secrets.open(row.secret) } : row);
   const wholePayload = payloadReader(db.$client, blobs);
   const withWholePayload = ({ event, ...rest }: AttemptWithEvent): AttemptWithEvent => ({ ...rest, event: { ...event, payload: wholePayload(event.payload) } });
@@ -29,6 +31,7 @@ export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore) => {
     queueDelivery,
     insert(row: WebhookRow) {
       db.insert(webhooks).values({ ...row, secret: secrets.seal(row.secret) }).run();
+      subscriptions.forget();
     },
     find(organizationId: string, id: string): WebhookRow | undefined {
       return opened(db.select().from(webhooks).where(and(eq(webhooks.organizationId, organizationId), eq(webhooks.id, id))).get());
@@ -40,16 +43,19 @@ export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore) => {
       return inOrganization.get({ organizationId })!.n;
     },
     update(id: string, changes: WebhookChanges, now: number): WebhookRow {
+      subscriptions.forget();
       return opened(db.update(webhooks).set({ ...changes, updatedAt: now }).where(eq(webhooks.id, id)).returning().get()!);
     },
     /** Its deliveries and attempts go with it (ON DELETE CASCADE). */
     delete(id: string) {
       db.delete(webhooks).where(eq(webhooks.id, id)).run();
+      subscriptions.forget();
     },
     /** Disables a webhook and discards its pending deliveries (failed, kept for inspection); false when it was not enabled. */
     disable(id: string, reason: string, now: number): boolean {
       const changed = db.update(webhooks).set({ enabled: false, disabledReason: reason, updatedAt: now }).where(and(eq(webhooks.id, id), eq(webhooks.enabled, true))).returning({ id: webhooks.id }).all();
       if (changed.length === 0) return false;
+      subscriptions.forget();
       // Pending deliveries are those in the due index, which is as small as the backlog.
     db.run(sql`UPDATE webhook_deliveries INDEXED BY webhook_deliveries_due SET status = 'failed', next_attempt_at = NULL, updated_at = ${now} WHERE next_attempt_at IS NOT NULL AND webhook_id = ${id}`);
       return true;
