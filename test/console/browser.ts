@@ -6,7 +6,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
-import { repoRoot } from "../harness";
+import { afterAll, beforeAll } from "bun:test";
+import { repoRoot, startChildServer, testEnv, type ChildServer } from "../harness";
 
 export const chromiumPath = "/usr/bin/chromium";
 export const binaryPath = join(repoRoot, "dist/inboxd");
@@ -14,6 +15,24 @@ export const screenshotDir = join(repoRoot, "test/console/screenshots");
 
 export const chromiumMissing = existsSync(chromiumPath) ? undefined : `${chromiumPath} is missing (apt-get install chromium)`;
 export const binaryMissing = existsSync(binaryPath) ? undefined : "dist/inboxd is not built (bun run build)";
+
+/**
+ * dist/inboxd started in an empty folder (no node_modules, no source: what it serves is embedded)
+ * for the tests of the enclosing describe; the getter gives the running child.
+ */
+export function compiledServerInEmptyFolder(): () => ChildServer {
+  let folder: string;
+  let child: ChildServer;
+  beforeAll(async () => {
+    folder = mkdtempSync(join(tmpdir(), "inboxd-empty-"));
+    child = await startChildServer(testEnv(join(folder, "data")), { command: [binaryPath], cwd: folder });
+  });
+  afterAll(async () => {
+    await child?.kill();
+    rmSync(folder, { recursive: true, force: true });
+  });
+  return () => child;
+}
 
 export interface Browser {
   context: BrowserContext;

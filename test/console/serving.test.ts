@@ -2,13 +2,10 @@
  * How the console is served: from the compiled executable started in an empty folder, and from
  * source; security headers; the API's own paths and 404s untouched; the initial page's size.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { describe, expect, test } from "bun:test";
 import { consoleSecurityHeaders } from "../../src/http/routes/console";
-import { startChildServer, startTestServer, testEnv, type ChildServer } from "../harness";
-import { binaryMissing, binaryPath } from "./browser";
+import { startTestServer } from "../harness";
+import { binaryMissing, compiledServerInEmptyFolder } from "./browser";
 
 const initialPageBudget = 150 * 1024;
 
@@ -33,19 +30,10 @@ const expectSecurityHeaders = (response: Response) => {
 };
 
 describe.skipIf(binaryMissing !== undefined)(`the compiled executable serves the console${binaryMissing ? ` — skipped: ${binaryMissing}` : ""}`, () => {
-  let folder: string;
-  let child: ChildServer;
-  beforeAll(async () => {
-    folder = mkdtempSync(join(tmpdir(), "inboxd-empty-"));
-    child = await startChildServer(testEnv(join(folder, "data")), { command: [binaryPath], cwd: folder });
-  });
-  afterAll(async () => {
-    await child?.kill();
-    rmSync(folder, { recursive: true, force: true });
-  });
+  const child = compiledServerInEmptyFolder();
 
   test("/ is the console page, with its scripts and styles, from an empty folder", async () => {
-    const { page, html, linked, assets } = await initialPage(child.api.baseUrl);
+    const { page, html, linked, assets } = await initialPage(child().api.baseUrl);
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toStartWith("text/html");
     expect(html).toContain('<div id="app">');
@@ -60,13 +48,13 @@ describe.skipIf(binaryMissing !== undefined)(`the compiled executable serves the
   });
 
   test("console responses carry the security headers", async () => {
-    const { page, assets } = await initialPage(child.api.baseUrl);
+    const { page, assets } = await initialPage(child().api.baseUrl);
     expectSecurityHeaders(page);
     for (const asset of assets) expectSecurityHeaders(asset);
   });
 
   test(`the initial page is under ${initialPageBudget / 1024} kB gzipped`, async () => {
-    const { page, linked, assets } = await initialPage(child.api.baseUrl, { headers: { "accept-encoding": "gzip" } });
+    const { page, linked, assets } = await initialPage(child().api.baseUrl, { headers: { "accept-encoding": "gzip" } });
     const responses = [page, ...assets];
     for (const response of responses) expect(response.headers.get("content-encoding")).toBe("gzip");
     const total = responses.reduce((sum, response) => sum + wireSize(response), 0);
@@ -75,21 +63,21 @@ describe.skipIf(binaryMissing !== undefined)(`the compiled executable serves the
   });
 
   test("a revalidation of the page is a 304", async () => {
-    const first = await fetch(`${child.api.baseUrl}/`);
-    const again = await fetch(`${child.api.baseUrl}/`, { headers: { "if-none-match": first.headers.get("etag")! } });
+    const first = await fetch(`${child().api.baseUrl}/`);
+    const again = await fetch(`${child().api.baseUrl}/`, { headers: { "if-none-match": first.headers.get("etag")! } });
     expect(again.status).toBe(304);
   });
 
   test("API paths keep their answers and unknown paths their JSON 404", async () => {
-    expect((await child.api.get("/health")).body.healthy).toBe(true);
-    expect((await child.api.get("/openapi.json")).body.openapi).toStartWith("3.");
+    expect((await child().api.get("/health")).body.healthy).toBe(true);
+    expect((await child().api.get("/openapi.json")).body.openapi).toStartWith("3.");
     for (const path of ["/nope.js", "/v1", "/v1/nothing", "/auth", "/no/such/path"]) {
-      const res = await child.api.get(path);
+      const res = await child().api.get(path);
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ error: "Not found" });
     }
-    expect((await child.api.get("/v1/inboxes")).status).toBe(401);
-    const openapi = await child.api.get("/openapi.json");
+    expect((await child().api.get("/v1/inboxes")).status).toBe(401);
+    const openapi = await child().api.get("/openapi.json");
     expect(Object.keys(openapi.body.paths).filter((path) => !/^\/(v1|auth|organizations|health|metrics)\b/.test(path))).toEqual([]);
   });
 });

@@ -4,11 +4,9 @@
  * from an empty folder), and in a real browser that is allowed no request beyond the server.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startChildServer, startTestServer, testEnv, type ChildServer, type TestServer } from "../harness";
-import { binaryMissing, binaryPath, chromiumMissing, launchBrowser, screenshotDir } from "../console/browser";
+import { startTestServer, type TestServer } from "../harness";
+import { binaryMissing, chromiumMissing, compiledServerInEmptyFolder, launchBrowser, screenshotDir } from "../console/browser";
 
 /** The page, and the files it refers to (all on the server: a URL with a scheme fails the test). */
 async function docsPage(baseUrl: string, init: RequestInit = {}) {
@@ -76,25 +74,16 @@ describe("run from source", () => {
 });
 
 describe.skipIf(binaryMissing !== undefined)(`the compiled executable${binaryMissing ? ` — skipped: ${binaryMissing}` : ""}`, () => {
-  let folder: string;
-  let child: ChildServer;
-  beforeAll(async () => {
-    folder = mkdtempSync(join(tmpdir(), "inboxd-empty-"));
-    child = await startChildServer(testEnv(join(folder, "data")), { command: [binaryPath], cwd: folder });
-  });
-  afterAll(async () => {
-    await child?.kill();
-    rmSync(folder, { recursive: true, force: true });
-  });
+  const child = compiledServerInEmptyFolder();
 
   test("serves /docs with Redoc embedded, from an empty folder", async () => {
-    await expectServedWhole(child.api.baseUrl);
+    await expectServedWhole(child().api.baseUrl);
   });
 
   test("the console links to /docs", async () => {
-    const html = await (await fetch(`${child.api.baseUrl}/`)).text();
+    const html = await (await fetch(`${child().api.baseUrl}/`)).text();
     const scripts = [...html.matchAll(/<script[^>]*\ssrc="(\/[^"]+)"/g)].map((match) => match[1]!);
-    const sources = await Promise.all(scripts.map(async (path) => (await fetch(child.api.baseUrl + path)).text()));
+    const sources = await Promise.all(scripts.map(async (path) => (await fetch(child().api.baseUrl + path)).text()));
     expect(sources.some((source) => /href:\s*"\/docs"/.test(source))).toBe(true);
   });
 
@@ -103,7 +92,7 @@ describe.skipIf(binaryMissing !== undefined)(`the compiled executable${binaryMis
     const browser = await launchBrowser();
     try {
       const page = await browser.context.newPage();
-      const origin = new URL(child.api.baseUrl).origin;
+      const origin = new URL(child().api.baseUrl).origin;
       const elsewhere: string[] = [];
       // Offline: any request that leaves the server is refused and remembered.
       await page.route("**/*", (route) => {
@@ -114,7 +103,7 @@ describe.skipIf(binaryMissing !== undefined)(`the compiled executable${binaryMis
       });
       const errors: string[] = [];
       page.on("pageerror", (error) => errors.push(error.message));
-      await page.goto(`${child.api.baseUrl}/docs`);
+      await page.goto(`${child().api.baseUrl}/docs`);
       // Redoc's middle panel: the API's title, then a heading per operation.
       await page.getByRole("heading", { name: /^inboxd API/ }).first().waitFor({ timeout: 20_000 });
       await page.getByRole("heading", { name: /Create an inbox/ }).first().waitFor();
