@@ -11,7 +11,7 @@
 import { t } from "elysia";
 import type { App } from "../app";
 import type { Listing } from "../page";
-import { trustedProxies, type TrustedProxies } from "./client-address";
+import { trustedProxies } from "./client-address";
 
 export const paginationQuery = t.Object({
   page: t.Optional(t.String({ pattern: "^[1-9][0-9]{0,8}$", error: "must be a whole number from 1 to 999999999", description: "default 1" })),
@@ -73,8 +73,6 @@ function parameterName(pair: string): string {
   }
 }
 
-const proxiesOfApp = new WeakMap<App, TrustedProxies>();
-
 /**
  * The URL the client asked for: the request's, or behind one of INBOXD_TRUSTED_PROXIES (TLS
  * termination), with the scheme and host the proxy says the client used (the first of
@@ -83,10 +81,9 @@ const proxiesOfApp = new WeakMap<App, TrustedProxies>();
 function publicUrl(app: App, request: Request, server: ListContext["server"]): URL {
   const url = new URL(request.url);
   if (app.config.trustedProxies.length === 0) return url;
-  let trusted = proxiesOfApp.get(app);
-  if (!trusted) proxiesOfApp.set(app, (trusted = trustedProxies(app.config.trustedProxies)));
+  // Parsed per request, and only where proxies are configured: a few ranges, no state kept.
   const peer = server?.requestIP(request)?.address;
-  if (!peer || !trusted(peer)) return url;
+  if (!peer || !trustedProxies(app.config.trustedProxies)(peer)) return url;
   const first = (header: string) => request.headers.get(header)?.split(",")[0]!.trim().toLowerCase();
   const proto = first("x-forwarded-proto");
   const host = first("x-forwarded-host");
