@@ -1,6 +1,7 @@
 /** The running App: configuration, database, log and clock, shared by every part. */
 import { Clock } from "./clock";
 import type { Config } from "./config";
+import { EventStreams } from "./events/stream";
 import { configuredResolver, type Resolver } from "./dns/resolver";
 import { createLogger, type Logger } from "./log";
 import { inFlightBudget, type InFlightBudget } from "./memory/in-flight";
@@ -20,23 +21,31 @@ export interface App {
   messageMemory: InFlightBudget;
   /** The queues this process runs, for the code that queues their work to wake them. */
   queues: RunningQueues;
+  /** The open GET /v1/events streams, woken when events are committed. */
+  eventStreams: EventStreams;
   close(): void;
 }
 
-export function openApp(config: Config, options: { clock?: Clock; log?: Logger; onMigrated?: (versions: string[]) => void } = {}): App {
+export async function openApp(config: Config, options: { clock?: Clock; log?: Logger; onMigrated?: (versions: string[]) => void } = {}): Promise<App> {
   const clock = options.clock ?? new Clock();
   const log = options.log ?? createLogger(config.logFormat, config.logLevel);
   const queues = new RunningQueues();
   // The store reports commit times to the metrics, which read the queues' backlog from the store,
-  // and wakes the webhook queue when events were recorded.
-  const store = openStore(config, {
+  // and wakes the webhook queue and the event streams when events were recorded (by any node).
+  const store = await openStore(config, {
     clock,
     log,
     onMigrated: options.onMigrated,
     onCommitted: (seconds) => metrics.commitDuration.observe(seconds),
-    onEventsCommitted: () => queues.wake("webhooks"),
+    onEventsCommitted: () => {
+      queues.wake("webhooks");
+      eventStreams.wake();
+    },
+    // On a database several nodes share: work or events another node committed.
+    onWake: (what) => (what === "events" ? eventStreams.wake() : queues.wake(what)),
   });
+  const eventStreams = new EventStreams(store, clock, log, config);
   const messageMemory = inFlightBudget(config.messageMemoryMb * 1024 * 1024);
-  const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), messageBytesInFlight: () => messageMemory.inUse(), now: () => clock.now() });
-  return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, close: () => store.close() };
+  const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), inboundBacklog: () => store.acceptedInbound.backlog(), messageBytesInFlight: () => messageMemory.inUse(), now: () => clock.now() });
+  return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, eventStreams, close: () => store.close() };
 }

@@ -68,6 +68,7 @@ const ipOrCidrList: Parser<string[]> = (raw, name) => {
   const list = commaList(raw);
   return list.every((entry) => (entry.includes("/") ? ipaddr.isValidCIDR(entry) : ipaddr.isValid(entry))) ? list : fail(name, raw, "a comma-separated list of IP addresses and CIDR ranges");
 };
+const httpsUrl: Parser<string> = (raw, name) => (URL.canParse(raw) && new URL(raw).protocol === "https:" ? raw : fail(name, raw, "an https:// URL"));
 const ipAddress: Parser<string> = (raw, name) => (isIP(raw) ? raw : fail(name, raw, "an IP address (0.0.0.0 or :: for every address)"));
 // RFC 1123 §2.1 host names, RFC 1035 §2.3.4 lengths: letters, digits and hyphens, 1-63 per label, 253 in all.
 const DOMAIN_LABEL = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
@@ -93,6 +94,7 @@ const optionalHostPort: Parser<{ host: string; port: number } | undefined> = (ra
 };
 const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw, name) =>
   (values as string[]).includes(raw) ? (raw as T) : fail(name, raw, `one of ${values.join(", ")}`);
+const apiUrl: Parser<string> = (raw, name) => (URL.canParse(raw) && ["http:", "https:"].includes(new URL(raw).protocol) ? raw : fail(name, raw, "an http:// or https:// URL"));
 
 interface Setting<T> {
   env: string;
@@ -117,6 +119,7 @@ export const settings = {
   smtpPort: setting("INBOXD_SMTP_PORT", "25", port, "inbound SMTP port; falls back to 2525 where 25 may not be bound (0: any free port)"),
   bind: setting("INBOXD_BIND", "0.0.0.0", ipAddress, "address both servers listen on"),
   dataDir: setting("INBOXD_DATA_DIR", "./data", nonEmptyText, "the SQLite database and keys"),
+  databaseUrl: setting("INBOXD_DATABASE_URL", "", (raw, name) => (raw.trim() === "" ? undefined : /^postgres(ql)?:\/\//.test(raw) && URL.canParse(raw) ? raw : fail(name, raw, "a postgres:// URL")), "PostgreSQL database shared by every node, postgres://user:password@host:port/database (sslmode and sslrootcert honoured); empty: the embedded SQLite in INBOXD_DATA_DIR"),
   mailDomain: setting("INBOXD_MAIL_DOMAIN", machineName, domainName, "the service's own mail domain"),
   hostname: setting("INBOXD_HOSTNAME", machineName, domainName, "name in the SMTP greeting and EHLO, MX target"),
   env: setting("INBOXD_ENV", "production", nonEmptyText, "reported by /health as environment"),
@@ -140,6 +143,9 @@ export const settings = {
   webhookAllowPrivate: setting("INBOXD_WEBHOOK_ALLOW_PRIVATE", "0", bool, "allow http and private/loopback webhook targets (development, tests)"),
   webhookConcurrency: setting("INBOXD_WEBHOOK_CONCURRENCY", "64", positiveInt, "webhook requests in flight at once"),
   webhookConcurrencyPerUrl: setting("INBOXD_WEBHOOK_CONCURRENCY_PER_URL", "4", positiveInt, "webhook requests in flight at once to one URL"),
+  eventRetentionDays: setting("INBOXD_EVENT_RETENTION_DAYS", "7", positiveInt, "days events are kept for GET /v1/events to resume from (events with webhook deliveries still pending stay longer)"),
+  eventStreamsPerOrg: setting("INBOXD_EVENT_STREAMS_PER_ORG", "10", positiveInt, "GET /v1/events streams one organization may hold open at once before 429"),
+  eventHeartbeatMs: setting("INBOXD_EVENT_HEARTBEAT_MS", "15000", positiveInt, "how long an event stream may stay silent before it sends a `: ping` comment (keeps proxies from closing it)"),
   smtpMaxSize: setting("INBOXD_SMTP_MAX_SIZE", String(25 * 1024 * 1024), positiveInt, "largest inbound message in bytes (advertised as SIZE)"),
   smtpMaxConnections: setting("INBOXD_SMTP_MAX_CONNECTIONS", "200", positiveInt, "inbound SMTP connections at once"),
   smtpMaxConnectionsPerIp: setting("INBOXD_SMTP_MAX_CONNECTIONS_PER_IP", "20", positiveInt, "inbound SMTP connections at once from one address"),
@@ -155,9 +161,18 @@ export const settings = {
   smtpWorkers: setting("INBOXD_SMTP_WORKERS", String(defaultSmtpWorkers(availableParallelism())), nonNegativeInt, "threads that parse and authenticate inbound mail, beside the main thread (0: on the main thread)"),
   tlsCert: setting("INBOXD_TLS_CERT", "", text, "PEM certificate for STARTTLS (empty: self-signed, generated once into the data dir)"),
   tlsKey: setting("INBOXD_TLS_KEY", "", text, "PEM private key for STARTTLS"),
+  apiHostname: setting("INBOXD_API_HOSTNAME", "", (raw, name) => (raw.trim() ? domainName(raw, name) : undefined), "host name of the API and console over HTTPS, when not INBOXD_HOSTNAME (its certificate comes from ACME too)"),
+  acmeEmail: setting("INBOXD_ACME_EMAIL", "", (raw, name) => { const email = raw.trim(); return !email || /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) ? email || undefined : fail(name, raw, "an email address"); }, "contact address of the ACME account; set, inboxd obtains and renews its certificates itself (empty: no ACME)"),
+  acmeDirectory: setting("INBOXD_ACME_DIRECTORY", "https://acme-v02.api.letsencrypt.org/directory", httpsUrl, "the ACME directory URL (Let's Encrypt's production one by default)"),
+  acmeCaFile: setting("INBOXD_ACME_CA_FILE", "", text, "PEM file of the CA that signed the ACME directory's own HTTPS certificate, for a private ACME server (empty: the system's CAs)"),
+  acmeHttpPort: setting("INBOXD_ACME_HTTP_PORT", "80", port, "with ACME: the plain HTTP port that answers HTTP-01 challenges and redirects everything else to HTTPS (0: any free port)"),
+  httpsPort: setting("INBOXD_HTTPS_PORT", "", (raw, name) => (raw === "" ? undefined : port(raw, name)), "HTTPS port of the API and console (empty: 443 with ACME, else no HTTPS)"),
+  mtaStsMode: setting("INBOXD_MTA_STS_MODE", "testing", oneOf("testing", "enforce", "none"), "mode of the MTA-STS policy served for the service domain and verified custom domains (RFC 8461)"),
+  mtaStsPolicyPort: setting("INBOXD_MTA_STS_POLICY_PORT", "443", port, "port of recipient domains' MTA-STS policy hosts (tests change it)"),
+  outboundCaFile: setting("INBOXD_OUTBOUND_CA_FILE", "", text, "PEM file of CAs trusted beside the system's for recipients' MX certificates and MTA-STS policy hosts (private networks, tests)"),
   // Unlike the other settings, a wrong value is not repeated in the error: it is a secret.
   secretKey: setting("INBOXD_SECRET_KEY", "", (raw, name) => { if (raw === "") return undefined; const key = parseSecretKey(raw); if (!key) throw new ConfigError(`${name}: the value is not 32 bytes in base64 or hex (make one with: openssl rand -base64 32)`); return key; }, "key that seals webhook secrets and DKIM private keys in the database, base64 or hex of 32 bytes (empty: the data dir's secret.key, made at first start)"),
-  dmarcEnforce: setting("INBOXD_DMARC_ENFORCE", "0", bool, "refuse inbound mail failing DMARC with p=reject (550 5.7.1)"),
+  dmarcEnforce: setting("INBOXD_DMARC_ENFORCE", "0", bool, "refuse inbound mail failing DMARC with p=reject (550 5.7.1); inbound mail is then analysed before its 250, not after"),
   reservedLocalParts: setting("INBOXD_RESERVED_LOCAL_PARTS", "postmaster,abuse,noc,security,hostmaster,webmaster,www,admin,administrator,root,mailer-daemon,noreply,no-reply,dmarc", (raw, name) => { const list = commaList(raw.toLowerCase()); return list.every((local) => /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*$/.test(local)) ? list : fail(name, raw, "a comma-separated list of local parts (letters, digits, hyphens, underscores, inner dots)"); }, "local parts no organization may create on the service mail domain (RFC 2142 role names, the CA/Browser Forum's domain-validation names); their mail goes to INBOXD_POSTMASTER_INBOX"),
   postmasterInbox: setting("INBOXD_POSTMASTER_INBOX", "", (raw, name) => { const address = raw.trim().toLowerCase(); return !address || /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/.test(address) ? address : fail(name, raw, "an inbox address such as ops@example.com"); }, "address of the operator's inbox that receives mail for postmaster and the reserved local parts (empty: that mail is refused with 550)"),
   loginMaxFailures: setting("INBOXD_LOGIN_MAX_FAILURES", "10", positiveInt, "failed logins per email or IP within a minute before 429"),
@@ -169,6 +184,9 @@ export const settings = {
   metricsBind: setting("INBOXD_METRICS_BIND", "", optionalHostPort, "host:port of a separate listener for GET /metrics, without a token (e.g. 127.0.0.1:9106)"),
   logFormat: setting("INBOXD_LOG_FORMAT", "text", oneOf("text", "json"), "log lines as text or JSON"),
   logLevel: setting("INBOXD_LOG_LEVEL", "info", oneOf("debug", "info", "warn", "error", "silent"), "lowest level logged"),
+  // Settings of `inboxd mcp`, a client of a running inboxd (the server itself reads neither).
+  url: setting("INBOXD_URL", "http://127.0.0.1:8006", apiUrl, "`inboxd mcp`: the API of the running inboxd its tools call"),
+  apiKey: setting("INBOXD_API_KEY", "", text, "`inboxd mcp`: the organization's API key (ik_...) its tools call the API with"),
 };
 
 type Settings = typeof settings;
@@ -257,7 +275,7 @@ export function configWarnings(config: Config, env: Record<string, string | unde
 }
 
 // Read by the test suite, not by the server.
-const OTHER_PROGRAMS_VARIABLES = ["INBOXD_TEST_LOG_LEVEL"];
+const OTHER_PROGRAMS_VARIABLES = ["INBOXD_TEST_LOG_LEVEL", "INBOXD_TEST_DATABASE_URL", "INBOXD_TEST_POSTGRES"];
 
 export function settingsHelp(): string {
   return Object.values(settings)

@@ -3,13 +3,24 @@
 import { resolve } from "node:path";
 import { openApp } from "./app";
 import { ConfigError, configWarnings, loadConfig, parseFlags, settingsHelp, type Config } from "./config";
-import { backupDatabase, restoreDatabase, StoreInUseError } from "./store/index";
+import { backupDatabase, databaseLabel, restoreDatabase, StoreInUseError } from "./store/index";
 import { formatFindings, runDoctor } from "./doctor/command";
+import { apiCaller } from "./mcp/api-caller";
+import { serveMcpOverStdio } from "./mcp/server";
 import { serviceDnsZone } from "./outbound/dns-command";
+import { copyDatabase, copyProgress } from "./store/copy";
+import { carryOverSecretKey, parseCopyTarget, sourceEndpoint, targetEndpoint } from "./store/copy-endpoints";
 import { checkBeforeStart, startServices } from "./serve";
 import { version } from "./version";
 
-type Command = { usage: string; summary: string; details: string; run(config: Config, args: string[], flags: Record<string, string>): Promise<number> };
+type Command = {
+  usage: string;
+  summary: string;
+  details: string;
+  /** Flags with a value that are this command's own, not settings. */
+  ownFlags?: string[];
+  run(config: Config, args: string[], flags: Record<string, string>): Promise<number>;
+};
 
 const commands: Record<string, Command> = {
   serve: {
@@ -24,8 +35,8 @@ const commands: Record<string, Command> = {
     details: "serve applies them too, at every start; this says which were applied, or that the database is current.",
     async run(config) {
       let applied: string[] = [];
-      openApp(config, { onMigrated: (versions) => (applied = versions) }).close();
-      const database = resolve(config.dataDir, "inboxd.db");
+      (await openApp(config, { onMigrated: (versions) => (applied = versions) })).close();
+      const database = databaseLabel(config);
       process.stdout.write(applied.length ? `applied ${applied.length} migrations to ${database}: ${applied.join(", ")}\n` : `${database} is current: no migration to apply\n`);
       return 0;
     },
@@ -59,6 +70,7 @@ const commands: Record<string, Command> = {
     details: "FILE must not exist, nor FILE.key: the key of its webhook secrets and DKIM keys, copied there from the data dir unless INBOXD_SECRET_KEY is set. Keep both with /etc/inboxd (the settings) and the data dir's smtp-tls.* files.",
     async run(config, [file]) {
       if (!file) throw new ConfigError("backup: name the file to write (inboxd backup FILE)");
+      if (config.databaseUrl) throw new ConfigError(onPostgres("backup"));
       const progress = progressReporter(file);
       const { bytes, keyFile } = await backupDatabase(config.dataDir, resolve(file), progress, { secretKeySet: config.secretKey !== undefined });
       progress.finish();
@@ -73,9 +85,48 @@ const commands: Record<string, Command> = {
     details: "Refuses while inboxd runs on the data dir, and over an existing database without --force. FILE.key, written by backup beside FILE, becomes the data dir's secret.key (unless INBOXD_SECRET_KEY is set, which must then be the key FILE was made with).",
     async run(config, [file], flags) {
       if (!file) throw new ConfigError("restore: name the backup to restore (inboxd restore FILE)");
+      if (config.databaseUrl) throw new ConfigError(onPostgres("restore"));
       const { messages, keyFile } = restoreDatabase(config.dataDir, resolve(file), flags["--force"] === "1", config.secretKey);
       const key = keyFile ? `, with its key ${keyFile} as ${resolve(config.dataDir, "secret.key")}` : "";
       process.stdout.write(`restored ${resolve(file)} (${messages} messages) to ${resolve(config.dataDir, "inboxd.db")}${key}; start inboxd to use it\n`);
+      return 0;
+    },
+  },
+  db: {
+    usage: "inboxd db copy --to postgres://USER:PASSWORD@HOST:PORT/DATABASE | --to sqlite:DATA_DIR",
+    summary: "copy this stopped installation's database into an empty PostgreSQL database or a new data dir",
+    details: "Reads the database INBOXD_DATA_DIR (or INBOXD_DATABASE_URL) names, writes every row into the empty target, then compares each table's row count and checksum on both sides; exit code 1 on any difference. Progress goes to stderr: a bar with rows per second on a terminal, plain lines otherwise.",
+    ownFlags: ["--to"],
+    async run(config, [action], flags) {
+      if (action !== "copy") throw new ConfigError("db: the one action is copy (inboxd db copy --to TARGET)");
+      const target = parseCopyTarget(flags["--to"]);
+      const now = Date.now();
+      const from = await sourceEndpoint(config, now);
+      try {
+        const to = await targetEndpoint(target, now);
+        try {
+          const tables = await copyDatabase(from, to, copyProgress());
+          const rows = tables.reduce((sum, table) => sum + table.rows, 0);
+          const key = carryOverSecretKey(config, target);
+          const leftOut = tables.flatMap((table) => table.leftOut.map((column) => `${table.table}.${column}`));
+          process.stdout.write(`copied ${rows} rows in ${tables.length} tables from ${from.description} to ${to.description}; row counts and checksums agree${key ? `; ${key}` : ""}\n`);
+          if (leftOut.length) process.stdout.write(`not copied, as the source engine's own bookkeeping: ${leftOut.join(", ")}\n`);
+        } finally {
+          await to.close();
+        }
+      } finally {
+        await from.close();
+      }
+      return 0;
+    },
+  },
+  mcp: {
+    usage: "inboxd mcp [--url URL] [--api-key KEY]",
+    summary: "an MCP server on stdin and stdout, for AI agents on this machine; its tools call a running inboxd",
+    details: "Speaks the Model Context Protocol over stdio until stdin closes; every tool is a call of the API at INBOXD_URL with INBOXD_API_KEY (docs/mcp.md). Nothing but MCP messages goes to stdout.",
+    async run(config) {
+      if (!config.apiKey) throw new ConfigError("INBOXD_API_KEY: inboxd mcp needs an API key of the organization (ik_...)");
+      await serveMcpOverStdio(apiCaller(fetch, config.url, config.apiKey));
       return 0;
     },
   },
@@ -107,13 +158,14 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(commandHelp(name, command));
     return 0;
   }
-  const config = loadConfig(process.env, flags);
+  const settingFlags = Object.fromEntries(Object.entries(flags).filter(([flag]) => !command.ownFlags?.includes(flag)));
+  const config = loadConfig(process.env, settingFlags);
   return command.run(config, positional.slice(1), flags);
 }
 
 async function serve(config: Config): Promise<number> {
   await checkBeforeStart(config);
-  const app = openApp(config);
+  const app = await openApp(config);
   for (const warning of configWarnings(config, process.env)) app.log.warn(warning);
   const running = await startServices(app);
   // A stray error in one connection's callback must not end every other connection and queue:
@@ -133,6 +185,10 @@ async function serve(config: Config): Promise<number> {
   app.log.info("stopped");
   return 0;
 }
+
+/** backup and restore are of the embedded database: PostgreSQL has its own tools. */
+const onPostgres = (command: string) =>
+  `${command}: INBOXD_DATABASE_URL is set, and ${command} is of the embedded SQLite database: back up PostgreSQL with its own tools (pg_dump and pg_restore, or your provider's snapshots), or move to a data dir with inboxd db copy --to sqlite:DATA_DIR`;
 
 const megabytes = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 

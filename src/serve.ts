@@ -6,15 +6,23 @@ import { resolve } from "node:path";
 import type { App } from "./app";
 import { createServer } from "node:net";
 import { listenError, type Config } from "./config";
-import { operatorCertificate } from "./smtp/tls";
+import { operatorCertificate, readPem } from "./smtp/tls";
 import { createHttpApp } from "./http/app";
+import { listenerBodyBytes } from "./http/body";
 import { metricsResponse } from "./http/routes/metrics";
 import { startOutboundQueue } from "./outbound/queue";
 import { ensureServiceDkimKeys } from "./outbound/service-domain";
 import { startWebhookQueue } from "./webhooks/queue";
 import { startDomainChecks } from "./domains/background";
+import { startDraftsQueue } from "./drafts/queue";
+import { releaseUnfinishedKeys } from "./idempotency/keys";
+import { startEventRetention } from "./events/retention";
 import type { RunningPart } from "./running-part";
 import { startSmtp } from "./smtp/server";
+import { startAcmeHttpListener, startHttpsListener } from "./certs/listeners";
+import { httpsPortOf } from "./certs/names";
+import { startCertificateRenewal } from "./certs/renewal";
+import { servedCertificates } from "./certs/served";
 import { version } from "./version";
 
 export interface Running {
@@ -33,8 +41,7 @@ function startHttp(app: App): RunningPart {
     http = createHttpApp(app).listen({
       port: httpPort,
       hostname: bind,
-      // Our own parser refuses bodies over 20 MiB with a JSON 413; this outer bound only stops abuse.
-      maxRequestBodySize: 64 * 1024 * 1024,
+      maxRequestBodySize: listenerBodyBytes,
       // Elysia asks for SO_REUSEPORT, which let a second server share the port and take half the requests.
       reusePort: false,
     });
@@ -85,6 +92,11 @@ export async function checkBeforeStart(config: Config): Promise<void> {
   // Port 25 without the right to bind it falls back to 2525 (smtp/server.ts); that is no failure.
   listeners.push(["INBOXD_SMTP_PORT", config.bind, config.smtpPort]);
   if (config.metricsBind) listeners.push(["INBOXD_METRICS_BIND", config.metricsBind.host, config.metricsBind.port]);
+  const httpsPort = httpsPortOf(config);
+  if (httpsPort !== undefined) listeners.push(["INBOXD_HTTPS_PORT", config.bind, httpsPort]);
+  if (config.acmeEmail) listeners.push(["INBOXD_ACME_HTTP_PORT", config.bind, config.acmeHttpPort]);
+  if (config.acmeCaFile) readPem("INBOXD_ACME_CA_FILE", config.acmeCaFile);
+  if (config.outboundCaFile) readPem("INBOXD_OUTBOUND_CA_FILE", config.outboundCaFile);
   for (const [setting, host, port] of listeners) {
     if (port === 0) continue;
     const probe = createServer();
@@ -108,13 +120,26 @@ export async function startServices(app: App): Promise<Running> {
   try {
     // First, so it stops last: it writes the database until every other part is done with it.
     parts.push(app.store.startMaintenance(app.log));
+    await releaseUnfinishedKeys(app);
     parts.push(startHttp(app));
     if (app.config.metricsBind) parts.push(startMetricsListener(app, app.config.metricsBind));
-    parts.push(await startSmtp(app));
+    const certificates = await servedCertificates(app);
+    const httpsPort = httpsPortOf(app.config);
+    const https = httpsPort === undefined ? undefined : startHttpsListener(app, certificates, httpsPort);
+    if (https) parts.push(https);
+    // With ACME there is always HTTPS (443 by default): port 80 redirects to the port it took.
+    if (app.config.acmeEmail && https) parts.push(startAcmeHttpListener(app, https.address!.port));
+    parts.push(await startSmtp(app, certificates));
     await ensureServiceDkimKeys(app);
     parts.push(startOutboundQueue(app));
     parts.push(startWebhookQueue(app));
     parts.push(startDomainChecks(app));
+    if (app.config.acmeEmail) parts.push(startCertificateRenewal(app, certificates));
+    parts.push(startEventRetention(app));
+    // After the HTTP and HTTPS listeners, so it stops before them: open event streams never
+    // finish by themselves, and a listener's stop waits for its requests to finish.
+    parts.push({ name: "event-streams", stop: async () => app.eventStreams.closeAll() });
+    parts.push(startDraftsQueue(app));
   } catch (e) {
     for (const part of parts.reverse()) await part.stop();
     throw e;
@@ -122,7 +147,7 @@ export async function startServices(app: App): Promise<Running> {
   for (const part of parts) if (part.address) app.log.info("listening", { part: part.name, address: `${part.address.host}:${part.address.port}` });
   const { mailDomain, hostname, dataDir } = app.config;
   const listeners = parts.flatMap((part) => (part.address ? [`${part.name}=${part.address.host}:${part.address.port}`] : [])).join(" ");
-  app.log.info("ready", { version, mailDomain, hostname, dataDir: resolve(dataDir), database: "sqlite", listeners });
+  app.log.info("ready", { version, mailDomain, hostname, dataDir: resolve(dataDir), database: app.config.databaseUrl ? "postgresql" : "sqlite", listeners });
   return {
     httpPort: parts.find((p) => p.name === "http")!.address!.port,
     parts,

@@ -4,6 +4,7 @@
  * source), plus typed HTTP helpers. Peers (DNS, SMTP sink, webhook receiver) live in test/peers.
  */
 import { Database } from "bun:sqlite";
+import { SQL } from "bun";
 import { afterAll } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +14,7 @@ import { createApiKey } from "../src/auth/api-keys";
 import type { CreatedApiKeyRecord, Organization, User } from "../src/auth/present";
 import { Clock } from "../src/clock";
 import { loadConfig } from "../src/config";
-import { newId, randomToken } from "../src/ids";
+import { newId, randomToken, sha256Hex } from "../src/ids";
 import type { Inbox } from "../src/inboxes/present";
 import { createLogger } from "../src/log";
 import { startServices, type Running } from "../src/serve";
@@ -22,10 +23,46 @@ export const repoRoot = join(import.meta.dir, "..");
 
 export const tempDir = (label = "inboxd") => mkdtempSync(join(tmpdir(), `${label}-`));
 
+/**
+ * INBOXD_TEST_DATABASE_URL (a PostgreSQL database the tests may create databases from) runs every
+ * test instance on PostgreSQL: each data dir gets a database of its own, made when its environment
+ * is (so that a restart on the same data dir finds its data), dropped when its test server is
+ * cleaned up or, at the latest, when the test process exits.
+ */
+const testDatabaseUrl = process.env.INBOXD_TEST_DATABASE_URL || undefined;
+export const onPostgres = testDatabaseUrl !== undefined;
+
+/** The name of a test of the embedded engine's own files or SQL, which `.skipIf(onPostgres)` skips: on PostgreSQL it says why. */
+export const sqliteOnly = (title: string, reason: string) => (onPostgres ? `${title} — skipped on PostgreSQL: ${reason}` : title);
+const testDatabases = new Set<string>();
+
+const psql = (...commands: string[]) => Bun.spawnSync(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", testDatabaseUrl!, ...commands.flatMap((command) => ["-c", command])], { stderr: "pipe" });
+
+/** The URL of the data dir's own database, made if this process has not made it yet. */
+function testDatabaseFor(dataDir: string): string {
+  const name = `inboxd_t_${sha256Hex(dataDir).slice(0, 20)}`;
+  if (!testDatabases.has(name)) {
+    const made = psql(`CREATE DATABASE ${name}`);
+    if (made.exitCode !== 0 && !made.stderr.toString().includes("already exists")) throw new Error(`INBOXD_TEST_DATABASE_URL: could not create ${name}: ${made.stderr}`);
+    testDatabases.add(name);
+  }
+  const url = new URL(testDatabaseUrl!);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+function dropTestDatabases(names: string[]): void {
+  if (names.length === 0) return;
+  psql(...names.map((name) => `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  for (const name of names) testDatabases.delete(name);
+}
+if (onPostgres) process.on("exit", () => dropTestDatabases([...testDatabases]));
+
 /** Environment for a test instance: loopback, free ports, quiet logs, private webhook and MX targets allowed. */
 export function testEnv(dataDir: string, overrides: Record<string, string> = {}): Record<string, string> {
   return {
     INBOXD_DATA_DIR: dataDir,
+    ...(onPostgres ? { INBOXD_DATABASE_URL: testDatabaseFor(dataDir) } : {}),
     INBOXD_HTTP_PORT: "0",
     INBOXD_SMTP_PORT: "0",
     INBOXD_BIND: "127.0.0.1",
@@ -38,6 +75,8 @@ export function testEnv(dataDir: string, overrides: Record<string, string> = {})
     INBOXD_SMTP_GREETING_DELAY_MS: "0",
     // Every test registers from 127.0.0.1; the limit has a test of its own.
     INBOXD_REGISTER_LIMIT: "100000",
+    // Tests move the clock by days and then look at events; the purge has a test of its own.
+    INBOXD_EVENT_RETENTION_DAYS: "36500",
     INBOXD_LOG_LEVEL: process.env.INBOXD_TEST_LOG_LEVEL ?? "silent",
     ...overrides,
   };
@@ -58,8 +97,10 @@ export interface ApiClient {
   delete<T = any>(path: string, token?: string): Promise<ApiResponse<T>>;
 }
 
-export function apiClient(baseUrl: string): ApiClient {
+/** `beforeRequest`: awaited before each request is sent. */
+export function apiClient(baseUrl: string, beforeRequest?: () => Promise<void>): ApiClient {
   const request: ApiClient["request"] = async (method, path, options = {}) => {
+    await beforeRequest?.();
     const headers: Record<string, string> = { ...options.headers };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     let body = options.rawBody;
@@ -105,7 +146,7 @@ export async function startTestServer(options: { env?: Record<string, string>; d
   const env = testEnv(dataDir, options.env);
   const config = loadConfig(env);
   const clock = new Clock();
-  const app = openApp(config, { clock, log: createLogger(config.logFormat, config.logLevel) });
+  const app = await openApp(config, { clock, log: createLogger(config.logFormat, config.logLevel) });
   const running = await startServices(app);
   let stopped = false;
   const stop = async () => {
@@ -120,13 +161,17 @@ export async function startTestServer(options: { env?: Record<string, string>; d
     clock,
     running,
     dataDir,
-    api: apiClient(`http://127.0.0.1:${running.httpPort}`),
+    // Mail accepted over SMTP is analysed and stored after its 250 (src/smtp/inbound-queue.ts): the
+    // client lets that finish before each request, so that a test reads what it delivered. The
+    // delay itself is measured in test/smtp/receive.test.ts.
+    api: apiClient(`http://127.0.0.1:${running.httpPort}`, () => app.queues.runDueNow("inbound")),
     httpPort: running.httpPort,
     smtpPort: running.parts.find((part) => part.name === "smtp")!.address!.port,
     stop,
     async cleanup() {
       await stop();
       rmSync(dataDir, { recursive: true, force: true });
+      if (config.databaseUrl) dropTestDatabases([new URL(config.databaseUrl).pathname.slice(1)]);
     },
   };
 }
@@ -140,6 +185,28 @@ export async function seedOrganization(app: App, name = "Test org"): Promise<{ o
 }
 
 const databases = new Map<string, Database>();
+const postgresConnections = new Map<string, SQL>();
+
+/** A PostgreSQL value as bun:sqlite gives the same column: bigint as a number, a boolean as 0 or 1. */
+const asSqliteGives = (value: unknown) => (typeof value === "bigint" ? Number(value) : typeof value === "boolean" ? Number(value) : value);
+
+/**
+ * Rows of a statement on the app's database, either engine, through a connection of the test's own
+ * (as databaseOf): for the rows its interface does not show. Portable SQL with `?` or `?N` parameters;
+ * values come back as SQLite gives them.
+ */
+export async function queryRows<T = Record<string, unknown>>(app: App, statement: string, ...params: unknown[]): Promise<T[]> {
+  const url = app.config.databaseUrl;
+  if (!url) return databaseOf(app).query(statement).all(...(params as never[])) as T[];
+  let connection = postgresConnections.get(url);
+  if (!connection) postgresConnections.set(url, (connection = new SQL(url, { max: 1, bigint: true })));
+  let n = 0;
+  const rows = (await connection.unsafe(statement.replace(/\?(\d*)/g, (_, index: string) => `$${index || ++n}`), params)) as Record<string, unknown>[];
+  return rows.map((row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, asSqliteGives(value)])) as T);
+}
+
+/** The first row of queryRows, or undefined. */
+export const queryRow = async <T = Record<string, unknown>>(app: App, statement: string, ...params: unknown[]): Promise<T | undefined> => (await queryRows<T>(app, statement, ...params))[0];
 
 /**
  * A connection of the test's own to the app's database (the store keeps its connection to itself),
@@ -147,6 +214,7 @@ const databases = new Map<string, Database>();
  * server's stop closes it; an app opened otherwise closes it with closeDatabaseOf.
  */
 export function databaseOf(app: App): Database {
+  if (app.config.databaseUrl) throw new Error("databaseOf: this test reads the SQLite file directly, and this app runs on PostgreSQL (queryRows works on both)");
   const path = join(app.config.dataDir, "inboxd.db");
   let sqlite = databases.get(path);
   if (!sqlite) {
@@ -161,6 +229,8 @@ export function closeDatabaseOf(app: App): void {
   const path = join(app.config.dataDir, "inboxd.db");
   databases.get(path)?.close();
   databases.delete(path);
+  if (app.config.databaseUrl) void postgresConnections.get(app.config.databaseUrl)?.close();
+  if (app.config.databaseUrl) postgresConnections.delete(app.config.databaseUrl);
 }
 
 /** The password `register` uses unless overridden, for tests that log in afterwards. */

@@ -42,7 +42,7 @@ const ms = (n: number) => `${n.toFixed(n < 1 ? 3 : 1)} ms`;
 const line = (label: string, f: Figures) => console.log(`  ${label.padEnd(58)} median ${ms(f.median).padStart(10)}   p99 ${ms(f.p99).padStart(10)}   (${f.runs} runs)`);
 
 const dataDir = tempDir("inboxd-bench-search");
-const app = openApp(loadConfig(testEnv(dataDir)));
+const app = await openApp(loadConfig(testEnv(dataDir)));
 try {
   const { organizationId } = await seedOrganization(app);
   const inbox = (await app.store.inboxes.findByEmail((await app.store.transaction((tx) => insertInbox(app, tx, organizationId, { email: "bench@inboxd.test" }))).email))!;

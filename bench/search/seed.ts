@@ -82,6 +82,7 @@ export async function seedMessages(app: Pick<App, "store" | "clock">, inbox: Inb
             text: content.text(),
             html: null,
             labels: [],
+            read: false,
             status: "received",
             messageIdHeader: `<${i}@bench.example>`,
             inReplyTo: null,

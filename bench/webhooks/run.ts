@@ -81,7 +81,7 @@ const pinnedPostLoop = (base: string, requests: number) =>
 async function throughQueue(urlOf: (n: number) => string, events: number, env: Record<string, string> = {}) {
   const dataDir = tempDir("inboxd-bench");
   try {
-    const app = openApp(loadConfig(testEnv(dataDir, env)));
+    const app = await openApp(loadConfig(testEnv(dataDir, env)));
     const organizations: string[] = [];
     for (let n = 0; n < webhookCount; n++) {
       const { organizationId } = await seedOrganization(app);

@@ -158,6 +158,22 @@ export function checkCertificate(pem: string | undefined, source: string, hostna
   return pass(check, `valid for ${hostname}, ${daysLeft} days left (until ${certificate.validTo})`);
 }
 
+/**
+ * A certificate inboxd obtains over ACME: issued, valid for its name, and renewing without
+ * failures (its lifetime is the CA's choice, so no fixed number of days left is asked for).
+ */
+export function checkAcmeCertificate(row: { name: string; certificatePem: string | null; failures: number; lastError: string | null; nextAttemptAt: number }, now: number): Finding {
+  const check = `ACME certificate ${row.name}`;
+  const nextTry = new Date(row.nextAttemptAt).toISOString();
+  const fix = `make ${row.name} resolve to this server and port 80 (INBOXD_ACME_HTTP_PORT) reach inboxd; the log's 'certificate not obtained' lines say more`;
+  if (!row.certificatePem) return fail(check, row.failures ? `none yet after ${row.failures} failed tries (${row.lastError}); next try ${nextTry}` : "none yet, being requested", fix);
+  const certificate = new X509Certificate(row.certificatePem);
+  if (!certificate.checkHost(row.name)) return fail(check, `the stored certificate is not valid for ${row.name} (${certificate.subjectAltName ?? certificate.subject})`, fix);
+  if (Date.parse(certificate.validTo) < now) return fail(check, `expired on ${certificate.validTo}${row.failures ? ` after ${row.failures} failed renewals (${row.lastError})` : ""}; next try ${nextTry}`, fix);
+  if (row.failures > 0) return fail(check, `renewal failed ${row.failures} times (${row.lastError}); the current one serves until ${certificate.validTo}; next try ${nextTry}`, fix);
+  return pass(check, `valid until ${certificate.validTo}, issued by ${certificate.issuer.split("\n").find((line) => line.startsWith("CN=")) ?? certificate.issuer}; renewal due ${nextTry}`);
+}
+
 /** Free space below which the database may soon fail to write (and inbound mail be refused). */
 const MIN_FREE_BYTES = 1024 ** 3;
 

@@ -6,7 +6,7 @@ import { configuredResolver } from "../dns/resolver";
 import { serverIdentity } from "../domains/present";
 import { domainRecords, spfValue } from "../domains/records";
 import { openStoreReadOnly } from "../store";
-import { checkCertificate, checkClock, checkDataDir, checkDomainRecords, checkHostAddresses, checkHostname, checkHostSpf, checkOutboundPort, checkReverseDns, type Finding } from "./checks";
+import { checkAcmeCertificate, checkCertificate, checkClock, checkDataDir, checkDomainRecords, checkHostAddresses, checkHostname, checkHostSpf, checkOutboundPort, checkReverseDns, type Finding } from "./checks";
 
 const NETWORK_TIMEOUT_MS = 5000;
 
@@ -20,8 +20,16 @@ export async function runDoctor(config: Config, now: number = Date.now()): Promi
   findings.push(...(await domainFindings(config)));
   if (server.hostname !== config.mailDomain.toLowerCase()) findings.push(await checkHostSpf(resolver, server, spfValue(server)));
   findings.push(config.smtpRelay ? { ok: true, check: "outbound port", detail: "mail leaves through INBOXD_SMTP_RELAY" } : await checkOutboundPort(resolver, config.doctorProbeDomain, config.outboundPort, NETWORK_TIMEOUT_MS));
-  findings.push(certificateFinding(config, now), ...checkDataDir(config.dataDir), await checkClock(resolver, config.doctorNtpServer, NETWORK_TIMEOUT_MS));
+  findings.push(...(config.acmeEmail ? await acmeFindings(config) : [certificateFinding(config, now)]), ...checkDataDir(config.dataDir), await checkClock(resolver, config.doctorNtpServer, NETWORK_TIMEOUT_MS));
   return findings;
+
+  /** With INBOXD_ACME_EMAIL: each certificate inboxd obtains, as the running server left it in the database. */
+  async function acmeFindings(config: Config): Promise<Finding[]> {
+    const store = openStoreReadOnly(config);
+    const rows = store ? await store.certificates.list().finally(() => store.close()) : [];
+    if (rows.length === 0) return [{ ok: false, check: "ACME certificates", detail: "none requested yet", fix: "start inboxd with INBOXD_ACME_EMAIL set; it requests them at once" }];
+    return rows.map((row) => checkAcmeCertificate(row, now));
+  }
 
   async function domainFindings(config: Config): Promise<Finding[]> {
     const store = openStoreReadOnly(config);

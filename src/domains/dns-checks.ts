@@ -131,6 +131,35 @@ export async function checkDmarc(resolver: Resolver, domain: string): Promise<Ch
   return verified;
 }
 
+/** Verified when `name` reaches this server: a CNAME to the host name, or the same addresses. */
+export async function checkSameHost(resolver: Resolver, name: string, hostname: string): Promise<CheckOutcome> {
+  const notFound = `${name} has no CNAME or A/AAAA record`;
+  let addresses, ours;
+  try {
+    [addresses, ours] = await Promise.all([resolver.lookupHostAddresses(name), resolver.lookupHostAddresses(hostname)]);
+  } catch (error) {
+    return lookupFailure(error, notFound);
+  }
+  if (addresses.length === 0) return missing(notFound);
+  const foreign = addresses.filter((address) => !ours.includes(address));
+  return foreign.length ? failed(`${name} resolves to ${foreign.join(", ")}, not to ${hostname}`) : verified;
+}
+
+/** Verified when `name` publishes exactly one TXT record starting with `prefix`, and it is `expected`. */
+export async function checkTxt(resolver: Resolver, name: string, prefix: string, expected: string): Promise<CheckOutcome> {
+  const notFound = `no ${prefix} record at ${name}`;
+  let records;
+  try {
+    records = (await resolver.txt(name)).filter((record) => record.startsWith(prefix));
+  } catch (error) {
+    return lookupFailure(error, notFound);
+  }
+  if (records.length === 0) return missing(notFound);
+  if (records.length > 1) return failed(`${name} publishes ${records.length} ${prefix} records; there must be exactly one`);
+  const normalized = (value: string) => value.replace(/\s+/g, "").replace(/;$/, "");
+  return normalized(records[0]!) === normalized(expected) ? verified : failed(`${name} publishes '${records[0]}', not '${expected}'`);
+}
+
 /** Runs the look-up a record spec asks for. */
 export function checkRecord(resolver: Resolver, server: ServerIdentity, domain: string, record: RecordSpec): Promise<CheckOutcome> {
   switch (record.check.kind) {
@@ -142,5 +171,9 @@ export function checkRecord(resolver: Resolver, server: ServerIdentity, domain: 
       return checkDkim(resolver, record.name, record.check.key);
     case "dmarc":
       return checkDmarc(resolver, domain);
+    case "same-host":
+      return checkSameHost(resolver, record.name, server.hostname);
+    case "txt":
+      return checkTxt(resolver, record.name, record.check.prefix, record.value);
   }
 }

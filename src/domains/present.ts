@@ -4,6 +4,7 @@ import { iso } from "../clock";
 import type { Config } from "../config";
 import { resource } from "../present";
 import type { Aggregates, DkimKeyRecord, DomainRecord as StoredDomain } from "../store";
+import { tlsRecordValues } from "../mta-sts/policy";
 import { domainRecords, type ServerIdentity } from "./records";
 import type { CheckedRecord } from "./status";
 
@@ -14,7 +15,7 @@ export const serverIdentity = (config: Config): ServerIdentity => ({ hostname: c
  * before the first). `keys`: the domain's DKIM keys (`dkimKeys.forDomain`).
  */
 export function checkedRecords(app: App, row: StoredDomain, keys: DkimKeyRecord[]): CheckedRecord[] {
-  return domainRecords(serverIdentity(app.config), row.name, keys).map((spec) => ({ ...spec, ...(row.recordChecks[spec.key] ?? { status: "pending" }) }));
+  return domainRecords(serverIdentity(app.config), row.name, keys, tlsRecordValues(app.config)).map((spec) => ({ ...spec, ...(row.recordChecks[spec.key] ?? { status: "pending" }) }));
 }
 
 /** `priority` on MX only; `reason` (why it is not verified yet) only where the last look-up gave one. */

@@ -1,12 +1,17 @@
 /**
  * The DNS records a custom domain publishes for inboxd: MX for receiving; SPF, one DKIM key
- * record per key, and DMARC for sending. Pure: the server's identity and the keys come in as values.
+ * record per key, and DMARC for sending; the MTA-STS host and policy id and the TLS reporting
+ * address for TLS (recommended, not needed for the domain to count as verified). Pure: the
+ * server's identity, the keys and the TLS records come in as values.
  */
 import { isIPv6 } from "node:net";
 import type { DkimKey, DkimKeyStatus } from "../dkim/keys";
 import { dkimTxtValue } from "../dkim/keys";
 
-export type RecordPurpose = "receiving" | "sending";
+export type RecordPurpose = "receiving" | "sending" | "tls";
+
+/** The values of the TLS records (mta-sts/policy.ts); undefined with INBOXD_MTA_STS_MODE=none. */
+export type TlsRecordValues = { mtaSts: string; tlsRpt: string };
 
 /** This server as other hosts see it: the MX target, and the addresses it sends from when configured. */
 export type ServerIdentity = { hostname: string; publicIps: string[] };
@@ -17,12 +22,12 @@ export type RecordKey = Pick<DkimKey, "selector" | "algorithm" | "publicKeyBase6
 const byGeneration = (a: RecordKey, b: RecordKey) => a.createdAt - b.createdAt || Number(a.algorithm !== "rsa-sha256") - Number(b.algorithm !== "rsa-sha256");
 
 /** What a look-up of the record checks. */
-export type RecordCheckSpec = { kind: "mx" } | { kind: "spf" } | { kind: "dkim"; key: RecordKey } | { kind: "dmarc" };
+export type RecordCheckSpec = { kind: "mx" } | { kind: "spf" } | { kind: "dkim"; key: RecordKey } | { kind: "dmarc" } | { kind: "same-host" } | { kind: "txt"; prefix: string };
 
 export type RecordSpec = {
   /** `<type> <name>`: where the record's last check is kept. */
   key: string;
-  type: "MX" | "TXT";
+  type: "MX" | "TXT" | "CNAME";
   name: string;
   value: string;
   priority?: number;
@@ -46,7 +51,7 @@ export function spfValue(server: ServerIdentity): string {
 
 export const dkimRecordName = (selector: string, domain: string) => `${selector}._domainkey.${domain}`;
 
-export function domainRecords(server: ServerIdentity, domain: string, keys: RecordKey[]): RecordSpec[] {
+export function domainRecords(server: ServerIdentity, domain: string, keys: RecordKey[], tls?: TlsRecordValues): RecordSpec[] {
   const record = (spec: Omit<RecordSpec, "key">): RecordSpec => ({ key: `${spec.type} ${spec.name}`, ...spec });
   return [
     record({ type: "MX", name: domain, value: server.hostname, priority: MX_PRIORITY, purpose: "receiving", check: { kind: "mx" } }),
@@ -55,5 +60,13 @@ export function domainRecords(server: ServerIdentity, domain: string, keys: Reco
       record({ type: "TXT", name: dkimRecordName(key.selector, domain), value: dkimTxtValue(key), purpose: "sending", check: { kind: "dkim", key } }),
     ),
     record({ type: "TXT", name: `_dmarc.${domain}`, value: DMARC_VALUE, purpose: "sending", check: { kind: "dmarc" } }),
+    ...(tls
+      ? [
+          // RFC 8461 §3.3: the policy host, served by inboxd with a certificate of its own (ACME).
+          record({ type: "CNAME", name: `mta-sts.${domain}`, value: server.hostname, purpose: "tls", check: { kind: "same-host" } }),
+          record({ type: "TXT", name: `_mta-sts.${domain}`, value: tls.mtaSts, purpose: "tls", check: { kind: "txt", prefix: "v=STSv1" } }),
+          record({ type: "TXT", name: `_smtp._tls.${domain}`, value: tls.tlsRpt, purpose: "tls", check: { kind: "txt", prefix: "v=TLSRPTv1" } }),
+        ]
+      : []),
   ];
 }

@@ -3,6 +3,7 @@ import type { App } from "../app";
 import { dkimSelector, generateDkimKeys, type DkimKey } from "../dkim/keys";
 import { conflict, invalid, notFound } from "../errors";
 import { newId } from "../ids";
+import { presentTlsReport } from "../mta-sts/present";
 import { removeInbox } from "../inboxes/service";
 import { withTotal, type Page } from "../page";
 import type { Aggregates, DkimKeyRecord, DomainRecord, Transaction } from "../store";
@@ -74,6 +75,13 @@ export const getDomain = async (app: App, organizationId: string, idOrName: stri
 export async function domainDnsRecords(app: App, organizationId: string, idOrName: string) {
   const row = await findDomain(app.store, organizationId, idOrName);
   return checkedRecords(app, row, await app.store.dkimKeys.forDomain(row.name)).map(presentRecord);
+}
+
+/** The TLS reports (RFC 8460) received about the domain, newest first. */
+export async function listTlsReports(app: App, organizationId: string, idOrName: string, page: Page) {
+  const row = await findDomain(app.store, organizationId, idOrName);
+  const rows = await app.store.tlsReports.forDomain(row.name, page.per, (page.page - 1) * page.per);
+  return withTotal(page, rows.map(presentTlsReport), () => app.store.tlsReports.countForDomain(row.name));
 }
 
 export async function verifyDomain(app: App, organizationId: string, idOrName: string) {

@@ -36,10 +36,12 @@ export type DomainSummary = { status: DomainStatus; verified: boolean; receiving
 /**
  * docs/api.md: `receiving` is MX verified; `sending` is SPF, DMARC and DKIM verified, where DKIM
  * means the keys that sign now (a rotation's new keys count once they take over, retired keys
- * never); `verified` is every record verified. Status: failed when a record failed, verified when
+ * never); `verified` is every record verified but the TLS ones. Status: failed when a record failed, verified when
  * all are, pending otherwise.
  */
-export function summarize(records: CheckedRecord[]): DomainSummary {
+export function summarize(checked: CheckedRecord[]): DomainSummary {
+  // The TLS records (MTA-STS, TLS reporting) are recommended: mail flows without them.
+  const records = checked.filter((record) => record.purpose !== "tls");
   const isVerified = (record: CheckedRecord) => record.status === "verified";
   const ofKind = (kind: RecordSpec["check"]["kind"]) => records.filter((record) => record.check.kind === kind);
   const signing = records.filter((record) => record.check.kind === "dkim" && record.check.key.status === "active");

@@ -6,13 +6,15 @@ import type { App } from "../app";
 import type { DkimKeyRecord, DomainRecord, Transaction } from "../store";
 import { checkRecord, type CheckOutcome } from "./dns-checks";
 import { checkedRecords, serverIdentity } from "./present";
+import { tlsRecordValues } from "../mta-sts/policy";
 import { dkimRecordName, domainRecords } from "./records";
 import { nextCheckAt, nextRecordCheck, summarize, type RecordCheck } from "./status";
 
 /** Looks up the domain's records and saves the outcome; undefined when the domain was deleted meanwhile. */
 export async function verifyDomainRecords(app: App, row: DomainRecord): Promise<DomainRecord | undefined> {
   const server = serverIdentity(app.config);
-  const records = domainRecords(server, row.name, await app.store.dkimKeys.forDomain(row.name));
+  const tls = tlsRecordValues(app.config);
+  const records = domainRecords(server, row.name, await app.store.dkimKeys.forDomain(row.name), tls);
   const outcomes = new Map(await Promise.all(records.map(async (record) => [record.key, await checkRecord(app.resolver, server, row.name, record)] as const)));
   // Only the store is awaited from here on: the domain and its keys are read again inside the
   // transaction, since a rotation or a deletion may have happened while the look-ups were in flight.
@@ -22,7 +24,7 @@ export async function verifyDomainRecords(app: App, row: DomainRecord): Promise<
     const now = app.clock.now();
     const keys = await tx.dkimKeys.forDomain(current.name);
     const checks: Record<string, RecordCheck> = {};
-    for (const record of domainRecords(server, current.name, keys)) {
+    for (const record of domainRecords(server, current.name, keys, tls)) {
       const outcome = outcomes.get(record.key);
       const previous = current.recordChecks[record.key];
       checks[record.key] = outcome ? nextRecordCheck(previous, outcome) : (previous ?? { status: "pending" });

@@ -4,7 +4,7 @@ import { Elysia } from "elysia";
 import type { App } from "../app";
 import { parseJsonBody } from "./body";
 import { listHeaders } from "./pagination";
-import { messageMemoryGuard } from "./message-memory";
+import { messageMemoryGuard, withinCountedRequest } from "./message-memory";
 import { toErrorReply } from "./errors";
 import { apiKeyRoutes } from "./routes/api-keys";
 import { authRoutes } from "./routes/auth";
@@ -13,12 +13,17 @@ import { metricsRoutes } from "./routes/metrics";
 import { requestLog } from "./request-log";
 import { inboxRoutes } from "./routes/inboxes";
 import { messageRoutes } from "./routes/messages";
+import { draftRoutes } from "./routes/drafts";
 import { threadRoutes } from "./routes/threads";
 import { webhookRoutes } from "./routes/webhooks";
+import { eventRoutes } from "./routes/events";
 import { domainRoutes } from "./routes/domains";
 import { suppressionRoutes } from "./routes/suppressions";
+import { deliveryRoutes } from "./routes/deliveries";
+import { accessRuleRoutes } from "./routes/access-rules";
 import { consoleRoutes } from "./routes/console";
 import { docsRoutes } from "./routes/docs";
+import { mcpRoutes } from "./routes/mcp";
 import { openApiDocument } from "./openapi";
 
 export const rateLimitHeaders = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy", "Retry-After"];
@@ -38,8 +43,9 @@ export function createHttpApp(app: App) {
         origin: "*",
         credentials: true,
         methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-        allowedHeaders: ["Authorization", "Content-Type"],
-        exposeHeaders: [...rateLimitHeaders, "X-Request-Id", ...listHeaders],
+        // Mcp-Protocol-Version: what browser-based MCP clients send to /mcp after initializing (MCP Streamable HTTP).
+        allowedHeaders: ["Authorization", "Content-Type", "Last-Event-ID", "Mcp-Protocol-Version", "Idempotency-Key"],
+        exposeHeaders: [...rateLimitHeaders, "X-Request-Id", ...listHeaders, "Idempotent-Replayed"],
       }),
     )
     .onParse(({ request, contentType, route }) => parseJsonBody(request, contentType, () => hasBodySchema(request.method, route)))
@@ -56,9 +62,15 @@ export function createHttpApp(app: App) {
     .use(apiKeyRoutes(app))
     .use(inboxRoutes(app))
     .use(messageRoutes(app))
+    .use(draftRoutes(app))
     .use(threadRoutes(app))
     .use(webhookRoutes(app))
+    .use(eventRoutes(app))
     .use(domainRoutes(app))
     .use(suppressionRoutes(app))
+    .use(deliveryRoutes(app))
+    .use(accessRuleRoutes(app))
+    // The MCP tools call this app itself, in process: `http.handle` is read when a tool runs, once every route is added.
+    .use(mcpRoutes(app, (request) => http.handle(withinCountedRequest(request))))
     .use(consoleRoutes());
 }

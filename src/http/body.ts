@@ -6,6 +6,8 @@ import { invalid, ServiceError } from "../errors";
 import { nextTurn } from "../event-loop";
 
 export const maxBodyBytes = 20 * 1024 * 1024;
+/** Bun's own bound on a body, for every API listener: our parser answers the JSON 413 first; this only stops abuse. */
+export const listenerBodyBytes = 64 * 1024 * 1024;
 
 const tooLarge = () => new ServiceError("too_large", `Request body exceeds ${maxBodyBytes} bytes`);
 

@@ -2,6 +2,7 @@
 import { ValidationError } from "elysia";
 import { ServiceError, type ErrorKind } from "../errors";
 import type { Logger } from "../log";
+import { isStoreUnavailable, STORE_RETRY_AFTER_SECONDS } from "../store/unavailable";
 
 const statusOf: Record<ErrorKind, number> = {
   malformed: 400,
@@ -53,6 +54,10 @@ export function toErrorReply(code: string | number, error: unknown, log: Logger,
   if (error instanceof ValidationError) return { status: 422, error: describeValidation(error) };
   if (code === "NOT_FOUND") return { status: 404, error: "Not found" };
   if (code === "PARSE") return { status: 400, error: "Malformed JSON body" };
+  if (isStoreUnavailable(error)) {
+    log.warn("request failed: the database is unreachable", { route, error: (error as Error).message });
+    return { status: 503, error: "The database is unreachable for a moment; try again shortly", headers: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) } };
+  }
   log.error("request failed", { route, error });
   return { status: 500, error: "Internal server error" };
 }

@@ -14,11 +14,19 @@ import { maxBodyBytes } from "./body";
 const UNCOUNTED_BODY_BYTES = 64 * 1024;
 const RETRY_AFTER_SECONDS = "5";
 
+/**
+ * Requests the server makes to itself while serving a request already counted: the API calls of
+ * the MCP tools (src/mcp), whose bodies come out of the `/mcp` body that holds its reservation
+ * until its response. Counted twice, a send through `/mcp` could use only half the memory.
+ */
+const countedAlready = new WeakSet<Request>();
+export const withinCountedRequest = (request: Request): Request => (countedAlready.add(request), request);
+
 export function messageMemoryGuard(app: App) {
   const held = new WeakMap<Request, Reservation>();
   return new Elysia({ name: "message-memory" })
     .onRequest(({ request }) => {
-      if (!request.body) return;
+      if (!request.body || countedAlready.has(request)) return;
       const length = request.headers.get("content-length");
       // A chunked body does not say its size: it may be as large as any body.
       const bytes = length === null ? maxBodyBytes : Math.min(Number(length) || 0, maxBodyBytes);

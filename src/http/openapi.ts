@@ -46,8 +46,11 @@ const tags = [
   { name: "inboxes", description: "Addresses that send and receive" },
   { name: "messages", description: "Send, reply, forward, list, search and read messages" },
   { name: "threads", description: "Conversations of an inbox" },
+  { name: "drafts", description: "Messages composed ahead of sending, sent on request or scheduled with sendAt" },
   { name: "webhooks", description: "Events POSTed to your URL, signed by the Standard Webhooks scheme" },
+  { name: "events", description: "The same events as a live stream (Server-Sent Events), resumable by event id" },
   { name: "domains", description: "Custom domains and the DNS records they need" },
+  { name: "outbound", description: "The outbound queue across every inbox: each remote recipient's delivery" },
   { name: "suppressions", description: "Addresses sends skip after a hard bounce or a complaint" },
   { name: "health", description: "Health check and metrics" },
 ];
@@ -108,6 +111,8 @@ function visitOperation(operation: Json, components: Json): void {
   }
   for (const response of Object.values<Json>(operation.responses ?? {})) {
     for (const header of Object.values<Json>(response.headers ?? {})) header.schema = visitSchema(header.schema, components);
+    // A response without a body (`t.Void()`, a 204): the plugin writes its schema where the media types belong.
+    if (response.content?.type === "void") delete response.content;
     const content: Json = response.content ?? {};
     for (const [mediaType, media] of Object.entries<Json>(content)) {
       const own = media.schema?.contentMediaType;

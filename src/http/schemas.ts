@@ -17,10 +17,14 @@ import { Type, type Static, type TNull, type TOptional, type TProperties, type T
 import type { login, register } from "../auth/accounts";
 import type { CreatedApiKeyRecord, Organization as OrganizationShape, User as UserShape } from "../auth/present";
 import type { Domain as DomainShape, DomainRecord } from "../domains/present";
-import type { Inbox as InboxShape } from "../inboxes/present";
+import type { TlsReport as TlsReportShape } from "../mta-sts/present";
+import type { Draft as DraftShape, DraftAttachment as DraftAttachmentShape } from "../drafts/present";
+import type { Inbox as InboxShape, InboxWithCounts as InboxWithCountsShape } from "../inboxes/present";
 import type { Message as MessageShape, MessageSummary as MessageSummaryShape, Thread as ThreadShape } from "../messages/present";
 import type { Attachment as AttachmentShape, Delivery as DeliveryShape } from "../messages/shapes";
 import type { Suppression as SuppressionShape } from "../outbound/suppressions";
+import type { OutboundDelivery as OutboundDeliveryShape } from "../outbound/deliveries";
+import type { AccessRule as AccessRuleShape } from "../access/service";
 import type { Webhook as WebhookShape, WebhookAttempt as WebhookAttemptShape } from "../webhooks/present";
 
 /** A JSON object of the API: named (it becomes `#/components/schemas/<title>`), open to fields added later. */
@@ -105,7 +109,7 @@ const accessToken = t.String({ description: "an access token, valid 7 days: `Aut
 
 // --- Inboxes ----------------------------------------------------------------------------------
 
-export const Inbox = shape("Inbox", "An inbox: an address that sends and receives", {
+const inboxFields = {
   id: id(),
   organizationId: t.String(),
   name: omitted(t.String({ description: "left out when the inbox has none" })),
@@ -113,8 +117,17 @@ export const Inbox = shape("Inbox", "An inbox: an address that sends and receive
   createdAt: timestamp("ISO 8601"),
   updatedAt: timestamp("ISO 8601"),
   _id: alias,
-});
+};
+
+export const Inbox = shape("Inbox", "An inbox: an address that sends and receives", inboxFields);
 sameKeys<typeof Inbox, InboxShape>(true);
+
+export const InboxWithCounts = shape("InboxWithCounts", "An inbox with its message and unread totals, as the inbox list and get show it", {
+  ...inboxFields,
+  messageCount: count("messages in the inbox, sent and received"),
+  unreadCount: count("messages not yet read (received mail starts unread)"),
+});
+sameKeys<typeof InboxWithCounts, InboxWithCountsShape>(true);
 
 export const Registration = shape("Registration", "The new account: user, organization, default API key (with its key), access token and first inbox", {
   user: User,
@@ -178,6 +191,7 @@ export const Message = shape("Message", "A message with every field", {
   text: omitted(t.String({ description: "plain text body; left out when there is none" })),
   html: omitted(t.String({ description: "HTML body; left out when there is none" })),
   labels: t.Array(t.String()),
+  read: t.Boolean({ description: "whether the message was read: received mail starts unread, sent mail read; PATCH sets it" }),
   attachments: t.Array(Attachment),
   externalMessageId: omitted(t.String({ description: "the Message-ID header" })),
   status: messageStatus,
@@ -195,10 +209,13 @@ export const MessageSummary = shape("MessageSummary", "A message as lists show i
   inboxId: t.String(),
   threadId: t.String(),
   from: t.String(),
+  fromName: omitted(t.String({ description: "the sender's display name, when there is one" })),
   to: t.Array(t.String()),
   subject: t.String(),
   text: omitted(t.String()),
   html: omitted(t.String()),
+  labels: t.Array(t.String()),
+  read: t.Boolean({ description: "whether the message was read" }),
   status: messageStatus,
   createdAt: timestamp("ISO 8601"),
   _id: alias,
@@ -210,6 +227,12 @@ const threadFields = {
   organizationId: t.String(),
   inboxId: t.String(),
   subject: t.String(),
+  from: t.String({ description: "the sender of its newest message" }),
+  fromName: omitted(t.String({ description: "that sender's display name, when there is one" })),
+  preview: omitted(t.String({ description: "the start of its newest message's text, on one line (up to 200 characters); left out when it has none" })),
+  labels: t.Array(t.String(), { description: "every label of its messages, once each" }),
+  unreadCount: count("its messages not yet read"),
+  attachmentCount: count("attachments of its messages, inline parts left out"),
   messageCount: count("messages in the thread"),
   lastMessageAt: timestamp("when its newest message came"),
   createdAt: timestamp("ISO 8601"),
@@ -270,16 +293,37 @@ sameKeys<typeof WebhookAttempt, WebhookAttemptShape>(true);
 
 export const Success = shape("Success", "The request was carried out", { success: t.Boolean() });
 
+export const TlsReport = shape("TlsReport", "A TLS report (RFC 8460) about the domain, as one sending organization mailed it: its sessions to the domain's MX over one period", {
+  id: id(),
+  reportId: t.String({ description: "the sender's report-id" }),
+  organizationName: t.String({ description: "who sent the report" }),
+  policyType: t.String({ description: "sts (MTA-STS), tlsa (DANE) or no-policy-found" }),
+  startAt: timestamp("start of the period reported"),
+  endAt: timestamp("end of the period reported"),
+  successfulSessions: Type.Integer({ minimum: 0, description: "TLS sessions that succeeded" }),
+  failedSessions: Type.Integer({ minimum: 0, description: "sessions that failed (TLS could not be set up as the policy requires)" }),
+  failureDetails: t.Array(
+    t.Object({
+      resultType: t.String({ description: "RFC 8460 §4.3 result-type, e.g. certificate-host-mismatch, starttls-not-supported" }),
+      sessions: Type.Integer({ minimum: 0 }),
+      receivingMx: t.Optional(t.String({ description: "the MX host the sender tried" })),
+    }),
+  ),
+  receivedAt: timestamp("when inboxd received it"),
+  _id: alias,
+});
+sameKeys<typeof TlsReport, TlsReportShape>(true);
+
 // --- Domains ----------------------------------------------------------------------------------
 
 const checkStatus = (description: string) => oneOf(["pending", "verified", "failed"], description);
 
 export const DnsRecord = shape("DnsRecord", "A DNS record the domain publishes, with the result of its last look-up", {
-  type: oneOf(["MX", "TXT"], "record type"),
+  type: oneOf(["MX", "TXT", "CNAME"], "record type"),
   name: t.String({ description: "the record's owner name" }),
   value: t.String(),
   priority: t.Optional(Type.Integer({ description: "MX only" })),
-  purpose: oneOf(["receiving", "sending"], "what it is needed for"),
+  purpose: oneOf(["receiving", "sending", "tls"], "what it is needed for; tls (MTA-STS, TLS reporting) records are recommended and do not count towards the domain's status"),
   status: checkStatus("pending before it is seen, verified, or failed"),
   reason: t.Optional(t.String({ description: "why it is not verified yet" })),
 });
@@ -290,7 +334,7 @@ export const Domain = shape("Domain", "A custom domain", {
   organizationId: t.String(),
   name: t.String({ description: "the domain name" }),
   status: checkStatus("failed when a record failed, verified when all are, pending otherwise"),
-  verified: t.Boolean({ description: "every record verified" }),
+  verified: t.Boolean({ description: "every record verified but the tls ones" }),
   receiving: t.Boolean({ description: "MX verified" }),
   sending: t.Boolean({ description: "SPF, DKIM and DMARC verified" }),
   records: t.Array(DnsRecord),
@@ -300,6 +344,74 @@ export const Domain = shape("Domain", "A custom domain", {
   _id: alias,
 });
 sameKeys<typeof Domain, DomainShape>(true);
+
+// --- Access rules -----------------------------------------------------------------------------
+
+export const AccessRule = shape("AccessRule", "An allow or block list entry for received or sent mail", {
+  id: id(),
+  organizationId: t.String(),
+  inboxId: omitted(t.String({ description: "the inbox it applies to; left out for every inbox of the organization" })),
+  direction: oneOf(["receive", "send"], "receive: senders of mail to the inboxes; send: recipients of mail from them"),
+  action: oneOf(["allow", "block"], "block refuses what it matches; allow entries, once there is one, let only what they match through"),
+  value: t.String({ description: "a lower-case address, or a domain name that also covers its subdomains" }),
+  kind: oneOf(["address", "domain"], "what value is"),
+  createdAt: timestamp("ISO 8601"),
+  updatedAt: timestamp("ISO 8601"),
+  _id: alias,
+});
+sameKeys<typeof AccessRule, AccessRuleShape>(true);
+
+// --- Drafts -----------------------------------------------------------------------------------
+
+/** A field a draft shows as null until it has a value (the contract of the drafts routes). */
+const nullable = <S extends TSchema>(schema: S, description: string) => t.Union([schema, t.Null()], { description });
+
+export const DraftAttachment = shape("DraftAttachment", "A file attached to a draft, listed without its content", {
+  name: nullable(t.String(), "file name"),
+  contentType: t.String({ description: "media type" }),
+  size: count("bytes"),
+});
+sameKeys<typeof DraftAttachment, DraftAttachmentShape>(true);
+
+export const Draft = shape("Draft", "A message composed ahead of sending; scheduled when sendAt is set", {
+  id: id(),
+  inboxId: t.String(),
+  threadId: nullable(t.String(), "a reply draft's thread; null for a new message"),
+  inReplyToMessageId: nullable(t.String(), "the message a reply draft answers"),
+  to: t.Array(t.String()),
+  cc: t.Array(t.String()),
+  bcc: t.Array(t.String()),
+  subject: nullable(t.String(), "null until set"),
+  text: nullable(t.String(), "null until set"),
+  html: nullable(t.String(), "null until set"),
+  labels: t.Array(t.String()),
+  attachments: t.Array(DraftAttachment),
+  sendAt: nullable(timestamp("ISO 8601"), "when the scheduled send goes out; null when not scheduled"),
+  status: oneOf(["draft", "scheduled", "sending", "sent", "failed"], "draft, scheduled (sendAt set), sending (being sent now), sent (messageId set) or failed (failureReason says why)"),
+  messageId: nullable(t.String(), "the sent message"),
+  failureReason: nullable(t.String(), "why a scheduled send failed"),
+  createdAt: timestamp("ISO 8601"),
+  updatedAt: timestamp("ISO 8601"),
+  _id: alias,
+});
+sameKeys<typeof Draft, DraftShape>(true);
+
+// --- The outbound queue ---------------------------------------------------------------------------
+
+export const OutboundDelivery = shape("OutboundDelivery", "One remote recipient's delivery, with the message it belongs to", {
+  id: id(),
+  messageId: t.String(),
+  inboxId: t.String({ description: "the inbox that sent the message" }),
+  threadId: t.String(),
+  subject: t.String(),
+  from: t.String({ description: "the sending inbox's address" }),
+  fromName: omitted(t.String({ description: "its name, when it has one" })),
+  domain: t.String({ description: "the recipient's domain, lowercase" }),
+  ...Delivery.properties,
+  createdAt: timestamp("when the message was sent"),
+  _id: alias,
+});
+sameKeys<typeof OutboundDelivery, OutboundDeliveryShape>(true);
 
 // --- Suppressions -----------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ import { baseAddress, normalizeAddress, parseAddress, type ParsedAddress } from 
 import { withTotal, type Listing, type Page } from "../page";
 import type { Aggregates, InboxRecord, Transaction } from "../store";
 import { isOperatorAddress, isReservedAddress, operatorInbox } from "./operator-addresses";
-import { presentInbox, type Inbox } from "./present";
+import { presentInbox, presentInboxWithCounts, type Inbox, type InboxWithCounts } from "./present";
 
 /** A random, unguessable local part (80 bits) on the service's own mail domain. */
 export const randomInboxAddress = (mailDomain: string) => `${randomToken(10)}@${mailDomain.toLowerCase()}`;
@@ -54,8 +54,14 @@ export async function createInbox(app: App, organizationId: string, input: { nam
   return app.store.transaction((tx) => insertInbox(app, tx, organizationId, { name: input.name, email }));
 }
 
-export async function listInboxes(app: App, organizationId: string, page: Page): Promise<Listing<Inbox>> {
-  return withTotal(page, (await app.store.inboxes.list(organizationId, page.page, page.per)).map(presentInbox), () => app.store.inboxes.count(organizationId));
+export async function listInboxes(app: App, organizationId: string, page: Page): Promise<Listing<InboxWithCounts>> {
+  return withTotal(page, await withCounts(app.store, await app.store.inboxes.list(organizationId, page.page, page.per)), () => app.store.inboxes.count(organizationId));
+}
+
+/** The inboxes with their message and unread totals, read in one query whatever their number. */
+async function withCounts(store: Aggregates, rows: InboxRecord[]): Promise<InboxWithCounts[]> {
+  const counts = await store.inboxes.counts(rows.map((row) => row.id));
+  return rows.map((row, index) => presentInboxWithCounts(row, counts[index]));
 }
 
 /** The inbox if it belongs to the organization; 404 `Inbox not found` otherwise. */
@@ -81,7 +87,8 @@ export async function inboxForAddress(app: App, store: Aggregates, address: stri
   return inbox ?? ((await isOperatorAddress(app, store, base)) ? operatorInbox(app, store) : undefined);
 }
 
-export const getInbox = async (app: App, organizationId: string, inboxId: string): Promise<Inbox> => presentInbox(await requireInbox(app.store, organizationId, inboxId));
+export const getInbox = async (app: App, organizationId: string, inboxId: string): Promise<InboxWithCounts> =>
+  (await withCounts(app.store, [await requireInbox(app.store, organizationId, inboxId)]))[0]!;
 
 /** `name: null` (or "") removes the name. */
 export function updateInbox(app: App, organizationId: string, inboxId: string, input: { name?: string | null }): Promise<Inbox> {

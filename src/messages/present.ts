@@ -4,7 +4,7 @@ import { lastTryDueAt } from "../outbound/policy";
 import { resource } from "../present";
 import type { Aggregates } from "../store";
 import type { AttachmentRecord, DeliveryRecord, MessageRecord, MessageSummaryRecord } from "../store";
-import type { ThreadRecord } from "../store";
+import type { ThreadOverviewRecord, ThreadRecord } from "../store";
 import type { Attachment, Delivery } from "./shapes";
 
 export type { Attachment, Delivery };
@@ -59,6 +59,7 @@ export const presentMessage = (row: MessageRecord, attachments: AttachmentRecord
     text: row.text,
     html: row.html,
     labels: row.labels,
+    read: row.read,
     attachments: attachments.map(presentAttachment),
     externalMessageId: row.externalMessageId,
     status: row.status,
@@ -78,10 +79,13 @@ export const presentMessageSummary = (row: MessageSummaryRecord) =>
     inboxId: row.inboxId,
     threadId: row.threadId,
     from: row.from,
+    fromName: row.fromName,
     to: row.to,
     subject: row.subject,
     text: row.text,
     html: row.html,
+    labels: row.labels,
+    read: row.read,
     status: row.status,
     createdAt: iso(row.createdAt),
   });
@@ -96,12 +100,21 @@ export async function presentStoredMessages(store: Aggregates, rows: MessageReco
   return rows.map((row) => presentMessage(row, attachments.get(row.id) ?? [], deliveries.get(row.id) ?? [], retryDelays));
 }
 
-export const presentThread = (row: ThreadRecord) =>
+/** A thread with what a mail list shows of it (`overview`: its newest message's sender and text, labels, unread count). */
+export const presentThread = (row: ThreadRecord, overview: ThreadOverviewRecord | undefined) =>
   resource({
     id: row.id,
     organizationId: row.organizationId,
     inboxId: row.inboxId,
     subject: row.subject,
+    from: overview?.from ?? "",
+    fromName: overview?.fromName,
+    // One line: the text's line breaks and runs of spaces as single spaces.
+    preview: overview?.preview?.replace(/\s+/g, " ").trim() || undefined,
+    // Each label of its messages once, sorted: the engines aggregate them in orders of their own.
+    labels: (overview?.labels ?? []).toSorted(),
+    unreadCount: overview?.unreadCount ?? 0,
+    attachmentCount: overview?.attachmentCount ?? 0,
     messageCount: row.messageCount,
     lastMessageAt: iso(row.lastMessageAt),
     createdAt: iso(row.createdAt),
@@ -109,6 +122,12 @@ export const presentThread = (row: ThreadRecord) =>
   });
 
 export type Thread = ReturnType<typeof presentThread>;
+
+/** Threads with their overviews, read in one query whatever their number. */
+export async function presentThreads(store: Aggregates, rows: ThreadRecord[]): Promise<Thread[]> {
+  const overviews = new Map((await store.threads.overviews(rows.map((row) => row.id))).map((overview) => [overview.threadId, overview]));
+  return rows.map((row) => presentThread(row, overviews.get(row.id)));
+}
 
 function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();

@@ -53,6 +53,7 @@ export async function storeReceivedMessage(app: App, tx: Transaction, input: Rec
       text: parsed.text ?? null,
       html: parsed.html ?? null,
       labels: [],
+      read: false,
       status: "received",
       messageIdHeader: normalizeMessageId(parsed.messageId) ?? null,
       inReplyTo: messageIdsIn(parsed.inReplyTo)[0] ?? null,
@@ -112,8 +113,10 @@ export async function prepareContent(app: App, sources: Uint8Array[][], attachme
   }
 }
 
-export function releasePrepared(app: App, { sources, attachmentBlobIds }: PreparedContent): Promise<void> {
-  return app.store.blobs.release([...sources.map((source) => source.blobId), ...attachmentBlobIds].filter((id): id is string => id !== null));
+export async function releasePrepared(app: App, { sources, attachmentBlobIds }: PreparedContent): Promise<void> {
+  const blobIds = [...sources.map((source) => source.blobId), ...attachmentBlobIds].filter((id): id is string => id !== null);
+  // Most messages stage nothing: no turn on the connection for them.
+  if (blobIds.length > 0) await app.store.blobs.release(blobIds);
 }
 
 /**

@@ -36,6 +36,8 @@ export interface SearchOptions extends Page {
   organizationId: string;
   /** Walks the organization may run at once (INBOXD_SEARCH_CONCURRENCY_PER_ORG). */
   walksPerOrganization: number;
+  /** Only the messages with this label. */
+  label?: string;
 }
 
 export async function searchMessages(store: Store, inboxId: string, options: SearchOptions): Promise<MessageSummaryRecord[]> {
@@ -54,7 +56,7 @@ export async function searchMessagePage(store: Store, inboxId: string, options: 
   const regex = REGEX_QUERY.exec(phrase);
   const walked = (rows: MessageSummaryRecord[]): Listing<MessageSummaryRecord> => ({ page, items: rows, hasNext: rows.length === page.per });
   if (regex) return walked(await regexSearch(store, inboxId, compile(regex[1]!, regex[2]!), literalRequirement(regex[1]!), options));
-  if ([...phrase].length >= store.messageSearch.minimumLiteralLength) return lookedAhead(page, await store.messageSearch.containing(inboxId, phrase, page.page, page.per, 1));
+  if ([...phrase].length >= store.messageSearch.minimumLiteralLength) return lookedAhead(page, await store.messageSearch.containing(inboxId, phrase, page.page, page.per, 1, options.label));
   // One or two characters are below the trigram index: the same walk as a pattern without a literal.
   return walked(await regexSearch(store, inboxId, RE2JS.compile(RE2JS.quote(phrase), RE2JS.CASE_INSENSITIVE), null, options));
 }
@@ -94,6 +96,7 @@ class Candidates {
     private readonly store: Store,
     private readonly inboxId: string,
     private readonly requirement: LiteralRequirement | null,
+    private readonly label: string | undefined,
     private size: number,
   ) {}
 
@@ -105,7 +108,7 @@ class Candidates {
 
   async read(): Promise<void> {
     const started = performance.now();
-    this.batch = await this.store.messageSearch.walk(this.inboxId, this.requirement, this.after, this.size);
+    this.batch = await this.store.messageSearch.walk(this.inboxId, this.requirement, this.after, this.size, this.label);
     const took = performance.now() - started;
     this.taken = 0;
     this.finished = this.batch.length < this.size;
@@ -140,8 +143,8 @@ async function regexSearch(store: Store, inboxId: string, regex: RE2JS, requirem
   }
 }
 
-async function walk(store: Store, inboxId: string, regex: RE2JS, requirement: LiteralRequirement | null, { page, per, budgetMs }: SearchOptions): Promise<MessageSummaryRecord[]> {
-  const rows = new Candidates(store, inboxId, requirement, Math.min(maxBatch, Math.max(firstBatch, 2 * page * per)));
+async function walk(store: Store, inboxId: string, regex: RE2JS, requirement: LiteralRequirement | null, { page, per, budgetMs, label }: SearchOptions): Promise<MessageSummaryRecord[]> {
+  const rows = new Candidates(store, inboxId, requirement, label, Math.min(maxBatch, Math.max(firstBatch, 2 * page * per)));
   let skip = (page - 1) * per;
   const found: string[] = [];
   // performance.now, not the app clock: the budget is real time in the walk's own slices, which tests never move.

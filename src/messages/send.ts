@@ -17,7 +17,8 @@ import { baseAddress, parseAddress, type Mailbox } from "../mail/address";
 import { composeMessage, newMessageId } from "../mail/compose";
 import { moveMessage } from "../outbound/outcome";
 import { suppressionRefusal } from "../outbound/suppressions";
-import type { AttachmentRecord, DeliveryRecord, InboxRecord, MessageRecord } from "../store";
+import { localReceiveRefusal, sendRefusal } from "../access/service";
+import type { AttachmentRecord, DeliveryRecord, InboxRecord, MessageRecord, Transaction } from "../store";
 import { assertHeaderSafe, assertRecipientCount, decodeAttachments, uniqueRecipients, validRecipients, type AttachmentInput, type OutgoingAttachment } from "./outgoing";
 import { presentMessage, type Message } from "./present";
 import { assertSendAllowed, takeSend, type RateLimitState } from "./rate-limit";
@@ -58,6 +59,18 @@ export interface Sent {
   rateLimit: RateLimitState;
 }
 
+/**
+ * What a draft sends (src/drafts/): the send body's fields, its attachments decoded; with
+ * `inReplyToMessageId`, as a reply to that message of the inbox.
+ */
+export interface ComposedInput extends Omit<SendInput, "attachments"> {
+  attachments: OutgoingAttachment[];
+  inReplyToMessageId?: string;
+}
+
+/** Runs in the transaction that stores the sent message, with its id: what must commit with it. */
+export type OnStored = (tx: Transaction, messageId: string) => Promise<void>;
+
 /** A message ready to compose: checked, canonical, from one inbox. */
 interface Draft {
   inbox: InboxRecord;
@@ -75,13 +88,47 @@ interface Draft {
   references: string[];
 }
 
-export async function sendMessage(app: App, organizationId: string, inboxId: string, input: SendInput): Promise<Sent> {
+export function sendMessage(app: App, organizationId: string, inboxId: string, input: SendInput): Promise<Sent> {
+  return sendChecked(app, organizationId, inboxId, input, () => decodeAttachments(input.attachments ?? []));
+}
+
+/**
+ * sendMessage with the attachments already decoded, for drafts. With `inReplyToMessageId` it goes
+ * out as a reply to that message, to the recipients given: in its thread, with In-Reply-To and
+ * References, as replyToMessage sends one.
+ */
+export function sendComposed(app: App, organizationId: string, inboxId: string, input: ComposedInput, onStored?: OnStored): Promise<Sent> {
+  return sendChecked(app, organizationId, inboxId, input, async () => input.attachments, input.inReplyToMessageId, onStored);
+}
+
+/** The checks of a send, cheapest first: the attachments are decoded last. */
+async function sendChecked(
+  app: App,
+  organizationId: string,
+  inboxId: string,
+  input: Omit<SendInput, "attachments">,
+  attachmentsOf: () => Promise<OutgoingAttachment[]>,
+  inReplyToMessageId?: string,
+  onStored?: OnStored,
+): Promise<Sent> {
   const inbox = await requireInbox(app.store, organizationId, inboxId);
   const { to, cc, bcc } = validRecipientLists(input);
   assertHeaderSafe("subject", input.subject);
-  const attachments = await decodeAttachments(input.attachments ?? []);
+  const original = inReplyToMessageId === undefined ? undefined : await requireMessage(app, organizationId, inboxId, inReplyToMessageId);
+  const attachments = await attachmentsOf();
   const { text, html, subject } = input;
-  return dispatch(app, organizationId, { inbox, to, cc, bcc, subject, text, html, labels: input.labels ?? [], attachments, references: [] });
+  return dispatch(
+    app,
+    organizationId,
+    { inbox, threadId: original?.threadId, to, cc, bcc, subject, text, html, labels: input.labels ?? [], attachments, inReplyTo: original?.messageIdHeader ?? undefined, references: original ? referencesOfReply(original) : [] },
+    onStored,
+  );
+}
+
+async function requireMessage(app: App, organizationId: string, inboxId: string, messageId: string): Promise<MessageRecord> {
+  const message = await app.store.messages.find(organizationId, inboxId, messageId);
+  if (!message) throw notFound("Message not found");
+  return message;
 }
 
 function validRecipientLists(input: { to: string[]; cc?: string[]; bcc?: string[] }): Pick<Draft, "to" | "cc" | "bcc"> {
@@ -101,20 +148,8 @@ function validRecipientLists(input: { to: string[]; cc?: string[]; bcc?: string[
  */
 export async function replyToMessage(app: App, organizationId: string, inboxId: string, messageId: string, input: ReplyInput): Promise<Sent> {
   const inbox = await requireInbox(app.store, organizationId, inboxId);
-  const original = await app.store.messages.find(organizationId, inboxId, messageId);
-  if (!original) throw notFound("Message not found");
-  const answersOwn = original.status !== "received";
-  const sender: Mailbox[] = original.from ? [original.fromName ? { address: original.from, name: original.fromName } : { address: original.from }] : [];
-  const mailboxes = (addresses: string[]): Mailbox[] => addresses.map((address) => ({ address }));
-  let to = answersOwn ? mailboxes(original.to) : sender;
-  let cc = answersOwn ? mailboxes(original.cc) : [];
-  if (!answersOwn && input.replyAll) {
-    const self = baseAddress(inbox.email);
-    const others = (addresses: string[]) => mailboxes(addresses).filter((mailbox) => baseAddress(mailbox.address) !== self);
-    [to, cc] = onceEach([...to, ...others(original.to)], others(original.cc));
-  }
-  if (to.length === 0) throw invalid("messageId: the message has no sender address to reply to");
-  assertRecipientCount(to, cc);
+  const original = await requireMessage(app, organizationId, inboxId, messageId);
+  const { to, cc } = replyRecipients(inbox, original, input.replyAll ?? false);
   return dispatch(app, organizationId, {
     inbox,
     threadId: original.threadId,
@@ -129,6 +164,27 @@ export async function replyToMessage(app: App, organizationId: string, inboxId: 
     inReplyTo: original.messageIdHeader ?? undefined,
     references: referencesOfReply(original),
   });
+}
+
+/**
+ * Whom a reply to `original` goes to: its sender, or, for a message the inbox sent, its original
+ * recipients; with `replyAll`, for a received message, also its To (in To) and Cc (in Cc), less
+ * the inbox's own address (any `+tag` of it), each address once. 422 when there is no one.
+ */
+export function replyRecipients(inbox: InboxRecord, original: MessageRecord, replyAll: boolean): { to: Mailbox[]; cc: Mailbox[] } {
+  const answersOwn = original.status !== "received";
+  const sender: Mailbox[] = original.from ? [original.fromName ? { address: original.from, name: original.fromName } : { address: original.from }] : [];
+  const mailboxes = (addresses: string[]): Mailbox[] => addresses.map((address) => ({ address }));
+  let to = answersOwn ? mailboxes(original.to) : sender;
+  let cc = answersOwn ? mailboxes(original.cc) : [];
+  if (!answersOwn && replyAll) {
+    const self = baseAddress(inbox.email);
+    const others = (addresses: string[]) => mailboxes(addresses).filter((mailbox) => baseAddress(mailbox.address) !== self);
+    [to, cc] = onceEach([...to, ...others(original.to)], others(original.cc));
+  }
+  if (to.length === 0) throw invalid("messageId: the message has no sender address to reply to");
+  assertRecipientCount(to, cc);
+  return { to, cc };
 }
 
 /**
@@ -159,7 +215,7 @@ function onceEach(...lists: Mailbox[][]): Mailbox[][] {
   );
 }
 
-async function dispatch(app: App, organizationId: string, draft: Draft): Promise<Sent> {
+async function dispatch(app: App, organizationId: string, draft: Draft, onStored?: OnStored): Promise<Sent> {
   const now = app.clock.now();
   await assertSendAllowed(app, organizationId, now);
   const messageId = newMessageId(app.config.hostname);
@@ -192,18 +248,22 @@ async function dispatch(app: App, organizationId: string, draft: Draft): Promise
     const row = sentRow(inbox, draft, await assignThread(tx, inbox, draft, now), messageId, now);
     const attachments = attachmentRows(row.id, draft.attachments, attachmentBlobIds);
     await tx.messages.insert(row, source, attachments);
+    await onStored?.(tx, row.id);
 
     // One copy per recipient inbox: `bob+a@` and `bob+b@` reach the same one.
     const localInboxes = new Map<string, InboxRecord>();
     const deliveries: DeliveryRecord[] = [];
+    // A recipient the send rules, its own inbox's receive rules or a suppression refuse is rejected without a try.
+    const sendRules = await tx.accessRules.applying(organizationId, inbox.id, "send");
     for (const recipient of uniqueRecipients(draft.to, draft.cc, draft.bcc)) {
       const local = await inboxForAddress(app, tx, recipient);
-      if (local) localInboxes.set(local.id, local);
-      else deliveries.push(remoteDelivery(row, recipient, await suppressionRefusal(tx, organizationId, recipient), now));
+      const refusal = sendRefusal(sendRules, recipient) ?? (local ? await localReceiveRefusal(tx, local, inbox.email, recipient) : await suppressionRefusal(tx, organizationId, recipient));
+      if (local && !refusal) localInboxes.set(local.id, local);
+      else deliveries.push(remoteDelivery(row, recipient, refusal, now));
     }
     await tx.messages.insertDeliveries(deliveries);
     await tx.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries, app.config.deliveryRetryDelays) }, now);
-    // A suppressed recipient is rejected at once: the response already says so (docs/api.md, Messages).
+    // A suppressed or refused recipient is rejected at once: the response already says so (docs/api.md, Messages).
     const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", now));
     const message = presentMessage(rejected ? { ...row, status: "rejected" } : row, attachments, deliveries, app.config.deliveryRetryDelays);
 
@@ -233,6 +293,7 @@ function sentRow(inbox: InboxRecord, draft: Draft, threadId: string, messageId: 
     text: draft.text,
     html: draft.html,
     labels: draft.labels,
+    read: true,
     status: "sent",
     messageIdHeader: messageId,
     inReplyTo: draft.inReplyTo ?? null,

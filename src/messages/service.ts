@@ -3,7 +3,7 @@ import type { App } from "../app";
 import { notFound } from "../errors";
 import { requireInbox } from "../inboxes/service";
 import { lookedAhead, mapListing, withTotal, type Listing, type Page } from "../page";
-import { presentMessageSummary, presentStoredMessages, presentThread, type Message, type MessageSummary, type Thread } from "./present";
+import { presentMessageSummary, presentStoredMessages, presentThreads, type Message, type MessageSummary, type Thread } from "./present";
 import { searchMessagePage } from "./search";
 import type { AttachmentRecord } from "../store";
 
@@ -12,9 +12,11 @@ import type { AttachmentRecord } from "../store";
  * walks the inbox's whole index (over 10,000 messages it took 5 times the page's own read, the
  * route a third of its rate), so the page reads one row more than it shows, which says whether
  * another page follows. With `query`, the page of matches, likewise without a total (search.ts,
- * searchMessagePage: counting every match costs what a page of them avoids).
+ * searchMessagePage: counting every match costs what a page of them avoids). With `label`, the
+ * page of the messages with that label, read from the labels' index; with both, the matches that
+ * have the label.
  */
-export async function listMessages(app: App, organizationId: string, inboxId: string, options: Page & { query?: string }): Promise<Listing<MessageSummary>> {
+export async function listMessages(app: App, organizationId: string, inboxId: string, options: Page & { query?: string; label?: string }): Promise<Listing<MessageSummary>> {
   const page = { page: options.page, per: options.per };
   if (options.query?.trim()) {
     await requireInbox(app.store, organizationId, inboxId);
@@ -25,10 +27,14 @@ export async function listMessages(app: App, organizationId: string, inboxId: st
       budgetMs: app.config.searchBudgetMs,
       organizationId,
       walksPerOrganization: app.config.searchConcurrencyPerOrg,
+      label: options.label,
     });
     return mapListing(found, presentMessageSummary);
   }
-  const rows = await app.store.messages.list(organizationId, inboxId, options.page, options.per, 1);
+  const rows =
+    options.label === undefined
+      ? await app.store.messages.list(organizationId, inboxId, options.page, options.per, 1)
+      : await app.store.messages.listLabeled(organizationId, inboxId, options.label, options.page, options.per, 1);
   // The busiest read skips the inbox look-up when the page shows the inbox exists: only an empty
   // page may come from an unknown inbox or another organization's, which is 404.
   if (rows.length === 0) await requireInbox(app.store, organizationId, inboxId);
@@ -56,14 +62,18 @@ export async function getAttachment(app: App, organizationId: string, inboxId: s
   return attachment;
 }
 
-export async function listThreads(app: App, organizationId: string, inboxId: string, page: Page): Promise<Listing<Thread>> {
+/** With `label`, only the threads with at least one message with that label. */
+export async function listThreads(app: App, organizationId: string, inboxId: string, options: Page & { label?: string }): Promise<Listing<Thread>> {
   await requireInbox(app.store, organizationId, inboxId);
-  return withTotal(page, (await app.store.threads.list(inboxId, page.page, page.per)).map(presentThread), () => app.store.threads.count(inboxId));
+  const page = { page: options.page, per: options.per };
+  const { label } = options;
+  const rows = label === undefined ? await app.store.threads.list(inboxId, page.page, page.per) : await app.store.threads.listLabeled(inboxId, label, page.page, page.per);
+  return withTotal(page, await presentThreads(app.store, rows), () => (label === undefined ? app.store.threads.count(inboxId) : app.store.threads.countLabeled(inboxId, label)));
 }
 
 /** The thread with its messages, oldest first; like a message read, `Thread not found` for any unknown id. */
 export async function getThread(app: App, organizationId: string, inboxId: string, threadId: string): Promise<Thread & { messages: Message[] }> {
   const row = await app.store.threads.find(organizationId, inboxId, threadId);
   if (!row) throw notFound("Thread not found");
-  return { ...presentThread(row), messages: await presentStoredMessages(app.store, await app.store.messages.listByThread(row.id), app.config.deliveryRetryDelays) };
+  return { ...(await presentThreads(app.store, [row]))[0]!, messages: await presentStoredMessages(app.store, await app.store.messages.listByThread(row.id), app.config.deliveryRetryDelays) };
 }

@@ -14,6 +14,7 @@ import type { Signer } from "./sign-pool";
 import { NoSigningKeyError, signOutgoing, type SigningKeys } from "./signing";
 import { openSession, rfc5321Timeouts, SessionSetupError, type RecipientAnswer, type SessionOptions, type SmtpSession } from "./smtp-client";
 import { suppressionRefusal } from "./suppressions";
+import { enforcedHops, outboundCas, recipientPolicy } from "./mta-sts";
 
 export interface Job {
   messageId: string;
@@ -62,7 +63,7 @@ export class Destination {
     if (relay) return [{ name: relay.host, port: relay.port }];
     const now = app.clock.now();
     if (this.route && this.route.until > now) return this.route.hops;
-    const hops = await mxHops(resolver, this.domain, app.config.outboundPort, random);
+    const hops = enforcedHops(await mxHops(resolver, this.domain, app.config.outboundPort, random), await recipientPolicy(app, resolver, this.domain));
     this.route = { hops, until: now + ROUTE_CACHE_MS };
     return hops;
   }
@@ -76,16 +77,20 @@ export class Destination {
 export class SessionHolder {
   private session?: SmtpSession;
 
+  /** Whether the open session's certificate was verified (MTA-STS hops take no other). */
+  private verified = false;
+
   /** The open session when it goes to one of `hops`, first in the order to try. */
   reusableFor(hops: Hop[]): SmtpSession | undefined {
     const open = this.session;
     if (!open?.usable) return undefined;
-    return hops.some((hop) => hop.name === open.serverName) ? open : undefined;
+    return hops.some((hop) => hop.name === open.serverName && (this.verified || !hop.verifiedTls)) ? open : undefined;
   }
 
-  keep(session: SmtpSession) {
+  keep(session: SmtpSession, verified: boolean) {
     if (this.session !== session) this.close();
     this.session = session;
+    this.verified = verified;
   }
 
   close() {
@@ -213,7 +218,7 @@ async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, h
         failures.push(`${hop.name} [${address}]: ${(error as Error).message}`);
         continue;
       }
-      sessions.keep(session);
+      sessions.keep(session, hop.verifiedTls === true);
       const result = await session.send(from, recipients, signed);
       if (result.kind === "answered") return { kind: "answered", answers: result.recipients, host: `${hop.name} [${address}]` };
       return { kind: "failed", reason: `${hop.name} [${address}]: ${result.reason}` };
@@ -223,7 +228,11 @@ async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, h
   return { kind: "failed", reason: `no mail server could be reached: ${failures.concat(refusals).join("; ")}` };
 }
 
-/** A session to one address; an MX host whose STARTTLS handshake fails is tried once more in plaintext, as opportunistic TLS allows (RFC 7435 §3). */
+/**
+ * A session to one address; an MX host whose STARTTLS handshake fails is tried once more in
+ * plaintext, as opportunistic TLS allows (RFC 7435 §3), unless the domain's MTA-STS policy
+ * enforces TLS with a valid certificate (RFC 8461 §4.2): then there is no session.
+ */
 async function connect(context: DeliveryContext, hop: Hop, address: string): Promise<SmtpSession> {
   const { config } = context.app;
   const relay = context.relay;
@@ -233,13 +242,15 @@ async function connect(context: DeliveryContext, hop: Hop, address: string): Pro
     serverName: hop.name,
     clientName: config.hostname,
     timeouts: rfc5321Timeouts(config.smtpClientTimeoutScale),
-    tls: relay ? relay.tls : "opportunistic",
-    verifyCertificate: relay ? relay.verifyCertificate : false,
+    tls: relay ? relay.tls : hop.verifiedTls ? "required" : "opportunistic",
+    verifyCertificate: relay ? relay.verifyCertificate : hop.verifiedTls === true,
+    trustedCas: outboundCas(context.app),
     auth: relay?.auth,
   };
   try {
     return await openSession(options);
   } catch (error) {
+    if (hop.verifiedTls && error instanceof SessionSetupError) throw new SessionSetupError(`MTA-STS (enforce) requires TLS with a certificate valid for ${hop.name}: ${error.message}`, error.code);
     if (relay || !(error instanceof SessionSetupError) || error.code !== "ETLS") throw error;
     return openSession({ ...options, tls: "none" });
   }

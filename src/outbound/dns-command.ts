@@ -12,7 +12,7 @@ import { ensureServiceDkimKeys, serviceDomainRecords, zoneFileLines } from "./se
 export async function serviceDnsZone(config: Config): Promise<{ zone: string; keysMadeNow: boolean }> {
   let app;
   try {
-    app = openApp(config);
+    app = await openApp(config);
   } catch (error) {
     if (!(error instanceof StoreInUseError)) throw error;
     const store = openStoreReadOnly(config)!;

@@ -9,6 +9,8 @@ import { isForbiddenAddress } from "../net/address-policy";
 export interface Hop {
   name: string;
   port: number;
+  /** The domain's MTA-STS policy enforces TLS with a certificate valid for `name` (RFC 8461 §4.2). */
+  verifiedTls?: boolean;
 }
 
 /** The domain cannot take mail at all: the recipients are rejected, never tried. */

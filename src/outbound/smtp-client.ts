@@ -34,8 +34,10 @@ export interface SessionOptions {
   timeouts: SessionTimeouts;
   /** "implicit": TLS from the first byte (smtps); "required": STARTTLS or no session; "opportunistic": STARTTLS when offered; "none": plaintext. */
   tls: "implicit" | "required" | "opportunistic" | "none";
-  /** Check the certificate against serverName (relays); MX hosts are only encrypted opportunistically. */
+  /** Check the certificate against serverName (relays, MX hosts under MTA-STS); other MX hosts are only encrypted opportunistically. */
   verifyCertificate: boolean;
+  /** The CAs to check it against, when not only the system's (INBOXD_OUTBOUND_CA_FILE). */
+  trustedCas?: string[];
   auth?: { user: string; pass: string };
 }
 
@@ -92,7 +94,7 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
     servername: sni,
     // Opportunistic TLS to an MX host: an encrypted session with an unverified certificate is still
     // better than plaintext (RFC 7435), and most MX certificates would not verify.
-    tls: { rejectUnauthorized: options.verifyCertificate, servername: sni },
+    tls: { rejectUnauthorized: options.verifyCertificate, servername: sni, ...(options.trustedCas ? { ca: options.trustedCas } : {}) },
     name: options.clientName,
     connectionTimeout: options.timeouts.connectMs,
     greetingTimeout: options.timeouts.greetingMs,

@@ -1,7 +1,7 @@
 /**
- * The engine under inboxd's queues that live in the database: outbound mail (src/outbound/queue.ts)
- * and webhook deliveries (src/webhooks/queue.ts). What keeps such a queue safe and fast is the same
- * for both, and easy to get subtly wrong: one turn at a time; every try counted before it is made,
+ * The engine under inboxd's queues that live in the database: outbound mail (src/outbound/queue.ts),
+ * webhook deliveries (src/webhooks/queue.ts) and the analysis of accepted inbound mail
+ * (src/smtp/inbound-queue.ts). What keeps such a queue safe and fast is the same for each, and easy to get subtly wrong: one turn at a time; every try counted before it is made,
  * so that a crash neither loses it nor retries it in a hot loop; outcomes that wait a moment so
  * that several share one commit; asleep until the next row falls due, yet awake at once when work
  * is queued; the same path after a restart; a stop that gives back what it never started and

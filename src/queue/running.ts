@@ -5,7 +5,7 @@
  */
 import type { RunningPart } from "../running-part";
 
-export type QueueName = "outbound" | "webhooks";
+export type QueueName = "outbound" | "webhooks" | "inbound" | "drafts";
 
 export interface Queue extends RunningPart {
   name: QueueName;
@@ -21,6 +21,11 @@ export class RunningQueues {
   /** Work was queued for `name`: its queue, if one runs, looks for it at once. */
   wake(name: QueueName) {
     this.running.get(name)?.wake();
+  }
+
+  /** Runs what is due on `name` now, if its queue runs here, and resolves once every outcome is recorded (tests, shutdown). */
+  async runDueNow(name: QueueName): Promise<void> {
+    await this.running.get(name)?.runDueNow();
   }
 
   add(queue: Queue) {

@@ -1,11 +1,14 @@
 // Runs the analysis of received messages (parsing and authentication, ./analyze) on worker
 // threads, so that the event loop keeps serving SMTP sessions and committing while other cores
 // parse. With no workers configured, or where they cannot start, it runs on the main thread.
-// Each analysis has a deadline: past it the message is refused (451) and, on a worker, the thread
-// is replaced, so that no one message can hold a thread however it was crafted. The bytes of a
-// message move to the worker and back without copies (transferred ArrayBuffers).
+// Each analysis has a deadline: past it the analysis fails (the inbound queue tries again later;
+// before the 250, the message is refused with 451) and, on a worker, the thread is replaced, so
+// that no one message can hold a thread however it was crafted. The bytes of a message move to the
+// worker and back without copies (transferred ArrayBuffers). The threads start with the first
+// analysis and stop after a minute without one: each holds a heap of its own (about 23 MB), which
+// a server that receives no mail for a while gives back.
 import type { Logger } from "../log";
-import { startWorkerPool } from "../workers/pool";
+import { startWorkerPool, type WorkerPool } from "../workers/pool";
 import { transferable } from "../workers/transfer";
 import { workerUrl } from "../workers/url";
 import { analyzeMessage, type Analysis, type AnalysisSettings } from "./analyze";
@@ -15,6 +18,8 @@ import type { SmtpIdentity } from "./authenticate";
 export interface AnalysisPool {
   /** Rejects with an Error named like the one the analysis threw (e.g. MessageLimitError). */
   analyze(raw: Buffer, identity: SmtpIdentity): Promise<Analysis>;
+  /** Whether its threads run now: they start with the first analysis and stop once idle. */
+  threadsRunning(): boolean;
   /** Stops the workers; call once no analysis is pending. */
   close(): void;
 }
@@ -26,7 +31,12 @@ export interface AnalysisPoolOptions {
   /** INBOXD_SMTP_ANALYSIS_TIMEOUT_MS */
   timeoutMs: number;
   log: Logger;
+  /** How long the threads stay without an analysis before they stop; a minute unless given (tests). */
+  idleThreadsMs?: number;
 }
+
+/** How long the threads stay without an analysis before they stop (the next one starts them again). */
+const IDLE_THREADS_MS = 60_000;
 
 /** An analysis that did not end by its deadline. */
 export class AnalysisTimeoutError extends Error {
@@ -50,14 +60,27 @@ export function createAnalysisPool(options: AnalysisPoolOptions): AnalysisPool {
         .finally(() => clearTimeout(timer));
     });
   };
-  const threads = startWorkerPool<AnalysisProtocol>({ name: "smtp analysis", url: workerUrl("smtp/analysis-worker.ts"), threads: options.workers, setup, log: options.log });
+  let threads: WorkerPool<AnalysisProtocol> | undefined;
+  let pending = 0;
+  let idleTimer: ReturnType<typeof setTimeout> | undefined;
+  const stopThreads = () => {
+    clearTimeout(idleTimer);
+    threads?.close();
+    threads = undefined;
+  };
   const deadline = { ms: options.timeoutMs, error: () => overDeadline(options.timeoutMs) };
   return {
     analyze(raw, identity) {
+      clearTimeout(idleTimer);
+      pending++;
+      threads ??= startWorkerPool<AnalysisProtocol>({ name: "smtp analysis", url: workerUrl("smtp/analysis-worker.ts"), threads: options.workers, setup, log: options.log });
       const analysis = threads.run({ message: () => ({ raw, identity }), here: () => analyzeHere(raw, identity), transfer: transferable([raw]), deadline });
-      return analysis.then(revivedAnalysis);
+      return analysis.then(revivedAnalysis).finally(() => {
+        if (--pending === 0) idleTimer = setTimeout(stopThreads, options.idleThreadsMs ?? IDLE_THREADS_MS).unref();
+      });
     },
-    close: () => threads.close(),
+    threadsRunning: () => threads !== undefined,
+    close: stopThreads,
   };
 }
 

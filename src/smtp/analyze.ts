@@ -33,7 +33,8 @@ function storedContent({ messageId, inReplyTo, references, from, fromName, to, c
   return { messageId, inReplyTo, references, from, fromName, to, cc, subject, text, html, attachments };
 }
 
-function temporaryError(authservId: string): AuthenticationOutcome {
+/** The outcome recorded when authentication could not run (RFC 8601 §2.7.1: temperror for each method). */
+export function temporaryError(authservId: string): AuthenticationOutcome {
   const authentication = { spf: "temperror", dkim: "temperror", dmarc: "temperror", arc: "temperror" };
   const methods = Object.entries(authentication).map(([method, word]) => `${method}=${word}`);
   return { authentication, field: `Authentication-Results: ${authservId};\r\n ${methods.join(";\r\n ")}\r\n`, dmarcRejects: false };

@@ -1,24 +1,31 @@
-// What happens between the end of the data and the reply to it: limits and smuggling checks,
-// analysis (parse and authenticate), the DMARC policy, and storage of one copy per recipient
-// inbox, committed before the 250 goes out. Reports to our return paths go to the outbound side.
+// What happens between the end of the data and the reply to it: limits and smuggling checks, then
+// the raw message and its envelope committed before the 250 goes out, for the inbound queue to
+// analyse and store (./inbound-queue); or, where the analysis decides the reply (the DMARC
+// policy), analysis and storage of one copy per recipient inbox first. Reports to our return
+// paths go to the outbound side.
 import type { SMTPServerDataStream, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
 import { parseAddress } from "../mail/address";
 import { headerOverLimit } from "../mail/limits";
 import type { Reservation } from "../memory/in-flight";
-import { alreadyReceived, prepareContent, releasePrepared, storeReceivedMessage } from "../messages/receive";
+import { releasePrepared } from "../messages/receive";
 import { processReturnedReport } from "../outbound/returned-report";
-import type { InboxRecord } from "../store";
+import { receiveTlsReport } from "../mta-sts/tls-reports";
+import type { InboundEnvelope } from "../store";
 import type { AnalysisPool } from "./analysis-pool";
 import type { Analysis } from "./analyze";
+import { identityOf, logCopies, prepareCopies, storeCopies } from "./inbound-copies";
+import type { InboundPace } from "./inbound-queue";
 import { dataDefect, type DataDefect } from "./line-breaks";
 import type { RecipientTarget } from "./recipients";
 import { SmtpReply } from "./replies";
-import { receivedField, type TraceDetails } from "./trace";
+import { admittedRecipients } from "./sender-access";
 
 export interface Receiver {
   app: App;
   analysis: AnalysisPool;
+  /** Told of each acceptance: the inbound queue gives way while mail arrives. */
+  pace: InboundPace;
 }
 
 /** An accepted RCPT: the address as it will show in our Received field, and where it goes. */
@@ -92,7 +99,12 @@ const defectReplies: Record<DataDefect, SmtpReply> = {
   NUL: new SmtpReply(554, "5.6.0", "NUL in the message data is not allowed (RFC 6152 §3)"),
 };
 
-/** Decides on one message; resolves with the text of the 250 reply once it is stored, or throws the SmtpReply that refuses it. */
+/**
+ * Decides on one message; resolves with the text of the 250 reply once it is on disk, or throws
+ * the SmtpReply that refuses it. The 250 waits for the commit of the raw message and its envelope
+ * only: the analysis follows on the inbound queue (./inbound-queue). With INBOXD_DMARC_ENFORCE the
+ * analysis decides the reply, so it comes first, and the copies are stored before the 250.
+ */
 export async function receiveMessage(receiver: Receiver, session: SMTPServerSession, recipients: Recipient[], data: MessageData): Promise<string> {
   const { app } = receiver;
   if (data.oversized) throw new SmtpReply(552, "5.3.4", `Message size exceeds the limit of ${app.config.smtpMaxSize} bytes`);
@@ -102,76 +114,76 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
   const overLimit = headerOverLimit(data.raw, app.config.smtpMaxHeaderLines);
   if (overLimit) throw new SmtpReply(552, "5.3.4", `Message header too large: ${overLimit}`);
 
-  const forInboxes = copiesPerInbox(recipients);
   const returnPaths = recipients.flatMap(({ target }) => (target.kind === "returnPath" ? [target.deliveryId] : []));
   for (const deliveryId of returnPaths) await processReturnedReport(app, deliveryId, data.raw);
-  if (forInboxes.length === 0) return "Report accepted";
+  if (recipients.some(({ target }) => target.kind === "tlsReport")) await receiveTlsReport(app, data.raw);
+  const envelope = envelopeOf(app, session, recipients);
+  if (envelope.recipients.length === 0) return "Report accepted";
+  envelope.recipients = await admittedRecipients(app, envelope, data.raw);
+  if (app.config.dmarcEnforce) await analyseAndStore(receiver, envelope, data.raw);
+  else await acceptForAnalysis(receiver, envelope, data.raw);
+  return `Message accepted as ${envelope.transaction}`;
+}
 
+/** The raw message and its envelope, committed with others in one group commit; the inbound queue is told. */
+async function acceptForAnalysis({ app, pace }: Receiver, envelope: InboundEnvelope, raw: Buffer): Promise<void> {
+  const now = app.clock.now();
+  const source = await app.store.blobs.prepare([raw], now);
+  try {
+    await app.store.transactionBatched((tx) => tx.acceptedInbound.accept(envelope, source, raw.length, now));
+  } finally {
+    if (source.blobId) await app.store.blobs.release([source.blobId]);
+  }
+  pace.accepted();
+  app.queues.wake("inbound");
+}
+
+/** Analysis before the reply: a message the sender's DMARC policy rejects is refused, the others stored at once. */
+async function analyseAndStore(receiver: Receiver, envelope: InboundEnvelope, raw: Buffer): Promise<void> {
+  const { app } = receiver;
   // The analysis takes the raw bytes over (a worker thread gets them without a copy): from here on, `analysis.raw`.
-  const analysis = await analyze(receiver, session, data.raw);
-  if (analysis.dmarcRejects && app.config.dmarcEnforce) throw new SmtpReply(550, "5.7.1", "Rejected by the DMARC policy of the sender's domain");
-  const id = transactionId(session);
-  const time = app.clock.date();
-  const prepared = await prepareContent(
-    app,
-    forInboxes.map(({ address }) => tracedCopy(app, session, analysis, { id, recipient: address, time })),
-    analysis.parsed.attachments,
-  );
-  const { attachmentBlobIds } = prepared;
+  const analysis = await analyze(receiver, envelope, raw);
+  if (analysis.dmarcRejects) throw new SmtpReply(550, "5.7.1", "Rejected by the DMARC policy of the sender's domain");
+  const prepared = await prepareCopies(app, envelope, analysis);
   // Sessions whose messages are ready together share one commit; the 250 waits until it is on disk.
-  const stored = await app.store
-    .transactionBatched(async (tx) => {
-      const stored: { messageId: string; inboxId: string }[] = [];
-      for (const [i, { inbox }] of forInboxes.entries()) {
-        if (await alreadyReceived(tx, inbox.id, analysis.parsed)) continue;
-        const message = await storeReceivedMessage(app, tx, { inbox, parsed: analysis.parsed, raw: prepared.sources[i]!, attachmentBlobIds, authentication: analysis.authentication });
-        stored.push({ messageId: message.id, inboxId: inbox.id });
-      }
-      return stored;
-    })
-    .finally(() => releasePrepared(app, prepared));
-  const { spf, dkim, dmarc } = analysis.authentication;
-  for (const { messageId, inboxId } of stored) app.log.info("message received", { messageId, inboxId, transaction: id, size: data.size, spf, dkim, dmarc });
-  return `Message accepted as ${id}`;
+  const stored = await app.store.transactionBatched((tx) => storeCopies(app, tx, envelope, analysis, prepared)).finally(() => releasePrepared(app, prepared));
+  logCopies(app, envelope, analysis, stored);
+}
+
+/** What the analysis and the stored copies need of the session: peer, HELO, MAIL FROM, TLS, and one copy per inbox. */
+function envelopeOf(app: App, session: SMTPServerSession, recipients: Recipient[]): InboundEnvelope {
+  const { mailFrom } = session.envelope;
+  return {
+    transaction: transactionId(session),
+    clientIp: session.remoteAddress,
+    helo: session.hostNameAppearsAs,
+    // smtp-server hands out IDN domains as U-labels; SPF asks DNS for A-labels.
+    mailFrom: mailFrom ? (parseAddress(mailFrom.address)?.address ?? mailFrom.address) : "",
+    protocol: session.transmissionType,
+    tls: session.tlsOptions ? { version: session.tlsOptions.version, cipher: session.tlsOptions.name } : undefined,
+    receivedAt: app.clock.now(),
+    recipients: copiesPerInbox(recipients),
+  };
 }
 
 /** Names the transaction in our Received field and in the 250, for matching a sender's report to our log. */
 const transactionId = (session: SMTPServerSession) => `${session.id}.${session.transaction}`;
 
 /** One copy per inbox (`a+x@` and `a+y@` reach the same inbox), named by the first address that reached it. */
-function copiesPerInbox(recipients: Recipient[]): { inbox: InboxRecord; address: string }[] {
-  const byInbox = new Map<string, { inbox: InboxRecord; address: string }>();
+function copiesPerInbox(recipients: Recipient[]): InboundEnvelope["recipients"] {
+  const byInbox = new Map<string, InboundEnvelope["recipients"][number]>();
   for (const { address, target } of recipients) {
-    if (target.kind === "inbox" && !byInbox.has(target.inbox.id)) byInbox.set(target.inbox.id, { inbox: target.inbox, address });
+    if (target.kind === "inbox" && !byInbox.has(target.inbox.id)) byInbox.set(target.inbox.id, { organizationId: target.inbox.organizationId, inboxId: target.inbox.id, address });
   }
   return [...byInbox.values()];
 }
 
-async function analyze(receiver: Receiver, session: SMTPServerSession, raw: Buffer): Promise<Analysis> {
-  const identity = {
-    clientIp: session.remoteAddress,
-    helo: session.hostNameAppearsAs,
-    // smtp-server hands out IDN domains as U-labels; SPF asks DNS for A-labels.
-    mailFrom: session.envelope.mailFrom ? (parseAddress(session.envelope.mailFrom.address)?.address ?? session.envelope.mailFrom.address) : "",
-  };
+async function analyze(receiver: Receiver, envelope: InboundEnvelope, raw: Buffer): Promise<Analysis> {
   try {
-    return await receiver.analysis.analyze(raw, identity);
+    return await receiver.analysis.analyze(raw, identityOf(envelope));
   } catch (error) {
     if ((error as Error).name === "MessageLimitError") throw new SmtpReply(552, "5.3.4", `Message too complex: ${(error as Error).message}`);
     if ((error as Error).name === "AnalysisTimeoutError") throw new SmtpReply(451, "4.3.0", `Message not accepted: ${(error as Error).message}, please try again later`);
     throw error;
   }
-}
-
-/** The stored source of one copy, in parts: our Authentication-Results and our Received, then the message. */
-function tracedCopy(app: App, session: SMTPServerSession, analysis: Analysis, copy: Pick<TraceDetails, "id" | "recipient" | "time">): Uint8Array[] {
-  const received = receivedField({
-    helo: session.hostNameAppearsAs,
-    clientIp: session.remoteAddress,
-    hostname: app.config.hostname,
-    protocol: session.transmissionType,
-    tls: session.tlsOptions ? { version: session.tlsOptions.version, cipher: session.tlsOptions.name } : undefined,
-    ...copy,
-  });
-  return [Buffer.from(analysis.field + received), analysis.raw];
 }

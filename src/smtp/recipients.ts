@@ -7,15 +7,21 @@ import { isOperatorAddress } from "../inboxes/operator-addresses";
 import { inboxForAddress } from "../inboxes/service";
 import { baseAddress, parseAddress } from "../mail/address";
 import { parseReturnPath } from "../outbound/return-path";
+import { isTlsReportAddress } from "../mta-sts/tls-reports";
 import type { InboxRecord } from "../store";
 import { SmtpReply } from "./replies";
+import { refuseBlockedEnvelopeSender } from "./sender-access";
 
-export type RecipientTarget = { kind: "inbox"; inbox: InboxRecord } | { kind: "returnPath"; deliveryId: string };
+export type RecipientTarget = { kind: "inbox"; inbox: InboxRecord } | { kind: "returnPath"; deliveryId: string } | { kind: "tlsReport" };
 
-/** Where mail for `address` (as given in RCPT TO) goes; throws the SmtpReply that refuses it otherwise. */
-export async function routeRecipient(app: App, address: string): Promise<RecipientTarget> {
+/**
+ * Where mail for `address` (as given in RCPT TO) from `mailFrom` ("" for the null reverse-path)
+ * goes; throws the SmtpReply that refuses it otherwise.
+ */
+export async function routeRecipient(app: App, address: string, mailFrom: string): Promise<RecipientTarget> {
   const deliveryId = parseReturnPath(app, address);
   if (deliveryId) return { kind: "returnPath", deliveryId };
+  if (isTlsReportAddress(app, address)) return { kind: "tlsReport" };
 
   // RFC 5321 §4.1.1.3 and §4.5.1: the domainless "postmaster" (any case) names the postmaster of
   // the server's domain, and a server MUST accept it.
@@ -25,7 +31,10 @@ export async function routeRecipient(app: App, address: string): Promise<Recipie
 
   // RFC 5233 subaddressing: `name+tag@domain` reaches `name@domain` unless `name+tag` is an inbox itself.
   const inbox = await inboxForAddress(app, app.store, parsed.address);
-  if (inbox) return { kind: "inbox", inbox };
+  if (inbox) {
+    await refuseBlockedEnvelopeSender(app, inbox, mailFrom);
+    return { kind: "inbox", inbox };
+  }
   const base = baseAddress(parsed.address)!;
   if (!(await isOperatorAddress(app, app.store, base))) throw new SmtpReply(550, "5.1.1", "No such user here");
   // RFC 5321 §4.5.1 requires postmaster to be accepted; without an inbox for it, the refusal at least tells the sender why.

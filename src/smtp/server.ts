@@ -1,7 +1,7 @@
 // The inbound SMTP server (RFC 5321), the MX of every hosted domain: ESMTP with SIZE, 8BITMIME,
 // SMTPUTF8, PIPELINING, STARTTLS and ENHANCEDSTATUSCODES; recipient policy at RCPT; messages
-// analysed on worker threads and committed in groups before their 250. No AUTH: this is not a
-// submission service.
+// committed in groups before their 250, then analysed on worker threads by the inbound queue. No
+// AUTH: this is not a submission service.
 import type { AddressInfo } from "node:net";
 import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
@@ -10,11 +10,13 @@ import type { Reservation } from "../memory/in-flight";
 import { normalizeAddress } from "../mail/address";
 import type { RunningPart } from "../running-part";
 import { createAnalysisPool } from "./analysis-pool";
+import { InboundPace, startInboundQueue } from "./inbound-queue";
 import { InboxdSmtpServer } from "./inboxd-server";
 import { memorySpentClosing, memorySpentReply, readMessageData, receiveMessage, type Receiver, type Recipient } from "./receive";
 import { routeRecipient } from "./recipients";
 import { SmtpReply } from "./replies";
-import { loadTlsCertificate } from "./tls";
+import { isStoreUnavailable } from "../store/unavailable";
+import type { ServedCertificates } from "../certs/served";
 
 /** RFC 5321 §4.5.3.1.8: a server must accept at least 100 recipients per message; more get 452. */
 const MAX_RECIPIENTS = 100;
@@ -30,10 +32,11 @@ const SHUTDOWN_POLL_MS = 20;
 // Socket errors that only mean a client went away or stalled.
 const QUIET_ERRORS = new Set(["ECONNRESET", "EPIPE", "ETIMEDOUT", "ERR_TLS_HANDSHAKE_TIMEOUT", "SocketError"]);
 
-export async function startSmtp(app: App): Promise<RunningPart> {
+/** `certificates`: STARTTLS takes the mail host's, and a renewed one for the next connections. */
+export async function startSmtp(app: App, certificates: ServedCertificates): Promise<RunningPart> {
   const { config, log } = app;
   const analysis = createAnalysisPool({ workers: config.smtpWorkers, authservId: config.hostname, dnsServers: config.dnsServers, timeoutMs: config.smtpAnalysisTimeoutMs, log });
-  const receiver: Receiver = { app, analysis };
+  const receiver: Receiver = { app, analysis, pace: new InboundPace() };
   const recipients = new WeakMap<SMTPServerAddress, Recipient>();
   const tallies = new Map<string, SessionTally>();
   /** The message memory reserved at MAIL FROM for a declared SIZE, until the data comes. */
@@ -45,7 +48,7 @@ export async function startSmtp(app: App): Promise<RunningPart> {
     else if (counts && outcome !== "accepted") counts.refused.push(outcome);
     app.metrics.smtpMessages.inc({ outcome: String(outcome) });
   };
-  const { cert, key } = loadTlsCertificate(app);
+  const { cert, key } = certificates.primary;
 
   const server = new InboxdSmtpServer(
     {
@@ -83,16 +86,18 @@ export async function startSmtp(app: App): Promise<RunningPart> {
         });
       },
       onRcptTo(address, session, callback) {
-        routeRecipient(app, address.address).then(
+        routeRecipient(app, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : "").then(
           (target) => {
             recipients.set(address, { address: normalizeAddress(address.address) ?? address.address, target });
             log.debug("smtp rcpt accepted", { session: session.id, target: target.kind });
             callback();
           },
           (error: unknown) => {
-            if (error instanceof SmtpReply) tally(session, error.responseCode);
-            log.debug("smtp rcpt refused", { session: session.id, error: (error as Error).message });
-            callback(error as Error);
+            // Anything but a policy refusal is temporary: smtp-server would send a bare Error as a 550.
+            const reply = replyFor(app, error, session.remoteAddress);
+            tally(session, reply.responseCode);
+            log.debug("smtp rcpt refused", { session: session.id, error: reply.message });
+            callback(reply);
           },
         );
       },
@@ -168,24 +173,33 @@ export async function startSmtp(app: App): Promise<RunningPart> {
     else log.warn("smtp connection error", fields);
   });
 
+  // A renewed certificate serves the next STARTTLS; sessions under way keep theirs.
+  const stopTakingCertificates = certificates.onChange(() => server.updateSecureContext(certificates.primary));
+
   let port: number;
   try {
     port = await listenWithFallback(app, server);
     listening = true;
   } catch (error) {
+    stopTakingCertificates();
     analysis.close();
     throw listenError(error, "INBOXD_SMTP_PORT", config.bind, config.smtpPort);
   }
+  const inbound = startInboundQueue(app, analysis, config.smtpWorkers, receiver.pace);
   return {
     name: "smtp",
     address: { host: config.bind, port },
     async stop() {
+      stopTakingCertificates();
       // No new connections; sessions between messages get 421 now, the others once their message is answered.
       server.close();
-      for (let waited = 0; server.closeIdleConnections() > 0 && waited < config.shutdownTimeoutMs; waited += SHUTDOWN_POLL_MS) {
-        await Bun.sleep(SHUTDOWN_POLL_MS);
-      }
+      const deadline = performance.now() + config.shutdownTimeoutMs;
+      while (server.closeIdleConnections() > 0 && performance.now() < deadline) await Bun.sleep(SHUTDOWN_POLL_MS);
       server.closeAllConnections();
+      // What was accepted is analysed within what is left of the shutdown time; the rest after the next start.
+      const drained = inbound.runDueNow().catch((error: unknown) => log.error("smtp: analysing the accepted messages before stopping failed", { error }));
+      await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - performance.now())).unref())]);
+      await inbound.stop();
       analysis.close();
     },
   };
@@ -196,6 +210,11 @@ type SessionTally = { accepted: number; refused: number[] };
 /** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */
 function replyFor(app: App, error: unknown, remoteAddress: string): SmtpReply {
   if (error instanceof SmtpReply) return error;
+  // RFC 5321 §4.2.5: a 4yz reply leaves the message with the client, which tries again later.
+  if (isStoreUnavailable(error)) {
+    app.log.warn("smtp: the database is unreachable; answered 451", { remoteAddress, error: (error as Error).message });
+    return new SmtpReply(451, "4.3.0", "Temporary local problem (storage unreachable), please try again later");
+  }
   app.log.error("smtp message not accepted", { error, remoteAddress });
   return new SmtpReply(451, "4.3.0", "Temporary local problem, please try again later");
 }

@@ -40,7 +40,8 @@ export function loadTlsCertificate(app: App): PemCertificate {
   return generated;
 }
 
-function readPem(setting: string, path: string): string {
+/** A PEM file named by a setting; unreadable, a ConfigError that names the setting. */
+export function readPem(setting: string, path: string): string {
   try {
     return readFileSync(path, "utf8");
   } catch (error) {

@@ -1,11 +1,35 @@
 /**
  * The store's entry: the interface services use (./store.ts, ./records.ts) and the engine that
- * implements it. The embedded SQLite is the one engine today (./sqlite/).
+ * implements it: PostgreSQL (./postgres/) when INBOXD_DATABASE_URL is set, else the embedded SQLite
+ * (./sqlite/).
  */
+import { resolve } from "node:path";
+import type { Config } from "../config";
+import { openPostgresStore, openPostgresStoreReadOnly, type PostgresStoreOptions } from "./postgres/index";
+import { openSqliteStore, openSqliteStoreReadOnly } from "./sqlite/index";
+import type { Store } from "./store";
+
 export type * from "./records";
 export type * from "./store";
-export { openSqliteStore as openStore } from "./sqlite/index";
-export { openSqliteStoreReadOnly as openStoreReadOnly } from "./sqlite/index";
 export { DataDirLockedError as StoreInUseError } from "./sqlite/open";
 // `inboxd backup` and `inboxd restore`: the embedded engine's files, with the secret key beside them.
 export { backupDatabase, restoreDatabase } from "./sqlite/backup";
+
+/** The configured engine's store, migrated, with its secrets: for the running server and the commands that write. */
+export function openStore(config: Config, options: Parameters<typeof openSqliteStore>[1] & Pick<PostgresStoreOptions, "onWake">): Promise<Store> {
+  // Other nodes' wake-ups exist on a shared database only: one process holds an embedded one.
+  const { onWake: _onWake, ...embedded } = options;
+  return config.databaseUrl ? openPostgresStore(config, options) : Promise.resolve(openSqliteStore(config, embedded));
+}
+
+/** For reading beside a running server (`inboxd dns`, `inboxd doctor`); undefined when the data dir holds no database yet. */
+export function openStoreReadOnly(config: Pick<Config, "dataDir" | "databaseUrl">): Store | undefined {
+  return config.databaseUrl ? openPostgresStoreReadOnly(config) : openSqliteStoreReadOnly(config);
+}
+
+/** The database as messages name it: the SQLite file, or the PostgreSQL host and database without credentials. */
+export function databaseLabel(config: Pick<Config, "dataDir" | "databaseUrl">): string {
+  if (!config.databaseUrl) return resolve(config.dataDir, "inboxd.db");
+  const url = new URL(config.databaseUrl);
+  return `PostgreSQL ${url.host}${url.pathname}`;
+}

@@ -4,6 +4,7 @@
  * engine maps its tables onto these shapes; the compiler checks the embedded one's rows against
  * them where sqlite/index.ts offers its aggregates as the Store.
  */
+import type { AccessAction, AccessDirection } from "../access/rules";
 import type { DkimAlgorithm, DkimKeyStatus } from "../dkim/keys";
 import type { DomainStatus, RecordCheck } from "../domains/status";
 import type { EventName } from "../events/names";
@@ -96,6 +97,8 @@ export interface MessageRecord extends Timestamps {
   text: string | null;
   html: string | null;
   labels: string[];
+  /** Received mail starts unread, sent mail read (migration 0200). */
+  read: boolean;
   status: string;
   messageIdHeader: string | null;
   inReplyTo: string | null;
@@ -105,7 +108,39 @@ export interface MessageRecord extends Timestamps {
 }
 
 /** The fields the message list shows (the description's subset). */
-export type MessageSummaryRecord = Pick<MessageRecord, "id" | "organizationId" | "inboxId" | "threadId" | "from" | "to" | "subject" | "text" | "html" | "status" | "createdAt">;
+export type MessageSummaryRecord = Pick<
+  MessageRecord,
+  "id" | "organizationId" | "inboxId" | "threadId" | "from" | "fromName" | "to" | "subject" | "text" | "html" | "labels" | "read" | "status" | "createdAt"
+>;
+
+/** A thread as a mail list shows it: its newest message's sender and text, its labels and unread messages. */
+export interface ThreadOverviewRecord {
+  threadId: string;
+  from: string;
+  fromName: string | null;
+  /** The start of the newest message's text. */
+  preview: string | null;
+  /** Every label of its messages, once each. */
+  labels: string[];
+  unreadCount: number;
+  attachmentCount: number;
+}
+
+/** A delivery with what the outbound queue shows of its message. */
+export interface OutboundDeliveryRecord extends DeliveryRecord {
+  inboxId: string;
+  threadId: string;
+  subject: string;
+  from: string;
+  fromName: string | null;
+}
+
+/** An inbox's message and unread totals. */
+export interface InboxCountsRecord {
+  inboxId: string;
+  messageCount: number;
+  unreadCount: number;
+}
 
 export interface AttachmentRecord {
   id: string;
@@ -169,6 +204,17 @@ export interface SuppressionRecord extends Timestamps {
   messageId: string | null;
 }
 
+/** An allow or block list entry (src/access/rules.ts): `value` is a lower-case address or domain name. */
+export interface AccessRuleRecord extends Timestamps {
+  id: string;
+  organizationId: string;
+  /** Null: the rule covers every inbox of the organization. */
+  inboxId: string | null;
+  direction: AccessDirection;
+  action: AccessAction;
+  value: string;
+}
+
 export interface WebhookRecord extends Timestamps {
   id: string;
   organizationId: string;
@@ -213,4 +259,103 @@ export interface EventRecord {
   messageId: string | null;
   payload: string;
   createdAt: number;
+}
+
+/** An ACME account of one directory (RFC 8555 §7.3); the private key in the clear, as the store opens it. */
+export interface AcmeAccountRecord extends Timestamps {
+  directoryUrl: string;
+  email: string;
+  privateKeyPem: string;
+  accountUrl: string | null;
+}
+
+/** A certificate inboxd obtains for one host name, and its renewal state; no certificate yet until the first issuance. */
+export interface TlsCertificateRecord extends Timestamps {
+  name: string;
+  certificatePem: string | null;
+  privateKeyPem: string | null;
+  notBefore: number | null;
+  notAfter: number | null;
+  failures: number;
+  lastError: string | null;
+  nextAttemptAt: number;
+}
+
+/** A recipient domain's MTA-STS policy (RFC 8461 §3.2), cached until expiresAt. */
+export interface MtaStsPolicyRecord {
+  domain: string;
+  policyId: string;
+  mode: "enforce" | "testing" | "none";
+  mxPatterns: string[];
+  maxAge: number;
+  fetchedAt: number;
+  expiresAt: number;
+}
+
+export type DraftStatus = "draft" | "scheduled" | "sending" | "sent" | "failed";
+
+/** A message composed ahead of sending (src/drafts/): every content field optional until it is sent. */
+export interface DraftRecord extends Timestamps {
+  id: string;
+  organizationId: string;
+  inboxId: string;
+  /** A reply draft's thread, set when it is created. */
+  threadId: string | null;
+  inReplyToMessageId: string | null;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  subject: string | null;
+  text: string | null;
+  html: string | null;
+  labels: string[];
+  sendAt: number | null;
+  status: DraftStatus;
+  messageId: string | null;
+  failureReason: string | null;
+  /** Scheduled tries made so far. */
+  attempts: number;
+  /** When the drafts queue sends it: set only while it is scheduled or being sent. */
+  nextAttemptAt: number | null;
+}
+
+/** A draft's attachment, decoded. */
+export interface DraftAttachmentRecord {
+  draftId: string;
+  position: number;
+  name: string | null;
+  contentType: string;
+  size: number;
+  content: Buffer;
+  /** Set when the content was staged as a large value (Store.blobs); `content` is then read back whole. */
+  blobId: string | null;
+}
+
+/** The first request with an Idempotency-Key in an organization, and its final response once there is one. */
+export interface IdempotencyKeyRecord {
+  organizationId: string;
+  key: string;
+  /** SHA-256 of the request's method, path and body. */
+  fingerprint: string;
+  /** Null while the first request is still running. */
+  statusCode: number | null;
+  responseBody: Buffer | null;
+  blobId: string | null;
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** One policy domain's part of a TLS report (RFC 8460 §4.4) that a sending system mailed to us. */
+export interface TlsReportRecord {
+  id: string;
+  reportId: string;
+  organizationName: string;
+  policyDomain: string;
+  policyType: string;
+  startAt: number;
+  endAt: number;
+  successfulSessions: number;
+  failedSessions: number;
+  failureDetails: { resultType: string; sessions: number; receivingMx: string | null }[];
+  receivedAt: number;
 }

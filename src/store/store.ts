@@ -8,6 +8,7 @@
  * writer. Every query of a tenant's data takes its organization, so one tenant never sees
  * another's.
  */
+import type { AccessDirection } from "../access/rules";
 import type { DkimKeyStatus } from "../dkim/keys";
 import type { EventName } from "../events/names";
 import type { Logger } from "../log";
@@ -15,6 +16,15 @@ import type { DeliveryStatus } from "../outbound/policy";
 import type { RunningPart } from "../running-part";
 import type { WebhookDeliveryStatus } from "../webhooks/policy";
 import type {
+  DraftAttachmentRecord,
+  DraftRecord,
+  DraftStatus,
+  IdempotencyKeyRecord,
+  AcmeAccountRecord,
+  MtaStsPolicyRecord,
+  TlsReportRecord,
+  TlsCertificateRecord,
+  AccessRuleRecord,
   AccessTokenRecord,
   ApiKeyRecord,
   AttachmentRecord,
@@ -34,6 +44,9 @@ import type {
   WebhookAttemptRecord,
   WebhookDeliveryRecord,
   WebhookRecord,
+  InboxCountsRecord,
+  OutboundDeliveryRecord,
+  ThreadOverviewRecord,
 } from "./records";
 
 export type { DeliveryStatus };
@@ -71,7 +84,11 @@ export interface TransactionOptions {
 }
 
 export interface Aggregates {
+  accessRules: AccessRulesStore;
   accounts: AccountsStore;
+  certificates: CertificatesStore;
+  mtaStsPolicies: MtaStsPoliciesStore;
+  tlsReports: TlsReportsStore;
   deliveries: DeliveriesStore;
   dkimKeys: DkimKeysStore;
   domains: DomainsStore;
@@ -85,6 +102,9 @@ export interface Aggregates {
   threads: ThreadsStore;
   webhooks: WebhooksStore;
   webhookQueue: WebhookQueueStore;
+  acceptedInbound: AcceptedInboundStore;
+  drafts: DraftsStore;
+  idempotencyKeys: IdempotencyKeysStore;
 }
 
 /** Bytes as the store keeps them: small ones inline, large ones staged ahead (`bytes` empty then). */
@@ -102,6 +122,26 @@ export interface BlobStaging {
   prepare(parts: Uint8Array[], now: number): Promise<StoredBytes>;
   /** After that transaction: prepared blobs no record claimed (the write failed, or was a duplicate). */
   release(blobIds: string[]): Promise<void>;
+}
+
+/** What a list of access rules may be narrowed to; `inboxId: null` is the organization-wide entries only. */
+export interface AccessRuleFilter {
+  direction?: AccessDirection;
+  action?: AccessRuleRecord["action"];
+  inboxId?: string | null;
+}
+
+export interface AccessRulesStore {
+  insert(rule: AccessRuleRecord): Promise<void>;
+  find(organizationId: string, id: string): Promise<AccessRuleRecord | undefined>;
+  /** The entry with the same scope, direction, action and value, if there is one. */
+  findSame(rule: Pick<AccessRuleRecord, "organizationId" | "inboxId" | "direction" | "action" | "value">): Promise<AccessRuleRecord | undefined>;
+  /** The organization-wide entries of the direction and those of the inbox (none of an inbox with `inboxId` null). */
+  applying(organizationId: string, inboxId: string | null, direction: AccessDirection): Promise<AccessRuleRecord[]>;
+  /** Newest first; ties within one millisecond in creation order. */
+  list(organizationId: string, filter: AccessRuleFilter, page: number, per: number): Promise<AccessRuleRecord[]>;
+  count(organizationId: string, filter: AccessRuleFilter): Promise<number>;
+  delete(organizationId: string, id: string): Promise<void>;
 }
 
 export interface AccountsStore {
@@ -175,7 +215,17 @@ export interface QueueBacklog {
   oldestCreatedAt: number | null;
 }
 
+/** What the organization's delivery list may be narrowed to; each given field must match. */
+export interface DeliveryFilter {
+  status?: string;
+  /** The recipient's domain, lowercase. */
+  domain?: string;
+  inboxId?: string;
+}
+
 export interface DeliveriesStore {
+  /** The organization's deliveries, newest first, with their messages' list fields; `extra` rows more past the page. */
+  list(organizationId: string, filter: DeliveryFilter, page: number, per: number, extra?: number): Promise<OutboundDeliveryRecord[]>;
   backlog(): Promise<QueueBacklog>;
   /** When the first delivery due after `after` falls due (the queue sleeps until then). */
   nextDueAfter(after: number): Promise<number | undefined>;
@@ -207,6 +257,99 @@ export interface DeliveriesStore {
   sendable(messageId: string): Promise<SendableMessage | undefined>;
   /** The message with its attachments and deliveries, for presenting it. */
   messageWithParts(messageId: string): Promise<{ message: MessageRecord; attachments: AttachmentRecord[]; deliveries: DeliveryRecord[] } | undefined>;
+}
+
+/**
+ * Where and how an inbound message arrived: what its analysis (SPF needs the peer, HELO and MAIL
+ * FROM) and its stored copies (our Received field) need of the SMTP session once it is over.
+ */
+export interface InboundEnvelope {
+  /** Names the transaction in our Received field, the 250 and the log. */
+  transaction: string;
+  clientIp: string;
+  helo: string;
+  /** The MAIL FROM address, its domain in A-labels; "" for the null reverse-path. */
+  mailFrom: string;
+  /** RFC 3848 protocol type: SMTP, ESMTP, ESMTPS. */
+  protocol: string;
+  tls?: { version: string; cipher: string };
+  /** When the message was accepted. */
+  receivedAt: number;
+  /** One copy per inbox, named by the first address that reached it. */
+  recipients: { organizationId: string; inboxId: string; address: string }[];
+}
+
+/** An accepted message as the inbound queue analyses it. */
+export interface AcceptedInbound {
+  id: number;
+  envelope: InboundEnvelope;
+  raw: Buffer;
+  /** Analyses started, this one included. */
+  attempts: number;
+}
+
+/** Inbound mail accepted over SMTP (its 250 sent) and not analysed yet: the inbound queue's rows. */
+export interface AcceptedInboundStore {
+  backlog(): Promise<QueueBacklog>;
+  /** In the transaction whose commit comes before the 250; a staged source (`blobId`) is claimed. */
+  accept(envelope: InboundEnvelope, raw: StoredBytes, size: number, now: number): Promise<void>;
+  /** When the first row due after `after` falls due (the queue sleeps until then). */
+  nextDueAfter(after: number): Promise<number | undefined>;
+  /** Rows due at `now`, oldest first, with their sizes and analyses so far; those in `skip` (in the queue's hands) left out. */
+  due(now: number, skip: ReadonlySet<number>, limit: number): Promise<{ id: number; size: number; attempts: number }[]>;
+  /** Counts an analysis before it starts and reads its row; `retryAt`: when it is due again should its outcome never be recorded. */
+  claim(id: number, retryAt: number): Promise<AcceptedInbound | undefined>;
+  /** The message as accepted, read again (an analysis that failed took its bytes). */
+  source(id: number): Promise<Buffer | undefined>;
+  /** Undoes `claim` for an analysis that never started (the queue stopped). */
+  release(id: number, now: number): Promise<void>;
+  /**
+   * In the transaction that stores the message's copies: the row and its staged source go. On a
+   * database several nodes share, throws when the row is gone (another node took it over after
+   * this one's claim ran out, and stored it).
+   */
+  finish(id: number): Promise<void>;
+  /**
+   * At start: what the last run had claimed and never finished (a crash) is due now. On a shared
+   * database, what the earlier runs of this node claimed (other nodes' claims run out instead).
+   */
+  resume(now: number): Promise<void>;
+}
+
+export interface CertificatesStore {
+  findAccount(directoryUrl: string): Promise<AcmeAccountRecord | undefined>;
+  saveAccount(account: AcmeAccountRecord): Promise<void>;
+  /** Every certificate, by name. */
+  list(): Promise<TlsCertificateRecord[]>;
+  /** When each certificate last changed, without opening any key: what a node compares to know whether to reload. */
+  versions(): Promise<{ name: string; updatedAt: number }[]>;
+  /** Adds the names not yet known, due at once. */
+  want(names: string[], now: number): Promise<void>;
+  due(now: number): Promise<TlsCertificateRecord[]>;
+  /**
+   * Claims a try: moves the next one on before it starts, so that a crash or another node never
+   * repeats it at once. False when the certificate is no longer due at `now` (another node claimed it first).
+   */
+  postpone(name: string, now: number, nextAttemptAt: number): Promise<boolean>;
+  recordIssued(name: string, issued: { certificatePem: string; privateKeyPem: string; notBefore: number; notAfter: number; nextAttemptAt: number }, now: number): Promise<void>;
+  recordFailure(name: string, failure: { failures: number; lastError: string; nextAttemptAt: number }, now: number): Promise<void>;
+  putChallenge(token: string, keyAuthorization: string, expiresAt: number): Promise<void>;
+  /** The key authorization of an HTTP-01 challenge under way; expired ones are forgotten. */
+  challenge(token: string, now: number): Promise<string | undefined>;
+  removeChallenge(token: string): Promise<void>;
+}
+
+export interface MtaStsPoliciesStore {
+  find(domain: string): Promise<MtaStsPolicyRecord | undefined>;
+  save(policy: MtaStsPolicyRecord): Promise<void>;
+}
+
+export interface TlsReportsStore {
+  /** A report sent twice (RFC 8460 §5.3 lets senders retry) is kept once. */
+  insert(rows: TlsReportRecord[]): Promise<void>;
+  /** The newest first. */
+  forDomain(domain: string, limit: number, offset: number): Promise<TlsReportRecord[]>;
+  countForDomain(domain: string): Promise<number>;
 }
 
 export interface DkimKeysStore {
@@ -260,6 +403,40 @@ export interface EventsStore {
    * the change, the event and its deliveries commit together. Returns the event's id.
    */
   emit(event: NewEvent, now: number): Promise<string>;
+  /**
+   * A page of the organization's events after `read.afterId` (from the oldest kept when null), in
+   * id order, which must be the order they were committed in: a reader that resumes after the
+   * last id it saw misses nothing and sees nothing twice. Webhook test events are not among them.
+   */
+  readAfter(organizationId: string, read: EventRead): Promise<EventPage>;
+  /** The id of the organization's newest event (webhook test events aside), or null. */
+  newestId(organizationId: string): Promise<string | null>;
+  /**
+   * Deletes up to `limit` events created before `before`, their finished webhook deliveries and
+   * attempts with them; an event with a delivery still pending stays. Returns how many went.
+   */
+  purge(before: number, limit: number): Promise<number>;
+}
+
+export interface EventRead {
+  afterId: string | null;
+  /** At most this many events. */
+  limit: number;
+  /** Fewer once their payloads (whole, as a webhook gets them) pass this many characters; always one at least. */
+  maxChars: number;
+  /** Only events of these names (all when absent). */
+  types?: readonly string[];
+  /** Only events of this inbox. */
+  inboxId?: string;
+}
+
+export interface EventPage {
+  /** Payloads whole, as a webhook gets them. */
+  events: EventRecord[];
+  /** Where the next read continues: past the events returned and those the filters passed over; null when there is none yet. */
+  nextAfterId: string | null;
+  /** Whether more events may be ready to read now: a limit cut the page short, or the page reached its count. */
+  more: boolean;
 }
 
 export interface InboxesStore {
@@ -269,6 +446,8 @@ export interface InboxesStore {
   findByEmail(email: string): Promise<InboxRecord | undefined>;
   list(organizationId: string, page: number, per: number): Promise<InboxRecord[]>;
   count(organizationId: string): Promise<number>;
+  /** Each inbox's message and unread totals, in the order given. */
+  counts(inboxIds: string[]): Promise<InboxCountsRecord[]>;
   rename(organizationId: string, id: string, name: string | null, now: number): Promise<InboxRecord | undefined>;
   /** Its threads, messages, sources, attachments and deliveries go with it. */
   delete(organizationId: string, id: string): Promise<InboxRecord | undefined>;
@@ -299,8 +478,13 @@ export interface MessagesStore {
    * the page (to tell whether another page follows).
    */
   list(organizationId: string, inboxId: string, page: number, per: number, extra?: number): Promise<MessageSummaryRecord[]>;
+  /** As `list`, only the messages with the label (exact, case-sensitive). */
+  listLabeled(organizationId: string, inboxId: string, label: string, page: number, per: number, extra?: number): Promise<MessageSummaryRecord[]>;
+  /** Replaces the message's labels; undefined when there is no such message. */
+  setLabels(organizationId: string, inboxId: string, id: string, labels: string[], now: number): Promise<MessageRecord | undefined>;
   /** Oldest first. */
   listByThread(threadId: string): Promise<MessageRecord[]>;
+  setRead(organizationId: string, inboxId: string, id: string, read: boolean, now: number): Promise<MessageRecord | undefined>;
   attachmentsOf(messageIds: string[]): Promise<AttachmentRecord[]>;
   deliveriesOf(messageIds: string[]): Promise<DeliveryRecord[]>;
   /** The RFC 5322 bytes as stored (sent: as composed; received: as accepted). */
@@ -330,14 +514,16 @@ export interface MessageSearchStore {
   readonly minimumLiteralLength: number;
   /**
    * A page of the inbox's messages whose subject, text or sender holds `text` (any case), newest
-   * first; with `extra`, that many more rows past the page (to tell whether another page follows).
+   * first; with `extra`, that many more rows past the page (to tell whether another page follows);
+   * with `label`, only the messages with that label.
    */
-  containing(inboxId: string, text: string, page: number, per: number, extra?: number): Promise<MessageSummaryRecord[]>;
+  containing(inboxId: string, text: string, page: number, per: number, extra?: number, label?: string): Promise<MessageSummaryRecord[]>;
   /**
    * The next `limit` messages of the inbox, newest first, after `after` (from the start without
-   * it); with `requirement`, only those that satisfy it (and possibly some that do not).
+   * it); with `requirement`, only those that satisfy it (and possibly some that do not); with
+   * `label`, only the messages with that label.
    */
-  walk(inboxId: string, requirement: LiteralRequirement | null, after: SearchPosition | undefined, limit: number): Promise<SearchableMessage[]>;
+  walk(inboxId: string, requirement: LiteralRequirement | null, after: SearchPosition | undefined, limit: number, label?: string): Promise<SearchableMessage[]>;
   /**
    * The list fields of the given messages, in the order given. A walk reads between other
    * requests, so a message it found may be gone since (its inbox deleted): such are left out.
@@ -372,6 +558,11 @@ export interface ThreadsStore {
   /** Newest activity first. */
   list(inboxId: string, page: number, per: number): Promise<ThreadRecord[]>;
   count(inboxId: string): Promise<number>;
+  /** As `list`, only the threads with at least one message with the label. */
+  listLabeled(inboxId: string, label: string, page: number, per: number): Promise<ThreadRecord[]>;
+  countLabeled(inboxId: string, label: string): Promise<number>;
+  /** What a mail list shows of each thread (its newest message's sender and text, labels, unread count); in no particular order. */
+  overviews(threadIds: string[]): Promise<ThreadOverviewRecord[]>;
 }
 
 export type WebhookChanges = Partial<Pick<WebhookRecord, "url" | "events" | "enabled" | "disabledReason" | "firstFailureAt">>;
@@ -465,6 +656,70 @@ export interface WebhookQueueStore {
   /** Starts the run of failures at `at` unless one is on; its start, or undefined for a deleted webhook. */
   extendFailureRun(webhookId: string, at: number): Promise<number | undefined>;
   isEnabled(webhookId: string): Promise<boolean>;
-  /** After a crash or a shutdown that could not wait: tries whose outcome never came back. */
+  /**
+   * After a crash or a shutdown that could not wait: tries whose outcome never came back (on a
+   * shared database, those no node holds any more; other nodes' tries in flight are theirs).
+   */
   closeUnfinishedAttempts(now: number, error: string): Promise<void>;
 }
+
+/** A draft's attachment as lists show it: without its content. */
+export type DraftAttachmentSummary = Pick<DraftAttachmentRecord, "draftId" | "position" | "name" | "contentType" | "size">;
+
+/** How a try of a draft ended when it did not send it (src/drafts/queue.ts). */
+export interface DraftSettlement {
+  status: Exclude<DraftStatus, "sending" | "sent">;
+  nextAttemptAt: number | null;
+  failureReason: string | null;
+}
+
+export interface DraftsStore {
+  /** The draft with its attachments; prepared blobs (`blobId` set) are claimed here. */
+  insert(draft: DraftRecord, attachments: DraftAttachmentRecord[]): Promise<void>;
+  find(organizationId: string, inboxId: string, id: string): Promise<DraftRecord | undefined>;
+  /** Newest first; ties within one millisecond in creation order. */
+  list(organizationId: string, inboxId: string, page: number, per: number): Promise<DraftRecord[]>;
+  count(organizationId: string, inboxId: string): Promise<number>;
+  /** Writes every field of the draft; with `attachments`, they replace the ones it had. */
+  update(draft: DraftRecord, attachments?: DraftAttachmentRecord[]): Promise<void>;
+  /** Its attachments go with it; false when there was no such draft. */
+  delete(organizationId: string, inboxId: string, id: string): Promise<boolean>;
+  attachmentSummaries(draftIds: string[]): Promise<DraftAttachmentSummary[]>;
+  /** In position order, content read back whole. */
+  attachments(draftId: string): Promise<DraftAttachmentRecord[]>;
+  /**
+   * Moves the draft to `sending` if its status is one of `from` (atomic: one claim wins), counting
+   * a try. The draft as claimed, or undefined.
+   */
+  claim(id: string, from: DraftStatus[], now: number): Promise<DraftRecord | undefined>;
+  /** The ids of scheduled drafts due at `now`, the longest-waiting first. */
+  due(now: number, limit: number): Promise<string[]>;
+  /** When the first scheduled draft due after `after` falls due (the queue sleeps until then). */
+  nextDueAfter(after: number): Promise<number | undefined>;
+  /** A draft being sent is sent: in the transaction that stores the message. False when it was not being sent. */
+  markSent(id: string, messageId: string, now: number): Promise<boolean>;
+  /** A draft being sent was not: scheduled again, back to a draft, or failed. */
+  settle(id: string, settlement: DraftSettlement, now: number): Promise<void>;
+  /**
+   * After a crash: drafts left `sending` by a process before `startedAt` were not sent (sending
+   * and marking commit together), so they are scheduled again (a draft with sendAt) or drafts. On
+   * a database several nodes share: never those another node is sending (its lease holds them),
+   * and those of a node that died, once its lease ran out.
+   */
+  releaseUnfinished(startedAt: number, now: number): Promise<number>;
+}
+
+export interface IdempotencyKeysStore {
+  /**
+   * Removes expired keys, then records the key as running unless the organization holds it
+   * already: undefined when recorded, else the record that holds it.
+   */
+  begin(record: IdempotencyKeyRecord, now: number): Promise<IdempotencyKeyRecord | undefined>;
+  /** The first request's final response; a large body prepared as a blob is claimed here. */
+  complete(organizationId: string, key: string, statusCode: number, body: StoredBytes): Promise<void>;
+  /** Forgets a key whose first request ended without a response worth replaying (5xx), so that a retry runs. */
+  release(organizationId: string, key: string): Promise<void>;
+  /** Keys still running from a process before `startedAt` (a crash): forgotten, as release does. */
+  releaseUnfinished(startedAt: number): Promise<number>;
+}
+

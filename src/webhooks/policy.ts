@@ -11,6 +11,8 @@ export const failingPeriodBeforeDisableMs = 5 * 24 * 60 * 60 * 1000;
 export const goneReason = "The endpoint answered 410 Gone";
 export const failingReason = (since: number) => `Every delivery failed for 5 days (since ${new Date(since).toISOString()})`;
 export const disabledByUserReason = "Disabled through the API";
+/** What an attempt whose outcome never came back says (its node stopped or died mid-try). */
+export const unfinishedAttemptError = "inboxd stopped before the outcome of this try was recorded";
 
 export const maxAttempts = (retryDelaysSeconds: number[]) => retryDelaysSeconds.length + 1;
 

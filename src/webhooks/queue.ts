@@ -20,7 +20,7 @@ import type { ClaimedAttempt, DueWebhookDelivery, Transaction } from "../store";
 import { createDeliverer } from "./deliver";
 import { envelopeBody } from "./envelope";
 import { recordOutcomes, type Finished } from "./outcomes";
-import { isGone, maxAttempts, retryDelayMs, type TryResult } from "./policy";
+import { isGone, maxAttempts, retryDelayMs, unfinishedAttemptError, type TryResult } from "./policy";
 import type { Lookup } from "./ssrf";
 import { ClaimDepth } from "./url-load";
 
@@ -38,7 +38,6 @@ const batchWindowMs = 50;
  * promptTryMs to show.
  */
 const idleMs = promptTryMs;
-export const unfinishedAttemptError = "inboxd stopped before the outcome of this try was recorded";
 
 interface Claim {
   attempt: ClaimedAttempt;

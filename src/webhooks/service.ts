@@ -5,7 +5,7 @@
  */
 import type { App } from "../app";
 import { invalid, notFound } from "../errors";
-import { eventNames, type EventName } from "../events/names";
+import { eventNames, testEventIdPrefix, type EventName } from "../events/names";
 import { randomToken, newId } from "../ids";
 import { withTotal, type Page } from "../page";
 import type { Aggregates, WebhookChanges, WebhookRecord } from "../store";
@@ -17,8 +17,6 @@ import { checkWebhookUrl } from "./ssrf";
 
 const maxUrlLength = 2048;
 export const testEventPayload = { test: "This is a test event from inboxd" };
-/** The test endpoint's events carry this id prefix, which tells them apart from the events of real changes. */
-export const testEventIdPrefix = "evt_test_";
 
 export interface WebhookInput {
   url: string;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addressSubject } from "../../src/auth/login-throttle";
-import { databaseOf, register, type Registered, startTestServer, testPassword, type TestServer } from "../harness";
+import { queryRows, register, type Registered, startTestServer, testPassword, type TestServer } from "../harness";
 import { postFrom } from "./client-address";
 
 // The defaults: 10 failures per email or per address within a minute, then 300 s of 429.
@@ -85,7 +85,7 @@ describe("login brute-force limit", () => {
     server.clock.advance(lockoutMs + minute);
     expect((await loginFrom("127.0.0.12", bob.user.email, "wrong password")).status).toBe(401);
     // The registrations of this file's two users (auth/registration-limit) count for an hour.
-    const rows = databaseOf(server.app).query<{ subject: string }, []>("SELECT subject FROM login_throttles WHERE subject NOT LIKE 'register:%'").all().map((r) => r.subject);
+    const rows = (await queryRows<{ subject: string }>(server.app, "SELECT subject FROM login_throttles WHERE subject NOT LIKE 'register:%'")).map((r) => r.subject);
     expect(rows.sort()).toEqual([`email:${bob.user.email}`, "ip:127.0.0.12"]);
   });
 });

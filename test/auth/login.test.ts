@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { databaseOf, register, type Registered, startTestServer, testPassword, type TestServer } from "../harness";
+import { queryRow, register, type Registered, startTestServer, testPassword, type TestServer } from "../harness";
 
 let server: TestServer;
 let ada: Registered;
@@ -99,8 +99,8 @@ describe("access token lifetime", () => {
     expect((await keysOf(again.body.token)).status).toBe(200);
   });
 
-  test("expired tokens are removed from the store when their user logs in again", () => {
-    const rows = databaseOf(server.app).query<{ n: number }, [string, number]>("SELECT count(*) AS n FROM access_tokens WHERE user_id = ? AND expires_at <= ?").get(ada.user.id, server.clock.now())!;
+  test("expired tokens are removed from the store when their user logs in again", async () => {
+    const rows = (await queryRow<{ n: number }>(server.app, "SELECT count(*) AS n FROM access_tokens WHERE user_id = ? AND expires_at <= ?", ada.user.id, server.clock.now()))!;
     expect(rows.n).toBe(0);
   });
 });

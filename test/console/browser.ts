@@ -2,10 +2,10 @@
  * A real Chromium (Debian's package) driven by playwright-core, for the web console's tests, and
  * the compiled executable they run against. Each says why it cannot run, for a visible skip.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext } from "playwright-core";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll } from "bun:test";
 import { repoRoot, startChildServer, testEnv, type ChildServer } from "../harness";
 
@@ -58,3 +58,39 @@ export async function launchBrowser(): Promise<Browser> {
     },
   };
 }
+
+const axeSource = readFileSync(join(repoRoot, "node_modules/axe-core/axe.min.js"), "utf8");
+
+export interface AxeViolation {
+  id: string;
+  impact: string;
+  help: string;
+  targets: string[];
+}
+
+/**
+ * axe-core's serious and critical violations on the page as it stands (WCAG 2.x A and AA rules,
+ * contrast included). Evaluated through the DevTools protocol, so the console's CSP (no inline
+ * script) stays as it is. Message HTML frames are the sender's markup, not the console's: left out.
+ */
+export async function seriousAxeViolations(page: Page): Promise<AxeViolation[]> {
+  if (!(await page.evaluate("typeof window.axe === 'object'"))) await page.evaluate(axeSource);
+  return page.evaluate(`window.axe
+    .run(document, { iframes: false, runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] }, resultTypes: ["violations"] })
+    .then((results) => results.violations
+      .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
+      .map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, targets: violation.nodes.map((node) => node.target.join(" ")) })))`);
+}
+
+/**
+ * What scrolls sideways: "the page" when it is wider than the window, and each element inside it
+ * that scrolls (overflow-x auto or scroll) with more than its width to show, as tag.class#id.
+ * Empty when nothing does.
+ */
+export const sidewaysScrolling = (page: Page) =>
+  page.evaluate(`[
+    ...(document.documentElement.scrollWidth > window.innerWidth ? ["the page"] : []),
+    ...[...document.body.querySelectorAll("*")]
+      .filter((element) => ["auto", "scroll"].includes(getComputedStyle(element).overflowX) && element.scrollWidth > element.clientWidth)
+      .map((element) => element.localName + [...element.classList].map((name) => "." + name).join("") + (element.id ? "#" + element.id : "")),
+  ]`) as Promise<string[]>;

@@ -8,12 +8,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import type { Page } from "playwright-core";
-import { repoRoot, startChildServer, testEnv, testPassword, type ApiClient, type ChildServer } from "../harness";
+import type { Page, Request } from "playwright-core";
+import { eventually, repoRoot, startChildServer, testEnv, testPassword, type ApiClient, type ChildServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
 import { sendMail } from "../smtp/mail-client";
-import { binaryMissing, binaryPath, chromiumMissing, launchBrowser, screenshotDir, type Browser } from "./browser";
+import { binaryMissing, binaryPath, chromiumMissing, launchBrowser, screenshotDir, seriousAxeViolations, sidewaysScrolling, type Browser } from "./browser";
 
 const missing = chromiumMissing ?? binaryMissing;
 const email = "ada@example.com";
@@ -35,8 +35,53 @@ let apiKey: string;
 const inboxes = { first: "", second: "second@inboxd.test", firstId: "", secondId: "" };
 const dialogs: string[] = [];
 const readmeScreenshot = join(repoRoot, "docs/console.png");
+const onePixelPng = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+const onePagePdf = "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 100]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n";
+
+/** RFC 3464: a remote server's report that mail it accepted for `recipient` could not be delivered after all. */
+const bounceReport = (recipient: string) =>
+  [
+    "From: MAILER-DAEMON@mx.remote.test",
+    "Subject: Undelivered Mail Returned to Sender",
+    "MIME-Version: 1.0",
+    'Content-Type: multipart/report; report-type=delivery-status; boundary="b1"',
+    "",
+    "--b1",
+    "Content-Type: text/plain",
+    "",
+    "Your message could not be delivered.",
+    "--b1",
+    "Content-Type: message/delivery-status",
+    "",
+    "Reporting-MTA: dns; mx.remote.test",
+    "",
+    `Final-Recipient: rfc822; ${recipient}`,
+    "Action: failed",
+    "Status: 5.1.1",
+    "Diagnostic-Code: smtp; 550 5.1.1 mailbox unavailable",
+    "--b1--",
+    "",
+  ].join("\r\n");
 
 const shot = (name: string) => page.screenshot({ path: join(screenshotDir, `${name}.png`), fullPage: true });
+
+/** axe-core finds no serious or critical violation on the page as it stands; `name` says which page failed. */
+async function expectAccessible(name: string) {
+  expect({ page: name, violations: await seriousAxeViolations(page) }).toEqual({ page: name, violations: [] });
+}
+
+/**
+ * Polls an expression in the page until it is true. Through the DevTools protocol, as
+ * page.evaluate: waitForFunction would need 'unsafe-eval', which the console's CSP refuses.
+ */
+async function until(expression: string) {
+  for (const deadline = Date.now() + live.timeout; !(await page.evaluate(expression)); await Bun.sleep(50)) {
+    if (Date.now() > deadline) throw new Error(`still false after ${live.timeout} ms: ${expression}`);
+  }
+}
+
+/** The view's data is in: no "Loading …" left in the main area. */
+const loaded = () => until("!!document.querySelector('main') && !document.querySelector('main').innerText.includes('Loading')");
 const openSection = (name: string) => page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name }).click();
 
 async function openInbox(address: string) {
@@ -81,7 +126,11 @@ afterAll(async () => {
 describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` — skipped: ${missing}` : ""}`, () => {
   test("sign up: the initial inbox is listed and the account's key is shown once", async () => {
     await page.goto(api.baseUrl);
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    await expectAccessible("sign-in");
     await page.getByRole("link", { name: "Create an account" }).click();
+    await page.getByLabel("First name").waitFor();
+    await expectAccessible("sign-up");
     await page.getByLabel("First name").fill("Ada");
     await page.getByLabel("Last name").fill("Lovelace");
     await page.getByLabel("Email").fill(email);
@@ -94,6 +143,7 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     expect(await items.count()).toBe(1);
     inboxes.first = (await items.first().getByRole("link").innerText()).trim();
     expect(inboxes.first).toMatch(/^[a-z0-9]+@inboxd\.test$/);
+    await expectAccessible("inboxes, with the key shown once");
     await page.getByRole("button", { name: "Done" }).click();
     expect(await page.getByText(/^ik_/).count()).toBe(0);
 
@@ -148,14 +198,67 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     expect(await page.evaluate("window.notReloaded")).toBe(true);
   }, stepTimeout);
 
+  test("an open inbox follows the event stream: no polling request, and new mail shows on its event", async () => {
+    const threadsPath = `/v1/inboxes/${inboxes.secondId}/threads`;
+    const listRequests: string[] = [];
+    const onRequest = (request: Request) => {
+      if (new URL(request.url()).pathname === threadsPath) listRequests.push(request.url());
+    };
+    // A fresh page: its stream opens now, with the view.
+    const streamOpened = page.waitForRequest((request) => new URL(request.url()).pathname === "/v1/events");
+    page.on("request", onRequest);
+    try {
+      await page.reload();
+      await page.getByRole("link", { name: "Live one" }).waitFor();
+      expect((await streamOpened).headers().authorization).toStartWith("Bearer ik_");
+      // The first load, and one more once the stream is connected (a message may have come in between).
+      for (const deadline = Date.now() + live.timeout; listRequests.length < 2 && Date.now() < deadline; ) await Bun.sleep(50);
+      expect(listRequests).toHaveLength(2);
+      // Longer than the 2 s the list used to poll at: no request while the stream is up.
+      await Bun.sleep(2500);
+      expect(listRequests).toHaveLength(2);
+      await page.evaluate("window.notReloaded = true");
+      await sendFromOutside(inboxes.firstId, { to: [inboxes.second], subject: "Streamed in", text: "Shown on its event." });
+      await page.getByRole("link", { name: "Streamed in" }).waitFor(live);
+      expect(listRequests).toHaveLength(3);
+      expect(await page.evaluate("window.notReloaded")).toBe(true);
+    } finally {
+      page.off("request", onRequest);
+    }
+  }, stepTimeout);
+
+  test("unread mail: marked in the list and counted per inbox; opening the thread reads it, Mark unread undoes it", async () => {
+    const liveOne = page.getByRole("listitem").filter({ has: page.getByRole("link", { name: /Live one/ }) });
+    await liveOne.getByRole("img", { name: "Unread" }).waitFor();
+    await page.getByText("2 messages, 2 unread").waitFor();
+    await expectAccessible("inbox threads");
+    await openSection("Inboxes");
+    await page.getByRole("link", { name: /Second inbox.*2 unread/ }).waitFor();
+    await page.getByRole("link", { name: /Second inbox/ }).click();
+    await page.getByRole("link", { name: /Live one/ }).click();
+    // Two panes: the list stays beside the open thread, whose message is read on opening.
+    await page.getByRole("heading", { name: "Live one", level: 2 }).waitFor();
+    expect(await page.getByRole("list", { name: "Threads" }).isVisible()).toBe(true);
+    await page.getByText("2 messages, 1 unread").waitFor();
+    await liveOne.getByRole("img", { name: "Unread" }).waitFor({ state: "detached" });
+    await expectAccessible("thread beside the list");
+    await page.getByRole("button", { name: "Mark unread" }).click();
+    await page.getByText("2 messages, 2 unread").waitFor();
+    await liveOne.getByRole("img", { name: "Unread" }).waitFor();
+    const message = (await api.get(`/v1/inboxes/${inboxes.secondId}/messages?query=Live`, apiKey)).body[0];
+    expect(message.read).toBe(false);
+  }, stepTimeout);
+
   test("compose from the first inbox to the second; it arrives and opens with its headers", async () => {
     await openInbox(inboxes.first);
     await page.getByRole("link", { name: "Compose" }).click();
+    await page.getByLabel("To").waitFor();
+    await expectAccessible("compose");
     await page.getByLabel("To").fill(inboxes.second);
     await page.getByLabel("Subject").fill("Hello from the console");
     await page.getByLabel("Message").fill("First line.\n\nA second paragraph with <b>not bold</b>.");
     await page.getByRole("button", { name: "Send" }).click();
-    await page.getByRole("heading", { name: "Hello from the console", level: 1 }).waitFor();
+    await page.getByRole("heading", { name: "Hello from the console", level: 2 }).waitFor();
 
     await openInbox(inboxes.second);
     await page.getByRole("link", { name: "Messages" }).click();
@@ -167,14 +270,19 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     expect(await message.locator("pre.text-body, iframe").count()).toBe(1);
     await message.getByText("Raw source").click();
     await message.locator(".raw-source pre").getByText("Subject: Hello from the console").waitFor();
+    await expectAccessible("message");
   }, stepTimeout);
 
   test("reply; the thread shows both messages", async () => {
     await page.getByLabel(`Reply to ${inboxes.first}`).fill("Thanks, got it.");
     await page.getByRole("button", { name: "Send reply" }).click();
-    await page.getByRole("heading", { name: "Hello from the console", level: 1 }).waitFor();
+    await page.getByRole("heading", { name: "Hello from the console", level: 2 }).waitFor();
     const thread = page.getByRole("list").filter({ has: page.getByRole("article") });
-    await page.getByText("2 messages").waitFor();
+    await page.getByText(/^2 messages ·/).waitFor();
+    // The older message, read, is one line until opened; the newest is open.
+    expect(await thread.getByRole("article").count()).toBe(1);
+    const older = page.getByRole("button", { name: new RegExp(`^${inboxes.first.replace(/[.+]/g, "\\$&")} First line`) });
+    await older.click();
     expect(await thread.getByRole("article").count()).toBe(2);
     expect(await page.getByRole("heading", { name: "Re: Hello from the console", level: 3 }).count()).toBe(1);
     await page.frameLocator("iframe").nth(1).getByText("Thanks, got it.").waitFor();
@@ -189,6 +297,7 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     await page.getByRole("link", { name: "Messages" }).click();
     const results = page.getByRole("list", { name: /Messages/ }).getByRole("listitem");
     await results.first().waitFor();
+    await expectAccessible("messages");
     await page.getByLabel("Search subject, text and sender").fill("watched");
     await page.getByRole("button", { name: "Search" }).click();
     await page.getByRole("list", { name: "Messages matching watched" }).waitFor();
@@ -223,6 +332,18 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
       "Content-Transfer-Encoding: base64",
       "",
       Buffer.from("first note\n").toString("base64"),
+      "--part",
+      'Content-Type: image/png; name="pixel.png"',
+      'Content-Disposition: attachment; filename="pixel.png"',
+      "Content-Transfer-Encoding: base64",
+      "",
+      onePixelPng,
+      "--part",
+      'Content-Type: application/pdf; name="page.pdf"',
+      'Content-Disposition: attachment; filename="page.pdf"',
+      "Content-Transfer-Encoding: base64",
+      "",
+      Buffer.from(onePagePdf).toString("base64"),
       "--part--",
       "",
     ].join("\r\n");
@@ -232,6 +353,14 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     await page.getByRole("link", { name: /Notes attached/ }).click();
     const results = page.getByLabel("Authentication results");
     for (const check of ["SPF", "DKIM", "DMARC"]) await results.getByText(new RegExp(`^${check} `)).waitFor();
+    // The image is shown as it is; the PDF on request, in the browser's viewer inside a sandboxed frame.
+    await page.getByRole("img", { name: "Preview of pixel.png" }).waitFor();
+    await until(`document.querySelector('img[alt="Preview of pixel.png"]').naturalWidth === 1`);
+    await page.getByRole("button", { name: "Preview" }).click();
+    const pdf = page.locator('iframe[title="Preview of page.pdf"]');
+    expect(await pdf.getAttribute("sandbox")).toBe("");
+    expect(await pdf.getAttribute("src")).toStartWith("blob:");
+    await page.getByRole("button", { name: "Hide preview" }).click();
     await shot("message");
     const download = page.waitForEvent("download");
     await page.getByRole("link", { name: "notes.txt" }).click();
@@ -279,8 +408,10 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     await page.getByLabel("inbox.created").check();
     await page.getByRole("button", { name: "Create webhook" }).click();
     await page.getByText(/^whsec_/).waitFor();
+    await expectAccessible("webhooks");
     await page.getByRole("link", { name: hooks.url("/events") }).click();
     await page.getByText("No attempts yet").waitFor();
+    await expectAccessible("webhook");
     await page.getByRole("button", { name: "Send test event" }).click();
     const rows = page.getByRole("table").getByRole("row");
     await page.getByRole("cell", { name: "200 success" }).waitFor(live);
@@ -297,6 +428,7 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
   test("API key: created and shown once, listed by prefix, revoked", async () => {
     await openSection("API keys");
     await page.getByRole("cell", { name: /this console/ }).waitFor();
+    await expectAccessible("API keys");
     await page.getByLabel("New key name").fill("deploy");
     await page.getByRole("button", { name: "Create key" }).click();
     const shown = (await page.locator(".notice code").innerText()).trim();
@@ -312,6 +444,8 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
 
   test("domain: added with its records to copy, verified per record", async () => {
     await openSection("Domains");
+    await page.getByLabel("Add a domain").waitFor();
+    await expectAccessible("domains");
     await page.getByLabel("Add a domain").fill("example.org");
     await page.getByRole("button", { name: "Add domain" }).click();
     await page.getByRole("heading", { name: "example.org", level: 1 }).waitFor();
@@ -325,7 +459,7 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     await mx.getByText("verified", { exact: true }).waitFor(live);
     await page.getByText("receiving verified").waitFor();
     expect(await records.getByText("verified", { exact: true }).count()).toBe(1);
-    await shot("domain");
+    await expectAccessible("domain");
     await mx.getByRole("button", { name: "Copy value" }).click();
     await mx.getByRole("button", { name: "Copied" }).waitFor();
     expect(await page.evaluate("navigator.clipboard.readText()")).toBe("mx.inboxd.test");
@@ -334,15 +468,70 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     await page.getByText("No custom domains.").waitFor();
   }, stepTimeout);
 
-  test("outbound: a sent message with its delivery to each remote recipient", async () => {
+  test("outbound: every inbox's deliveries in one list, filtered by inbox, domain and status", async () => {
     await sendFromOutside(inboxes.firstId, { to: ["someone@remote.test"], subject: "Going out" });
+    await sendFromOutside(inboxes.secondId, { to: ["other@elsewhere.test"], subject: "Also out" });
     await openSection("Outbound");
-    await page.getByLabel("Sent from").selectOption({ label: inboxes.first });
-    const card = page.getByRole("listitem").filter({ hasText: "Going out" });
-    await card.waitFor(live);
-    await card.getByRole("cell", { name: "someone@remote.test" }).waitFor();
+    const rows = page.locator("table tbody tr");
+    const going = rows.filter({ hasText: "Going out" });
+    await going.getByRole("cell", { name: "someone@remote.test" }).waitFor(live);
+    await rows.filter({ hasText: "Also out" }).waitFor();
+    await going.getByRole("cell", { name: inboxes.first }).waitFor();
+    await expectAccessible("outbound");
+    await page.getByLabel("Inbox", { exact: true }).selectOption({ label: "Second inbox <second@inboxd.test>" });
+    await going.waitFor({ state: "detached" });
+    await rows.filter({ hasText: "Also out" }).waitFor();
+    expect(await going.count()).toBe(0);
+    await page.getByLabel("Inbox", { exact: true }).selectOption({ label: "Every inbox" });
+    await page.getByLabel("Recipient domain").fill("REMOTE.test");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await rows.filter({ hasText: "Also out" }).waitFor({ state: "detached" });
+    await going.waitFor();
+    const status = (await api.get("/v1/deliveries?domain=remote.test", apiKey)).body[0].status;
+    await page.getByLabel("Status", { exact: true }).selectOption(status === "queued" ? "delivered" : "queued");
+    await page.getByText("No delivery matches.").waitFor();
+    await page.getByLabel("Status", { exact: true }).selectOption("");
+    await going.waitFor();
+    await going.getByRole("link", { name: "Going out" }).waitFor();
     await page.getByRole("heading", { name: "Suppressed addresses" }).waitFor();
     await shot("outbound");
+  }, stepTimeout);
+
+  test("keyboard alone, from the inbox list to a sent reply: ?, j, k, Enter, r, Tab, /, c", async () => {
+    await openSection("Inboxes");
+    await page.getByRole("list", { name: "Inboxes" }).waitFor();
+    await page.locator("main").focus();
+    await page.keyboard.press("?");
+    const help = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+    await help.waitFor();
+    await expectAccessible("keyboard shortcuts");
+    await page.keyboard.press("Escape");
+    await help.waitFor({ state: "detached" });
+    // Newest first: the second inbox, then the first.
+    await page.keyboard.press("j");
+    expect(await page.evaluate("document.activeElement.dataset.inboxId")).toBe(inboxes.secondId);
+    await page.keyboard.press("Enter");
+    await page.getByRole("list", { name: "Threads" }).waitFor();
+    const [newest] = (await api.get(`/v1/inboxes/${inboxes.secondId}/threads`, apiKey)).body;
+    for (const key of ["j", "j", "k"]) await page.keyboard.press(key);
+    expect(await page.evaluate("document.activeElement.getAttribute('href')")).toBe(`#/inboxes/${inboxes.secondId}/threads/${newest.id}`);
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { name: newest.subject, level: 2 }).waitFor();
+    await page.keyboard.press("r");
+    expect(await page.evaluate("document.activeElement.tagName")).toBe("TEXTAREA");
+    await page.keyboard.type("Sent by keyboard.");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.activeElement.textContent")).toBe("Send reply");
+    await page.keyboard.press("Enter");
+    await page.getByText(new RegExp(`^${newest.messageCount + 1} messages ·`)).waitFor(live);
+    const thread = (await api.get(`/v1/inboxes/${inboxes.secondId}/threads/${newest.id}`, apiKey)).body;
+    expect(thread.messages.at(-1)).toMatchObject({ from: inboxes.second, text: "Sent by keyboard." });
+    await page.keyboard.press("/");
+    await page.getByRole("searchbox").waitFor();
+    expect(await page.evaluate("document.activeElement.id")).toBe("mail-search");
+    await page.keyboard.press("Shift+Tab");
+    await page.keyboard.press("c");
+    await page.getByRole("heading", { name: "New message", level: 1 }).waitFor();
   }, stepTimeout);
 
   test("keyboard only: sign out, then sign in again", async () => {
@@ -366,23 +555,102 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     await page.setViewportSize({ width: 390, height: 844 });
     await openInbox(inboxes.second);
     await page.getByRole("link", { name: "Hello from the console" }).waitFor();
-    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    expect(await sidewaysScrolling(page)).toEqual([]);
     await shot("inbox-phone");
     await page.getByRole("link", { name: "Messages" }).click();
     await page.getByRole("link", { name: /Notes attached/ }).click();
     await page.getByLabel("Authentication results").waitFor();
-    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    expect(await sidewaysScrolling(page)).toEqual([]);
     await shot("message-phone");
     await openInbox(inboxes.second);
     await page.setViewportSize({ width: 1280, height: 860 });
     await page.getByRole("link", { name: "Live one" }).waitFor();
     await shot("inbox");
-    // The README's picture is kept stable: written when missing, or when asked with INBOXD_UPDATE_DOCS=1.
-    if (!existsSync(readmeScreenshot) || process.env.INBOXD_UPDATE_DOCS === "1") {
-      mkdirSync(dirname(readmeScreenshot), { recursive: true });
-      copyFileSync(join(screenshotDir, "inbox.png"), readmeScreenshot);
-    }
   }, stepTimeout);
+
+  test("dark theme: follows the system until toggled, and the toggle is remembered", async () => {
+    const theme = () => page.evaluate("document.documentElement.dataset.theme");
+    await openSection("Inboxes");
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.reload();
+    await page.getByRole("list", { name: "Inboxes" }).waitFor();
+    expect(await theme()).toBe("dark");
+    await page.emulateMedia({ colorScheme: "light" });
+    await until("document.documentElement.dataset.theme === 'light'");
+    const toggle = page.getByRole("button", { name: "Dark theme" });
+    expect(await toggle.getAttribute("aria-pressed")).toBe("false");
+    await toggle.click();
+    expect(await theme()).toBe("dark");
+    await page.reload();
+    await page.getByRole("list", { name: "Inboxes" }).waitFor();
+    expect(await theme()).toBe("dark");
+    expect(await toggle.getAttribute("aria-pressed")).toBe("true");
+  }, stepTimeout);
+
+  test(
+    "every page in both themes at 1280 and 390 px: no serious axe violation, no sideways scrolling; screenshots",
+    async () => {
+      const domain = (await api.post("/v1/domains", { name: "example.net" }, apiKey)).body;
+      const thread = (await api.get(`/v1/inboxes/${inboxes.secondId}/threads`, apiKey)).body.find((each: { subject: string }) => each.subject === "Hello from the console");
+      const message = (await api.get(`/v1/inboxes/${inboxes.secondId}/messages?query=Notes`, apiKey)).body[0];
+      // Every table with rows in it: a sent message's deliveries, a suppression (a remote server's bounce report), an access rule, a webhook's attempt.
+      const sent = (await api.get(`/v1/inboxes/${inboxes.firstId}/messages?query=Going`, apiKey)).body[0];
+      const bounced = (await api.get("/v1/deliveries?domain=remote.test", apiKey)).body[0];
+      await sendMail(server.smtpPort!, { from: "", to: [`bounces+${bounced.id}@mx.inboxd.test`], raw: bounceReport(bounced.recipient) });
+      expect((await api.post("/v1/access-rules", { direction: "receive", action: "block", value: "a-rather-long-sender-name@spam-from-far-away.example" }, apiKey)).status).toBe(201);
+      const webhook = (await api.post("/v1/webhooks", { url: hooks.url("/events"), events: ["inbox.created"] }, apiKey)).body;
+      await api.post(`/v1/webhooks/${webhook.id}/test`, undefined, apiKey);
+      await eventually("the webhook's attempt", async () => (await api.get(`/v1/webhooks/${webhook.id}/attempts`, apiKey)).body.length, (count) => count > 0);
+      await eventually("the suppression", async () => (await api.get("/v1/suppressions", apiKey)).body.length, (count) => count > 0);
+      const pages: [name: string, hash: string][] = [
+        ["inboxes", "#/inboxes"],
+        ["inbox", `#/inboxes/${inboxes.secondId}`],
+        ["thread", `#/inboxes/${inboxes.secondId}/threads/${thread.id}`],
+        ["messages", `#/inboxes/${inboxes.secondId}/messages`],
+        ["message", `#/inboxes/${inboxes.secondId}/messages/${message.id}`],
+        ["sent message", `#/inboxes/${inboxes.firstId}/messages/${sent.id}`],
+        ["compose", `#/inboxes/${inboxes.secondId}/compose`],
+        ["outbound", "#/outbound"],
+        ["access rules", "#/access"],
+        ["webhooks", "#/webhooks"],
+        ["webhook", `#/webhooks/${webhook.id}`],
+        ["domains", "#/domains"],
+        ["domain", `#/domains/${domain.id}`],
+        ["API keys", "#/keys"],
+      ];
+      const screenshots = new Set(["inbox", "thread", "domain", "outbound", "webhook"]);
+      for (const theme of ["light", "dark"]) {
+        await page.evaluate(`localStorage.setItem("inboxd.console.theme", "${theme}")`);
+        for (const [width, height] of [
+          [1280, 860],
+          [390, 844],
+        ] as const) {
+          await page.setViewportSize({ width, height });
+          for (const [name, hash] of pages) {
+            await page.goto(`${api.baseUrl}/${hash}`);
+            await page.reload();
+            await loaded();
+            const where = `${name}, ${theme}, ${width} px`;
+            await expectAccessible(where);
+            expect({ page: where, scrolls: await sidewaysScrolling(page) }).toEqual({ page: where, scrolls: [] });
+            if (screenshots.has(name)) await shot(`${name}-${width}-${theme}`);
+          }
+        }
+      }
+      // The docs' picture, a thread beside its inbox's list, is kept stable: written when missing, or when asked with INBOXD_UPDATE_DOCS=1.
+      if (!existsSync(readmeScreenshot) || process.env.INBOXD_UPDATE_DOCS === "1") {
+        mkdirSync(dirname(readmeScreenshot), { recursive: true });
+        copyFileSync(join(screenshotDir, "thread-1280-light.png"), readmeScreenshot);
+      }
+      // On a phone the records are cards: every value with its own copy button.
+      await page.goto(`${api.baseUrl}/#/domains/${domain.id}`);
+      await loaded();
+      expect(await page.getByRole("button", { name: "Copy value" }).count()).toBe(domain.records.length);
+      await page.setViewportSize({ width: 1280, height: 860 });
+      await page.evaluate(`localStorage.setItem("inboxd.console.theme", "light")`);
+    },
+    180_000,
+  );
 
   test("an expired access token returns to sign-in with a message", async () => {
     // The console's storage key (src/console/ui/api/session.ts); the token becomes one the server never issued.
@@ -391,5 +659,11 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     await page.getByText("Your session has expired. Sign in again.").waitFor(live);
     await page.getByRole("button", { name: "Sign in" }).waitFor();
     expect(await consoleKeys()).toEqual([]);
+    // The sign-in page follows the chosen theme too.
+    await page.evaluate(`localStorage.setItem("inboxd.console.theme", "dark")`);
+    await page.reload();
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    expect(await page.evaluate("document.documentElement.dataset.theme")).toBe("dark");
+    await expectAccessible("sign-in, dark");
   }, stepTimeout);
 });

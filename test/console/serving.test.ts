@@ -7,7 +7,7 @@ import { consoleSecurityHeaders } from "../../src/http/routes/console";
 import { startTestServer } from "../harness";
 import { binaryMissing, compiledServerInEmptyFolder } from "./browser";
 
-const initialPageBudget = 150 * 1024;
+const initialPageBudget = 60 * 1024;
 
 /** The page and every file it links to (scripts, styles, icon): what a first visit downloads. */
 async function initialPage(baseUrl: string, init: RequestInit = {}) {

@@ -3,7 +3,7 @@ import { generateDkimKeys, dkimTxtValue } from "../../src/dkim/keys";
 import { assertUsableInboxDomain, isHostedDomain } from "../../src/domains/hosted";
 import { ServiceError } from "../../src/errors";
 import { insertInbox } from "../../src/inboxes/service";
-import { databaseOf, seedOrganization, startTestServer, type TestServer } from "../harness";
+import { queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { publishRecords, recordOf, type ApiRecord } from "./zone";
 
@@ -62,12 +62,18 @@ describe("create", () => {
       ["TXT", "SELr._domainkey.shape.example", "sending"],
       ["TXT", "SELe._domainkey.shape.example", "sending"],
       ["TXT", "_dmarc.shape.example", "sending"],
+      ["CNAME", "mta-sts.shape.example", "tls"],
+      ["TXT", "_mta-sts.shape.example", "tls"],
+      ["TXT", "_smtp._tls.shape.example", "tls"],
     ]);
     expect(records[0]).toEqual({ type: "MX", name: "shape.example", value: HOSTNAME, priority: 10, purpose: "receiving", status: "pending" });
     expect(records[1]).toEqual({ type: "TXT", name: "shape.example", value: `v=spf1 a:${HOSTNAME} -all`, purpose: "sending", status: "pending" });
     expect(records[2].value).toMatch(/^v=DKIM1; k=rsa; p=[A-Za-z0-9+/]{300,}={0,2}$/);
     expect(records[3].value).toMatch(/^v=DKIM1; k=ed25519; p=[A-Za-z0-9+/]{43}=$/);
     expect(records[4].value).toStartWith("v=DMARC1; p=quarantine;");
+    expect(records[5]).toEqual({ type: "CNAME", name: "mta-sts.shape.example", value: HOSTNAME, purpose: "tls", status: "pending" });
+    expect(records[6].value).toMatch(/^v=STSv1; id=[0-9a-f]{32}$/);
+    expect(records[7].value).toBe("v=TLSRPTv1; rua=mailto:tlsrpt@mx.inboxd.test");
     for (const record of records.slice(1)) expect(record).not.toHaveProperty("priority");
   });
 
@@ -180,7 +186,7 @@ describe("verify", () => {
     const before = await post(`/v1/domains/${domain.id}/verify`);
     expect(before.status).toBe(200);
     expect(before.body).toMatchObject({ status: "pending", verified: false, receiving: false, sending: false });
-    expect(statuses(before.body.records)).toEqual(["pending", "pending", "pending", "pending", "pending"]);
+    expect(statuses(before.body.records)).toEqual(["pending", "pending", "pending", "pending", "pending", "pending", "pending", "pending"]);
     expect(recordOf(before.body.records, "MX").reason).toBe("no MX record at verify.example");
     expect(recordOf(before.body.records, "SPF").reason).toBe("no SPF record at verify.example");
     expect(recordOf(before.body.records, "DKIM-RSA").reason).toStartWith("no DKIM record at inboxd");
@@ -189,11 +195,25 @@ describe("verify", () => {
     publishRecords(dns, domain.records);
     const after = await post(`/v1/domains/verify.example/verify`);
     expect(after.body).toMatchObject({ status: "verified", verified: true, receiving: true, sending: true });
-    expect(statuses(after.body.records)).toEqual(["verified", "verified", "verified", "verified", "verified"]);
+    expect(statuses(after.body.records)).toEqual(["verified", "verified", "verified", "verified", "verified", "verified", "verified", "verified"]);
     for (const record of after.body.records) expect(record).not.toHaveProperty("reason");
     expect(Date.parse(after.body.verifiedAt)).toBeGreaterThanOrEqual(Date.parse(domain.createdAt));
     expect((await get(`/v1/domains/${domain.id}/dns`)).body).toEqual(after.body.records);
     expect((await server.app.store.dkimKeys.activeForDomain("verify.example")).map((key) => key.algorithm).sort()).toEqual(["ed25519-sha256", "rsa-sha256"]);
+  });
+
+  test("the tls records (MTA-STS, TLS reporting) are recommended: without them the domain is verified, with a wrong one too", async () => {
+    const domain = await createDomain("notls.example");
+    publishRecords(dns, domain.records.filter((record: ApiRecord) => record.purpose !== "tls"));
+    dns.set("_smtp._tls.notls.example", "TXT", ["v=TLSRPTv1; rua=mailto:someone@elsewhere.example"]);
+    const res = await post(`/v1/domains/${domain.id}/verify`);
+    expect(res.body).toMatchObject({ status: "verified", verified: true, receiving: true, sending: true });
+    const tls = res.body.records.filter((record: ApiRecord) => record.purpose === "tls");
+    expect(tls.map((record: ApiRecord) => [record.type, record.status, record.reason])).toEqual([
+      ["CNAME", "pending", "mta-sts.notls.example has no CNAME or A/AAAA record"],
+      ["TXT", "pending", "no v=STSv1 record at _mta-sts.notls.example"],
+      ["TXT", "failed", "_smtp._tls.notls.example publishes 'v=TLSRPTv1; rua=mailto:someone@elsewhere.example', not 'v=TLSRPTv1; rua=mailto:tlsrpt@mx.inboxd.test'"],
+    ]);
   });
 
   test("the MX record alone makes the domain receiving, not sending", async () => {
@@ -203,7 +223,7 @@ describe("verify", () => {
     const res = await post(`/v1/domains/${domain.id}/verify`);
     expect(res.body).toMatchObject({ status: "pending", verified: false, receiving: true, sending: false });
     expect(res.body).not.toHaveProperty("verifiedAt");
-    expect(statuses(res.body.records)).toEqual(["verified", "pending", "pending", "pending", "pending"]);
+    expect(statuses(res.body.records)).toEqual(["verified", "pending", "pending", "pending", "pending", "pending", "pending", "pending"]);
   });
 
   test("an SPF record that includes another domain's policy passes when that policy authorises this server", async () => {
@@ -305,9 +325,7 @@ describe("using a domain", () => {
     expect(forced.body).toMatchObject({ id: domain.id, name: "inuse.example", status: "verified" });
     for (const inbox of inboxes) expect(await server.app.store.inboxes.find(org.organizationId, inbox.id)).toBeUndefined();
     expect(await server.app.store.inboxes.find(org.organizationId, kept.id)).toBeDefined();
-    const events = databaseOf(server.app)
-      .query<{ inbox_id: string; payload: string }, [string]>("SELECT inbox_id, payload FROM events WHERE type = 'inbox.deleted' AND organization_id = ? ORDER BY created_at, rowid")
-      .all(org.organizationId);
+    const events = await queryRows<{ inbox_id: string; payload: string }>(server.app, "SELECT inbox_id, payload FROM events WHERE type = 'inbox.deleted' AND organization_id = ? ORDER BY id", org.organizationId);
     expect(events.map((event) => event.inbox_id)).toEqual(inboxes.map((inbox) => inbox.id));
     expect(JSON.parse(events[1].payload)).toEqual(inboxes[1]);
     expect(await server.app.store.dkimKeys.forDomain("inuse.example")).toEqual([]);

@@ -8,6 +8,7 @@ export function publishRecords(dns: DnsServer, records: ApiRecord[]): void {
   const txt = new Map<string, string[]>();
   for (const record of records) {
     if (record.type === "MX") dns.set(record.name, "MX", [{ exchange: record.value, priority: record.priority ?? 10 }]);
+    else if (record.type === "CNAME") dns.set(record.name, "CNAME", [record.value]);
     else txt.set(record.name, [...(txt.get(record.name) ?? []), record.value]);
   }
   for (const [name, values] of txt) dns.set(name, "TXT", values);

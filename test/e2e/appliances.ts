@@ -136,11 +136,13 @@ export class Appliance {
 
   /** Every message of an inbox (list fields), page by page. */
   async messages(inboxId: string): Promise<any[]> {
-    const all: any[] = [];
+    // By id: a message stored while the pages are read (newest first) moves the older ones down a
+    // page, and one is read twice; a second stored copy would have an id of its own.
+    const all = new Map<string, any>();
     for (let page = 1; ; page++) {
       const batch = await this.call<any[]>("GET", `/v1/inboxes/${inboxId}/messages?per=100&page=${page}`);
-      all.push(...batch);
-      if (batch.length < 100) return all;
+      for (const message of batch) all.set(message.id, message);
+      if (batch.length < 100) return [...all.values()];
     }
   }
 

@@ -47,8 +47,12 @@ describe.skipIf(binaryMissing !== undefined)(`an appliance killed mid-stream${bi
     });
 
     // Everything alpha counts as delivered is in beta's inbox, exactly once: a message whose 250
-    // the kill cut off comes again after the restart, and beta recognises its Message-ID.
-    const stored = await beta.messages(to.id);
+    // the kill cut off comes again after the restart, and beta recognises its Message-ID. Beta
+    // stores what it accepted once analysed (its inbound queue), so the inbox fills up to the count.
+    const stored = await waitFor(`beta to store all ${count}`, 30_000, async () => {
+      const messages = await beta.messages(to.id);
+      return messages.length >= count ? messages : undefined;
+    });
     expect(stored.map((message) => message.subject).sort()).toEqual(subjects);
 
     // The kill made alpha retry: some delivery took more than one try.

@@ -3,7 +3,7 @@
 // webhooks send what they sent before, and nothing is left behind by deletes or crashes.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { databaseOf, seedOrganization, startTestServer, type TestServer } from "../harness";
+import { queryRow, queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startWebhookReceiver } from "../peers/webhook-receiver";
 import { sendMail } from "../smtp/mail-client";
@@ -26,7 +26,7 @@ afterAll(async () => {
   await receiver.close();
 });
 
-const count = (sql: string) => databaseOf(server.app).query<{ n: number }, []>(`SELECT count(*) AS n FROM ${sql}`).get()!.n;
+const count = async (sql: string) => (await queryRow<{ n: number }>(server.app, `SELECT count(*) AS n FROM ${sql}`))!.n;
 const newInbox = async () => (await server.api.post("/v1/inboxes", {}, apiKey)).body as { id: string; email: string };
 
 test("a 2 MB message over SMTP is stored in chunks and reads back byte for byte: source, attachment, webhook", async () => {
@@ -47,9 +47,9 @@ test("a 2 MB message over SMTP is stored in chunks and reads back byte for byte:
   expect(Buffer.from(await download.arrayBuffer()).equals(blob)).toBe(true);
 
   // The rows hold nothing of it; the chunks do; the stored event names the attachment only.
-  expect(count(`message_sources WHERE message_id = '${listed.id}' AND length(raw) = 0 AND blob_id IS NOT NULL`)).toBe(1);
-  expect(count(`attachments WHERE id = '${attachment.id}' AND length(content) = 0 AND blob_id IS NOT NULL`)).toBe(1);
-  const stored = databaseOf(server.app).query<{ payload: string }, [string]>("SELECT payload FROM events WHERE message_id = ?1").get(listed.id)!.payload;
+  expect(await count(`message_sources WHERE message_id = '${listed.id}' AND length(raw) = 0 AND blob_id IS NOT NULL`)).toBe(1);
+  expect(await count(`attachments WHERE id = '${attachment.id}' AND length(content) = 0 AND blob_id IS NOT NULL`)).toBe(1);
+  const stored = (await queryRow<{ payload: string }>(server.app, "SELECT payload FROM events WHERE message_id = ?1", listed.id))!.payload;
   expect(stored.length).toBeLessThan(10_000);
 
   await webhookQueue(server).runDueNow();
@@ -79,26 +79,26 @@ test("a send and its local copy share their chunks, which go with the last messa
   const content = randomBytes(600 * 1024);
   const sent = await server.api.post(`/v1/inboxes/${sender.id}/messages/send`, { to: [recipient.email], subject: "shared", text: "t", html: "<p>t</p>", attachments: [{ content: content.toString("base64"), name: "c.bin" }] }, apiKey);
   expect(sent.status).toBe(201);
-  const blobIds = databaseOf(server.app).query<{ blobId: string }, [string]>("SELECT DISTINCT blob_id AS blobId FROM attachments WHERE message_id = ?1").all(sent.body.id);
+  const blobIds = await queryRows<{ blobId: string }>(server.app, 'SELECT DISTINCT blob_id AS "blobId" FROM attachments WHERE message_id = ?1', sent.body.id);
   expect(blobIds.length).toBe(1);
   const chunksOf = () => count(`blob_chunks WHERE blob_id = '${blobIds[0]!.blobId}'`);
-  expect(chunksOf()).toBeGreaterThan(1);
+  expect(await chunksOf()).toBeGreaterThan(1);
 
   await server.api.delete(`/v1/inboxes/${sender.id}`, apiKey);
-  expect(chunksOf()).toBeGreaterThan(1);
+  expect(await chunksOf()).toBeGreaterThan(1);
   const [copy] = (await server.api.get(`/v1/inboxes/${recipient.id}/messages`, apiKey)).body;
   const read = (await server.api.get(`/v1/inboxes/${recipient.id}/messages/${copy.id}`, apiKey)).body;
   expect(Buffer.from(read.attachments[0].content, "base64").equals(content)).toBe(true);
 
   await server.api.delete(`/v1/inboxes/${recipient.id}`, apiKey);
-  expect(chunksOf()).toBe(0);
+  expect(await chunksOf()).toBe(0);
 }, 30_000);
 
 test("chunks of a message that a crash stopped before its transaction are removed at the next start", async () => {
   const prepared = await server.app.store.blobs.prepare([randomBytes(700 * 1024)], server.app.clock.now());
-  expect(count(`blob_chunks WHERE blob_id = '${prepared.blobId}'`)).toBeGreaterThan(0);
+  expect(await count(`blob_chunks WHERE blob_id = '${prepared.blobId}'`)).toBeGreaterThan(0);
   await server.stop();
   server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address }, dataDir: server.dataDir });
-  expect(count(`blob_chunks WHERE blob_id = '${prepared.blobId}'`)).toBe(0);
-  expect(count("staged_blobs")).toBe(0);
+  expect(await count(`blob_chunks WHERE blob_id = '${prepared.blobId}'`)).toBe(0);
+  expect(await count("staged_blobs")).toBe(0);
 }, 30_000);

@@ -169,8 +169,10 @@ function conforms(method: string, path: string, status: number, headers: Headers
   const where = `${method} ${template} → ${status}`;
   const response = document.paths[template][verb].responses[String(status)];
   expect(response, `${where} is documented`).toBeDefined();
-  const [mediaType] = Object.keys(response.content);
-  if (mediaType === "application/json") {
+  const [mediaType] = Object.keys(response.content ?? {});
+  if (mediaType === undefined) {
+    expect(text, `${where} has no body`).toBe("");
+  } else if (mediaType === "application/json") {
     expect(headers.get("content-type"), where).toStartWith("application/json");
     const pointer = ["paths", template, verb, "responses", String(status), "content", "application/json", "schema"].map(pointerToken).join("/");
     const validate = (validators[pointer] ??= ajv.compile({ $ref: `openapi.json#/${pointer}` }));
@@ -285,9 +287,19 @@ describe("real responses fit the document", () => {
     await call("GET", `/v1/inboxes/${inbox}/messages/${sent.id}`, 200, { token: key });
     await eventually("the remote delivery to end", async () => (await call("GET", `/v1/inboxes/${inbox}/messages/${remote.id}`, 200, { token: key })).body, (message) => message.deliveries?.[0]?.status !== "queued");
     await call("GET", `/v1/inboxes/${inbox}/messages/msg_nope`, 404, { token: key });
+    await call("GET", "/v1/deliveries", 200, { token: key });
+    await call("GET", `/v1/deliveries?inboxId=${inbox}&domain=example.com&status=rejected`, 200, { token: key });
+    await call("GET", "/v1/deliveries?status=lost", 422, { token: key });
+    await call("GET", "/v1/deliveries?inboxId=inb_nope", 404, { token: key });
     await call("GET", `/v1/inboxes/${inbox}/messages/${sent.id}/raw`, 200, { token: key });
     await call("GET", `/v1/inboxes/${inbox}/messages/${sent.id}/attachments/${sent.attachments[0].id}`, 200, { token: key });
     await call("GET", `/v1/inboxes/${inbox}/messages/${sent.id}/attachments/att_nope`, 404, { token: key });
+    await call("PATCH", `/v1/inboxes/${inbox}/messages/${sent.id}`, 200, { body: { addLabels: ["checked"], removeLabels: ["test"] }, token: key });
+    await call("PATCH", `/v1/inboxes/${inbox}/messages/${sent.id}`, 422, { body: { labels: ["a"], addLabels: ["b"] }, token: key });
+    await call("PATCH", `/v1/inboxes/${inbox}/messages/${sent.id}`, 200, { body: { read: false }, token: key });
+    await call("PATCH", `/v1/inboxes/${inbox}/messages/msg_nope`, 404, { body: { labels: [] }, token: key });
+    await call("GET", `/v1/inboxes/${inbox}/messages?label=checked`, 200, { token: key });
+    await call("GET", `/v1/inboxes/${inbox}/threads?label=checked`, 200, { token: key });
 
     const copies = (await call("GET", `/v1/inboxes/${second.id}/messages`, 200, { token: key })).body;
     received = copies[0];
@@ -348,6 +360,17 @@ describe("real responses fit the document", () => {
     await call("DELETE", `/v1/webhooks/${failing.id}`, 200, { token: key });
   });
 
+  test("the event stream", async () => {
+    // Only its start is read: a stream does not end.
+    const abort = new AbortController();
+    const stream = await fetch(`${server.api.baseUrl}/v1/events`, { headers: { authorization: `Bearer ${key}` }, signal: abort.signal });
+    expect(stream.status).toBe(200);
+    conforms("GET", "/v1/events", stream.status, stream.headers, "");
+    abort.abort();
+    await call("GET", "/v1/events?events=message.opened", 422, { token: key });
+    await call("GET", "/v1/events?inboxId=inb_nope", 404, { token: key });
+  });
+
   test("domains", async () => {
     const domain = (await call("POST", "/v1/domains", 201, { body: { name: "openapi.example" }, token: key })).body;
     await call("POST", "/v1/domains", 409, { body: { name: "openapi.example" }, token: key });
@@ -359,6 +382,11 @@ describe("real responses fit the document", () => {
     await call("GET", `/v1/domains/${domain.id}/dns`, 200, { token: key });
     await call("POST", `/v1/domains/${domain.id}/verify`, 200, { token: key });
     await call("POST", `/v1/domains/${domain.id}/rotate-dkim`, 200, { token: key });
+    const now = server.app.clock.now();
+    const failureDetails = [{ resultType: "certificate-expired", sessions: 2, receivingMx: "mx.openapi.example" }, { resultType: "starttls-not-supported", sessions: 1, receivingMx: null }];
+    await server.app.store.tlsReports.insert([{ id: newId("tlsrpt"), reportId: "r1", organizationName: "Company-X", policyDomain: "openapi.example", policyType: "sts", startAt: now - 86_400_000, endAt: now, successfulSessions: 10, failedSessions: 3, failureDetails, receivedAt: now }]);
+    await call("GET", `/v1/domains/${domain.id}/tls-reports`, 200, { token: key });
+    await call("GET", `/v1/domains/${domain.id}/tls-reports?per=0`, 422, { token: key });
     await call("DELETE", `/v1/domains/${domain.id}?force=maybe`, 422, { token: key });
     await call("DELETE", `/v1/domains/${domain.id}`, 200, { token: key });
   });
@@ -379,6 +407,36 @@ describe("real responses fit the document", () => {
     await call("GET", "/v1/suppressions/gone@example.net", 200, { token: key });
     await call("DELETE", "/v1/suppressions/gone@example.net", 200, { token: key });
     await call("GET", "/v1/suppressions/gone@example.net", 404, { token: key });
+  });
+
+  test("access rules", async () => {
+    const rule = (await call("POST", "/v1/access-rules", 201, { body: { direction: "receive", action: "block", value: "spam.example" }, token: key })).body;
+    await call("POST", "/v1/access-rules", 409, { body: { direction: "receive", action: "block", value: "SPAM.example" }, token: key });
+    await call("POST", "/v1/access-rules", 422, { body: { direction: "receive", action: "block", value: "not a domain" }, token: key });
+    await call("GET", "/v1/access-rules?direction=receive", 200, { token: key });
+    await call("GET", `/v1/access-rules/${rule.id}`, 200, { token: key });
+    await call("DELETE", `/v1/access-rules/${rule.id}`, 200, { token: key });
+    await call("GET", `/v1/access-rules/${rule.id}`, 404, { token: key });
+  });
+
+  test("drafts", async () => {
+    const base = `/v1/inboxes/${account.inbox.id}/drafts`;
+    const attachment = { content: Buffer.from("draft notes\n").toString("base64"), name: "notes.txt" };
+    const draft = (await call("POST", base, 201, { body: { to: [second.email], subject: "Drafted", text: "t", labels: ["d"], attachments: [attachment] }, token: key })).body;
+    await call("POST", base, 201, { token: key });
+    await call("POST", base, 422, { body: { sendAt: "soon" }, token: key });
+    await call("POST", "/v1/inboxes/inb_nope/drafts", 404, { body: {}, token: key });
+    await call("GET", base, 200, { token: key });
+    await call("GET", `${base}/${draft.id}`, 200, { token: key });
+    await call("GET", `${base}/drf_nope`, 404, { token: key });
+    await call("PATCH", `${base}/${draft.id}`, 200, { body: { html: "<p>h</p>", sendAt: new Date(Date.now() + 3_600_000).toISOString() }, token: key });
+    await call("PATCH", `${base}/${draft.id}`, 422, { body: { to: ["nope"] }, token: key });
+    await call("POST", `${base}/${draft.id}/send`, 201, { token: key, headers: { "idempotency-key": "openapi-draft-send" } });
+    await call("POST", `${base}/${draft.id}/send`, 201, { token: key, headers: { "idempotency-key": "openapi-draft-send" } });
+    await call("POST", `${base}/${draft.id}/send`, 409, { token: key });
+    await call("PATCH", `${base}/${draft.id}`, 409, { body: { subject: "late" }, token: key });
+    await call("DELETE", `${base}/${draft.id}`, 204, { token: key });
+    await call("DELETE", `${base}/${draft.id}`, 404, { token: key });
   });
 
   test("responses are the services' objects byte for byte", async () => {

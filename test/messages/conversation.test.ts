@@ -46,7 +46,7 @@ describe("local delivery", () => {
     });
     expect(copy.threadId).not.toBe(sent.body.threadId);
     expect(copy.attachments[0]).toMatchObject({ name: "hi.txt", content: Buffer.from("hi").toString("base64") });
-    expect(events(server, "message.received", copy.id)).toEqual([copy]);
+    expect(await events(server, "message.received", copy.id)).toEqual([copy]);
     // The copy's source is the message as composed, Message-ID and all.
     expect(await rawSource(server, copy.id)).toBe(await rawSource(server, sent.body.id));
   });

@@ -1,7 +1,6 @@
 /** Shared steps of the message tests: the server, inboxes over HTTP, a valid send body, stored rows and events. */
-import { blobStore } from "../../src/store/sqlite/blobs";
-import { payloadReader } from "../../src/store/sqlite/event-payload";
-import { databaseOf, startTestServer, type TestServer } from "../harness";
+import type { EventRecord } from "../../src/store";
+import { queryRow, startTestServer, type TestServer } from "../harness";
 import { startDnsServer } from "../peers/dns-server";
 
 /**
@@ -34,13 +33,15 @@ export const rawSource = async (server: TestServer, messageId: string) => (await
 /** The header block of a raw message, folded lines joined (RFC 5322 §2.2.3). */
 export const headerBlock = (raw: string) => raw.slice(0, raw.indexOf("\r\n\r\n")).replace(/\r\n([ \t])/g, "$1");
 
-/** The payloads of a message's events, read back whole as webhooks send them. */
-export function events(server: TestServer, type: string, messageId: string) {
-  const sqlite = databaseOf(server.app);
-  // Read only: its writes never run.
-  const whole = payloadReader(sqlite, blobStore(sqlite, () => Promise.reject(new Error("read only"))));
-  return sqlite
-    .query<{ payload: string }, [string, string]>("SELECT payload FROM events WHERE type = ? AND message_id = ?")
-    .all(type, messageId)
-    .map((row) => JSON.parse(whole(row.payload)));
+/** The payloads of a message's events, read back whole as webhooks send them (through the store, as the event stream reads them). */
+export async function events(server: TestServer, type: string, messageId: string) {
+  const owner = await queryRow<{ organizationId: string }>(server.app, 'SELECT organization_id AS "organizationId" FROM events WHERE message_id = ?', messageId);
+  const found: EventRecord[] = [];
+  for (let afterId: string | null = null; owner; ) {
+    const page = await server.app.store.events.readAfter(owner.organizationId, { afterId, limit: 1000, maxChars: Number.MAX_SAFE_INTEGER, types: [type] });
+    found.push(...page.events.filter((event) => event.messageId === messageId));
+    if (!page.more) break;
+    afterId = page.nextAfterId;
+  }
+  return found.map((event) => JSON.parse(event.payload));
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parseMessage } from "../../src/mail/parse";
 import { storeReceivedMessage } from "../../src/messages/receive";
 import type { InboxRecord } from "../../src/store";
-import { databaseOf, seedOrganization, startTestServer, type TestServer } from "../harness";
+import { queryRow, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { createInbox, events } from "./helpers";
 
 let server: TestServer;
@@ -45,7 +45,7 @@ describe("storeReceivedMessage", () => {
     const message = await receive(raw, inbox, { authentication: { spf: "pass", dkim: "pass", dmarc: "none" } });
     expect(message).toMatchObject({ inboxId: inbox.id, toInboxId: inbox.id, from: "sender@example.com", to: [inbox.email], subject: "Quarterly report", text: "Hello there.\n", status: "received", attachments: [] });
     expect(message).not.toHaveProperty("fromInboxId");
-    expect(events(server, "message.received", message.id)).toEqual([message]);
+    expect(await events(server, "message.received", message.id)).toEqual([message]);
     expect(await server.app.store.messages.rawSource(message.id)).toEqual(raw);
     const got = await server.api.get(`/v1/inboxes/${inbox.id}/messages/${message.id}`, key);
     expect(got.body.authentication).toEqual({ spf: "pass", dkim: "pass", dmarc: "none" });
@@ -99,12 +99,12 @@ describe("storeReceivedMessage", () => {
   });
 
   test("all or nothing: a failure leaves no thread, message or event behind", async () => {
-    const count = (table: string) => databaseOf(server.app).query<{ n: number }, []>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
-    const before = ["threads", "messages", "events"].map(count);
+    const count = async (table: string) => (await queryRow<{ n: number }>(server.app, `SELECT count(*) AS n FROM ${table}`))!.n;
+    const before = await Promise.all(["threads", "messages", "events"].map(count));
     const parsed = await parseMessage(mail({ "Message-ID": "<orphan@example.com>" }));
     // The attachment row is written after the thread and the message, and this one cannot be.
     const broken = { ...parsed, attachments: [{ contentType: "text/plain", content: null as unknown as Buffer, inline: false }] };
     await expect(server.app.store.transaction((tx) => storeReceivedMessage(server.app, tx, { inbox, parsed: broken, raw: Buffer.from("x") }))).rejects.toThrow();
-    expect(["threads", "messages", "events"].map(count)).toEqual(before);
+    expect(await Promise.all(["threads", "messages", "events"].map(count))).toEqual(before);
   });
 });

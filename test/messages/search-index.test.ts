@@ -2,13 +2,16 @@
  * The search index is written once per transaction (migration 0050): whatever a transaction does
  * with the messages it writes, the index agrees with the messages once it commits.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, test as bunTest } from "bun:test";
 import { parseMessage } from "../../src/mail/parse";
 import { storeReceivedMessage } from "../../src/messages/receive";
 import type { InboxRecord, Store, Transaction } from "../../src/store";
 import { createStore } from "../../src/store/sqlite/index";
-import { databaseOf, seedOrganization, startTestServer, type TestServer } from "../harness";
+import { databaseOf, onPostgres, seedOrganization, sqliteOnly, startTestServer, type TestServer } from "../harness";
 import { createInbox } from "./helpers";
+
+/** SQLite's FTS5 index and its catch-up only: PostgreSQL's trigram indexes are on messages itself. */
+const test = (title: string, work: () => Promise<void>) => bunTest.skipIf(onPostgres)(sqliteOnly(title, "SQLite's FTS5 index"), work);
 
 let server: TestServer;
 let inbox: InboxRecord;
@@ -18,12 +21,13 @@ let inbox: InboxRecord;
  */
 let store: Store;
 beforeAll(async () => {
+  if (onPostgres) return;
   server = await startTestServer();
   const org = await seedOrganization(server.app);
   inbox = (await server.app.store.inboxes.find(org.organizationId, (await createInbox(server, org.apiKey)).id))!;
   store = createStore(databaseOf(server.app));
 });
-afterAll(() => server.cleanup());
+afterAll(() => (onPostgres ? undefined : server.cleanup()));
 
 const mail = (subject: string) => Buffer.from(`From: sender@example.com\r\nTo: ${inbox.email}\r\nSubject: ${subject}\r\n\r\nBody of ${subject}.\r\n`);
 

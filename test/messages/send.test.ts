@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { databaseOf, seedOrganization, type TestServer } from "../harness";
+import { queryRow, queryRows, seedOrganization, type TestServer } from "../harness";
 import { createInbox, events, headerBlock, rawSource, startMessageServer, validSend } from "./helpers";
 
 let server: TestServer;
@@ -13,7 +13,7 @@ beforeAll(async () => {
 afterAll(() => server.cleanup());
 
 const send = (body: unknown, inboxId = inbox.id, token = key) => server.api.post(`/v1/inboxes/${inboxId}/messages/send`, body, token);
-const messageCount = () => databaseOf(server.app).query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
+const messageCount = async () => (await queryRow<{ n: number }>(server.app, "SELECT count(*) AS n FROM messages"))!.n;
 
 describe("GET .../messages/{messageId}/raw", () => {
   test("answers the stored RFC 5322 source as message/rfc822, with CORS; another organization gets 404", async () => {
@@ -66,13 +66,13 @@ describe("send to remote recipients", () => {
     const expiresAt = new Date(Date.parse(message.createdAt) + server.app.config.deliveryRetryDelays.reduce((sum, seconds) => sum + seconds * 1000, 0)).toISOString();
     expect(message.deliveries[0]).toEqual({ recipient: "Alice@example.com", status: "queued", attempts: 0, nextAttemptAt: message.createdAt, expiresAt, updatedAt: message.createdAt });
     // The rows the outbound worker takes over (it may already be at work on them).
-    const rows = databaseOf(server.app).query<{ recipient: string; domain: string; created_at: number }, [string]>("SELECT recipient, domain, created_at FROM deliveries WHERE message_id = ? ORDER BY rowid").all(message.id);
+    const rows = await queryRows<{ recipient: string; domain: string; created_at: number }>(server.app, "SELECT recipient, domain, created_at FROM deliveries WHERE message_id = ? ORDER BY id", message.id);
     expect(rows.map((d) => `${d.recipient} ${d.domain}`)).toEqual(["Alice@example.com example.com", "bob@example.org example.org", "carol@example.net example.net", "dave@example.com example.com"]);
     expect(rows.every((d) => d.created_at === Date.parse(message.createdAt))).toBe(true);
 
     const thread = await server.api.get(`/v1/inboxes/${inbox.id}/threads/${message.threadId}`, key);
     expect(thread.body).toMatchObject({ id: message.threadId, subject: "Hello", messageCount: 1 });
-    expect(events(server, "message.sent", message.id)).toEqual([message]);
+    expect(await events(server, "message.sent", message.id)).toEqual([message]);
 
     const raw = await rawSource(server, message.id);
     const headers = headerBlock(raw);
@@ -101,7 +101,7 @@ describe("send to remote recipients", () => {
     const list = await server.api.get(`/v1/inboxes/${inbox.id}/messages?per=2`, key);
     expect(list.status).toBe(200);
     expect(list.body.map((m: { id: string }) => m.id)).toEqual([second.id, first.id]);
-    expect(Object.keys(list.body[0]).sort()).toEqual(["_id", "createdAt", "from", "html", "id", "inboxId", "organizationId", "status", "subject", "text", "threadId", "to"]);
+    expect(Object.keys(list.body[0]).sort()).toEqual(["_id", "createdAt", "from", "fromName", "html", "id", "inboxId", "labels", "organizationId", "read", "status", "subject", "text", "threadId", "to"]);
     expect((await server.api.get(`/v1/inboxes/${inbox.id}/messages?page=2&per=1`, key)).body[0].id).toBe(first.id);
   });
 });
@@ -170,7 +170,7 @@ describe("bad input", () => {
   );
 
   test("header injection through subject, addresses or attachment names creates nothing", async () => {
-    const before = messageCount();
+    const before = await messageCount();
     const attempts = [
       [validSend({ subject: "Hi\r\nBcc: victim@example.com" }), "subject"],
       [validSend({ subject: "Hi\nX-Injected: yes" }), "subject"],
@@ -184,7 +184,7 @@ describe("bad input", () => {
       expect({ field, status: res.status }).toEqual({ field, status: 422 });
       expect(res.body.error).toStartWith(`${field}:`);
     }
-    expect(messageCount()).toBe(before);
+    expect(await messageCount()).toBe(before);
   });
 
   test("a subject with a tab and non-ASCII text is sent as one header field", async () => {

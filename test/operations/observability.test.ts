@@ -3,7 +3,7 @@
 // and Prometheus metrics read by an independent parser. The real process, over real sockets.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, rmSync } from "node:fs";
-import { type ChildServer, eventually, inboxdCommand, register, type Registered, startChildServer, startTestServer, tempDir, testEnv, testPassword } from "../harness";
+import { type ChildServer, eventually, inboxdCommand, onPostgres, register, type Registered, startChildServer, startTestServer, tempDir, testEnv, testPassword } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startSmtpSink, type SmtpSink } from "../peers/smtp-sink";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
@@ -63,7 +63,7 @@ afterAll(async () => {
 describe("log lines", () => {
   test("the start-up banner names the version, mail domain, host, data dir, engine and every listener", () => {
     const [ready] = linesOf("ready");
-    expect(ready).toMatchObject({ mailDomain: "inboxd.test", hostname: "mx.inboxd.test", dataDir, database: "sqlite" });
+    expect(ready).toMatchObject({ mailDomain: "inboxd.test", hostname: "mx.inboxd.test", dataDir, database: onPostgres ? "postgresql" : "sqlite" });
     expect(ready.version).toMatch(/^\d+\.\d+\.\d+/);
     expect(String(ready.listeners)).toMatch(/^http=127\.0\.0\.1:\d+ metrics=127\.0\.0\.1:\d+ smtp=127\.0\.0\.1:\d+$/);
   });
@@ -114,7 +114,8 @@ describe("log lines", () => {
     await session.command("QUIT");
     const sessionLine = await eventually("the session line", () => linesOf("smtp session").at(-1), Boolean);
     expect(sessionLine).toMatchObject({ peer: "127.0.0.1", ehlo: "client.example", tls: "none", accepted: 1, refused: 1, codes: "550" });
-    const received = linesOf("message received").at(-1)!;
+    // Logged once analysed and stored, after the 250 (the inbound queue).
+    const received = (await eventually("the message received line", () => linesOf("message received").at(-1), Boolean))!;
     expect(received).toMatchObject({ inboxId: account.inbox.id, spf: expect.any(String), dkim: expect.any(String), dmarc: expect.any(String) });
     expect(received.messageId).toMatch(/^msg_/);
     expect(received.size).toBeGreaterThan(40);

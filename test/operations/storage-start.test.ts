@@ -12,7 +12,7 @@ import { createResolver } from "../../src/dns/resolver";
 import type { OutboundQueue } from "../../src/outbound/queue";
 import { serviceDomainRecords, zoneFileLines } from "../../src/outbound/service-domain";
 import { parseSecretKey, secretBox } from "../../src/store/secret-box";
-import { databaseOf, eventually, inboxdCommand, register, runInboxd, scratch, startChildServer, startTestServer, testEnv, type TestServer } from "../harness";
+import { databaseOf, eventually, inboxdCommand, onPostgres, sqliteOnly, register, runInboxd, scratch, startChildServer, startTestServer, testEnv, type TestServer } from "../harness";
 import { startDnsServer } from "../peers/dns-server";
 import { startSmtpSink } from "../peers/smtp-sink";
 import { startWebhookReceiver } from "../peers/webhook-receiver";
@@ -94,7 +94,7 @@ describe("the data dir", () => {
   }, 30_000);
 });
 
-describe("a database file that is not this installation's", () => {
+describe.skipIf(onPostgres)(sqliteOnly("a database file that is not this installation's", "the embedded database's file"), () => {
   test("an empty inboxd.db in the data dir of an installation that has run is refused and left as it was", async () => {
     const { dataDir, env } = await installation();
     writeFileSync(join(dataDir, "inboxd.db"), "");
@@ -135,7 +135,7 @@ describe("a database file that is not this installation's", () => {
   }, 30_000);
 });
 
-describe("a damaged database", () => {
+describe.skipIf(onPostgres)(sqliteOnly("a damaged database", "SQLite's quick_check of its file"), () => {
   /** A copy of a real installation's database and key, with garbage over the root page of dkim_keys (not page 1, which the start reads first). */
   async function damagedCopy(): Promise<string> {
     const { dataDir } = await installation();
@@ -180,7 +180,7 @@ describe("a damaged database", () => {
   }, 30_000);
 });
 
-describe("secrets at rest", () => {
+describe.skipIf(onPostgres)(sqliteOnly("secrets at rest", "reads the SQLite file's bytes (test/store/postgres-engine.test.ts checks the key on PostgreSQL)"), () => {
   /** inboxd in this process on `dataDir`, sending mail to loopback through `dns` and `sinkPort`. */
   const start = (dataDir: string, dnsAddress: string, sinkPort: number) =>
     startTestServer({ dataDir, env: { INBOXD_DNS_SERVERS: dnsAddress, INBOXD_OUTBOUND_PORT: String(sinkPort), INBOXD_SMTP_CLIENT_TIMEOUT_SCALE: "0.002" } });

@@ -31,7 +31,7 @@ test("an acceptance committed without the rest of its try: recorded at once, not
   const recorded = await w.message(sent.id);
   expect(recorded.status).toBe("delivered");
   expect(recorded.deliveries[0]).toEqual({ recipient: "ann@remote.test", status: "delivered", attempts: 1, lastResponse: "250 2.0.0 Ok: queued as ABC", updatedAt: expect.any(String) });
-  expect(w.events(sent.id)).toContain("message.delivered");
+  expect(await w.events(sent.id)).toContain("message.delivered");
   expect(w.sink.messages).toEqual([]);
 
   w.server.clock.advance(10 * 60_000);

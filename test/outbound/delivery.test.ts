@@ -80,7 +80,7 @@ describe("direct MX delivery", () => {
     const message = await sendAndRun({ to: ["alice@remote.test"] });
     expect(message.status).toBe("delivered");
     expect(message.deliveries).toEqual([{ recipient: "alice@remote.test", status: "delivered", attempts: 1, lastResponse: expect.stringMatching(/^250 /), updatedAt: expect.any(String) }]);
-    expect(w.events(message.id)).toEqual(["message.sent", "message.delivered"]);
+    expect(await w.events(message.id)).toEqual(["message.sent", "message.delivered"]);
 
     const [received] = sinkMessagesTo("alice@remote.test");
     expect(received!.secure).toBe(true);
@@ -93,7 +93,7 @@ describe("direct MX delivery", () => {
     w.server.clock.advance(minutes(60 * 24 * 7));
     await w.queue.runDueNow();
     expect(sinkMessagesTo("alice@remote.test")).toHaveLength(1);
-    expect(w.events(message.id)).toEqual(["message.sent", "message.delivered"]);
+    expect(await w.events(message.id)).toEqual(["message.sent", "message.delivered"]);
   });
 
   test("recipients at one domain share one transaction, each domain has its own, Bcc only in the envelope", async () => {
@@ -127,7 +127,7 @@ describe("direct MX delivery", () => {
     const second = await w.message(first.id);
     expect(second.status).toBe("delivered");
     expect(second.deliveries[0]).toMatchObject({ status: "delivered", attempts: 2 });
-    expect(w.events(first.id)).toEqual(["message.sent", "message.delivered"]);
+    expect(await w.events(first.id)).toEqual(["message.sent", "message.delivered"]);
   });
 
   test("retries exhausted: bounced after the last delay, without suppressing the address", async () => {
@@ -141,7 +141,7 @@ describe("direct MX delivery", () => {
     const message = await w.message(sent.id);
     expect(message.status).toBe("bounced");
     expect(message.deliveries[0]).toMatchObject({ status: "bounced", attempts: 3, lastResponse: expect.stringContaining("retries exhausted after 3 tries") });
-    expect(w.events(sent.id)).toEqual(["message.sent", "message.bounced"]);
+    expect(await w.events(sent.id)).toEqual(["message.sent", "message.bounced"]);
     expect(await w.server.app.store.suppressions.find((await w.server.app.store.deliveries.message(sent.id))!.organizationId, "dave@remote.test")).toBeUndefined();
   });
 
@@ -160,7 +160,7 @@ describe("suppression", () => {
     const bounced = await sendAndRun({ to: ["carol@remote.test"] });
     expect(bounced.status).toBe("bounced");
     expect(bounced.deliveries[0]).toMatchObject({ status: "bounced", attempts: 1, lastResponse: "550 5.1.1 No such user" });
-    expect(w.events(bounced.id)).toEqual(["message.sent", "message.bounced"]);
+    expect(await w.events(bounced.id)).toEqual(["message.sent", "message.bounced"]);
 
     const list = await w.server.api.get("/v1/suppressions", w.apiKey);
     expect(list.status).toBe(200);
@@ -179,7 +179,7 @@ describe("suppression", () => {
     const rejected = await w.message(answered.id);
     expect(rejected.status).toBe("rejected");
     expect(rejected.deliveries.map((d: any) => [d.recipient, d.status, d.attempts])).toEqual([["carol@remote.test", "rejected", 0], ["dina@remote.test", "delivered", 1]]);
-    expect(w.events(rejected.id)).toEqual(["message.sent", "message.rejected"]);
+    expect(await w.events(rejected.id)).toEqual(["message.sent", "message.rejected"]);
     expect(rcptCount("carol@remote.test")).toBe(tries);
 
     const byAddress = await w.server.api.get("/v1/suppressions/CAROL@remote.test", w.apiKey);
@@ -215,7 +215,7 @@ describe("routing (RFC 5321 §5.1)", () => {
     const message = await sendAndRun({ to: ["hal@nullmx.test"] });
     expect(message.status).toBe("rejected");
     expect(message.deliveries[0]).toMatchObject({ status: "rejected", lastResponse: expect.stringContaining("null MX") });
-    expect(w.events(message.id)).toEqual(["message.sent", "message.rejected"]);
+    expect(await w.events(message.id)).toEqual(["message.sent", "message.rejected"]);
     expect(rcptCount("hal@nullmx.test")).toBe(0);
   });
 

@@ -25,7 +25,7 @@ test("an MX on 127.0.0.1 is refused: the recipient is rejected with the reason, 
     attempts: 1,
     lastResponse: "rejected: no mail server of this domain may be connected to: mx.loopback.test resolves to a private, loopback, link-local or reserved address (127.0.0.1)",
   });
-  expect(w.events(message.id)).toContain("message.rejected");
+  expect(await w.events(message.id)).toContain("message.rejected");
   expect(w.sink.connections).toBe(0);
 });
 

@@ -108,7 +108,7 @@ describe("bounce reports (DSN)", () => {
     expect((await suppressed()).find((s) => s.address === "una@remote.test")).toMatchObject({ reason: "bounced", messageId: original.messageId });
 
     expect(await processReturnedReport(w.server.app, original.deliveryId, report)).toBe("bounced");
-    expect(w.events(original.messageId)).toEqual(["message.sent", "message.delivered", "message.bounced"]);
+    expect(await w.events(original.messageId)).toEqual(["message.sent", "message.delivered", "message.bounced"]);
   });
 
   test("several recipients in one transaction: the DSN's Final-Recipient picks the delivery", async () => {
@@ -131,7 +131,7 @@ describe("bounce reports (DSN)", () => {
     expect(await processReturnedReport(app, "dlv_000000000000000000000000", dsn(original, [{ address: "xia@remote.test", action: "failed", status: "5.1.1" }]))).toBe("ignored");
     expect(await processReturnedReport(app, original.deliveryId, Buffer.from("From: a@b.test\r\nSubject: hi\r\n\r\nJust mail.\r\n"))).toBe("ignored");
     expect((await w.message(original.messageId)).status).toBe("delivered");
-    expect(w.events(original.messageId)).toEqual(["message.sent", "message.delivered"]);
+    expect(await w.events(original.messageId)).toEqual(["message.sent", "message.delivered"]);
   });
 
   test("over SMTP from the null sender: accepted at the return path, acted on, not stored, and nothing is sent back", async () => {
@@ -163,7 +163,7 @@ describe("complaint reports (ARF)", () => {
     expect((await suppressed()).find((s) => s.address === "zed@remote.test")).toMatchObject({ reason: "complained", detail: "feedback report: abuse" });
     // A redacted recipient: the return path still names who it was.
     expect(await processReturnedReport(w.server.app, original.deliveryId, arf(original, "abuse"))).toBe("complained");
-    expect(w.events(original.messageId)).toEqual(["message.sent", "message.delivered", "message.complained"]);
+    expect(await w.events(original.messageId)).toEqual(["message.sent", "message.delivered", "message.complained"]);
   });
 
   test("not-spam and auth-failure reports are not complaints", async () => {

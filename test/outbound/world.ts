@@ -3,7 +3,7 @@
 // SMTP server on loopback standing in for every remote MX (INBOXD_OUTBOUND_PORT is its port).
 import type { OutboundQueue } from "../../src/outbound/queue";
 import { serviceDomainRecords, zoneFileLines } from "../../src/outbound/service-domain";
-import { databaseOf, register, startTestServer, type TestServer } from "../harness";
+import { register, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startSmtpSink, type SmtpRejection, type SmtpSink, type SmtpSinkOptions } from "../peers/smtp-sink";
 
@@ -21,7 +21,8 @@ export interface OutboundWorld {
   send(body: Record<string, unknown>): Promise<any>;
   message(id: string): Promise<any>;
   /** Event types recorded for a message, oldest first. */
-  events(messageId: string): string[];
+  /** The message's events, in the order they were recorded. */
+  events(messageId: string): Promise<string[]>;
   /** Points `domain`'s MX at hosts resolving to 127.0.0.1 (the sink) unless given other addresses. */
   mx(domain: string, hosts?: { name: string; priority: number; address: string }[]): void;
   close(): Promise<void>;
@@ -81,11 +82,10 @@ export async function startOutboundWorld(options: WorldOptions = {}): Promise<Ou
       if (res.status !== 200) throw new Error(`get message: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body;
     },
-    events(messageId) {
-      return databaseOf(server.app)
-        .query<{ type: string }, [string]>("SELECT type FROM events WHERE message_id = ? ORDER BY created_at, rowid")
-        .all(messageId)
-        .map((row) => row.type);
+    async events(messageId) {
+      // Through the store, so that the tests run on either engine.
+      const { events } = await server.app.store.events.readAfter(account.organization.id, { afterId: null, limit: 10_000, maxChars: Infinity });
+      return events.filter((event) => event.messageId === messageId).map((event) => event.type);
     },
     mx(domain, hosts = [{ name: `mx.${domain}`, priority: 10, address: "127.0.0.1" }]) {
       dns.set(domain, "MX", hosts.map(({ name, priority }) => ({ exchange: name, priority })));

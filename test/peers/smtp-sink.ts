@@ -2,7 +2,7 @@
 // accepts and answers per recipient or per message as a test tells it to.
 import { SMTPServer, type SMTPServerOptions } from "smtp-server";
 import type { AddressInfo } from "node:net";
-import { selfSignedCert } from "./tls";
+import { selfSignedCert, type PemCertificate } from "./tls";
 
 export type SinkMessage = { mailFrom: string; rcptTo: string[]; raw: Buffer; secure: boolean; authUser?: string };
 
@@ -11,6 +11,7 @@ export type SmtpRejection = { code: number; message: string };
 
 export type SmtpSinkOptions = {
   tls?: boolean; // offer STARTTLS with a self-signed certificate for "localhost"
+  certificate?: PemCertificate; // the STARTTLS certificate instead (with tls)
   auth?: { user: string; pass: string }; // require AUTH PLAIN/LOGIN with these credentials
   respond?: (rcpt: string) => SmtpRejection | undefined; // answer RCPT TO; undefined accepts
   dataResponse?: (message: SinkMessage) => SmtpRejection | undefined; // answer the DATA; undefined accepts
@@ -38,7 +39,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
   const messages: SinkMessage[] = [];
   let connections = 0;
   const latest = new Map<string, string[]>(); // by session id, while the connection is open
-  const pem = options.tls ? selfSignedCert("localhost") : undefined;
+  const pem = options.tls ? (options.certificate ?? selfSignedCert("localhost")) : undefined;
   const disabledCommands = [...(options.tls ? [] : ["STARTTLS"]), ...(options.auth ? [] : ["AUTH"])];
 
   const config: SMTPServerOptions = {

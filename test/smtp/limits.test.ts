@@ -1,11 +1,11 @@
 // Connection-level rules, on a server configured away from the defaults: the greeting delay
 // against early talkers, the connection caps, the idle and slow-client timeouts, DMARC
-// enforcement and the operator's own STARTTLS certificate.
+// enforcement (which analyses before the 250) and the operator's own STARTTLS certificate.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { insertInbox } from "../../src/inboxes/service";
-import { databaseOf, seedOrganization, startTestServer, tempDir, type TestServer } from "../harness";
+import { queryRows, seedOrganization, startTestServer, tempDir, type TestServer } from "../harness";
 import { selfSignedCert } from "../peers/tls";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { sendMail } from "./mail-client";
@@ -51,7 +51,7 @@ afterAll(async () => {
   rmSync(tlsDir, { recursive: true, force: true });
 });
 
-const storedSubjects = () => databaseOf(server.app).query<{ subject: string }, []>("SELECT subject FROM messages").all().map((row) => row.subject);
+const storedSubjects = async () => (await queryRows<{ subject: string }>(server.app, "SELECT subject FROM messages")).map((row) => row.subject);
 
 describe("greeting delay", () => {
   test("a client that waits gets the greeting after the delay", async () => {
@@ -113,7 +113,7 @@ describe("timeouts", () => {
     } finally {
       clearInterval(trickle);
     }
-    expect(storedSubjects()).not.toContain("trickled");
+    expect(await storedSubjects()).not.toContain("trickled");
   });
 });
 
@@ -121,12 +121,21 @@ describe("DMARC enforcement (INBOXD_DMARC_ENFORCE=1)", () => {
   test("a DMARC failure under p=reject is refused with 550 5.7.1 and not stored", async () => {
     const error = await sendMail(server.smtpPort, { from: "ceo@strict.test", to: ["bob@inboxd.test"], raw: "From: ceo@strict.test\r\nSubject: forged ceo\r\n\r\nPay now.\r\n" }).catch((e) => e);
     expect(error.response).toMatch(/^550 5\.7\.1 /);
-    expect(storedSubjects()).not.toContain("forged ceo");
+    expect(await storedSubjects()).not.toContain("forged ceo");
   });
 
-  test("a DMARC failure under p=none is accepted", async () => {
+  test("a DMARC failure under p=none is accepted, and stored (analysed) before its 250", async () => {
     await sendMail(server.smtpPort, { from: "news@relaxed.test", to: ["bob@inboxd.test"], raw: "From: news@relaxed.test\r\nSubject: relaxed policy\r\n\r\nHi.\r\n" });
-    expect(storedSubjects()).toContain("relaxed policy");
+    expect(await storedSubjects()).toContain("relaxed policy");
+    expect(await queryRows(server.app, "SELECT id FROM accepted_inbound")).toEqual([]);
+  });
+
+  test("the analysis decides the reply: a message past the parser's limits (over 500 MIME parts) gets 552 and nothing is stored", async () => {
+    const parts = Array.from({ length: 501 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}\r\n`).join("");
+    const raw = `From: alice@sender.test\r\nSubject: too many parts\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n${parts}--b--\r\n`;
+    const error = await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw }).catch((e) => e);
+    expect(error.response).toMatch(/^552 5\.3\.4 Message too complex/);
+    expect(await storedSubjects()).not.toContain("too many parts");
   });
 });
 
@@ -139,6 +148,6 @@ describe("operator's certificate", () => {
       tls: { mode: "starttls", ca: operatorCertificate.cert, servername: "mx.operator.test" },
     });
     expect(sent.secure).toBe(true);
-    expect(storedSubjects()).toContain("operator tls");
+    expect(await storedSubjects()).toContain("operator tls");
   });
 });

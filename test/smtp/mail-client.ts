@@ -34,6 +34,9 @@ export async function sendMail(port: number, options: SendOptions): Promise<Sent
     connectionTimeout: 5000,
     socketTimeout: options.socketTimeoutMs ?? 10_000,
   });
+  // A connection that breaks (a server killed mid-session) also emits "error", which would go
+  // unhandled: the callbacks below get the same error.
+  connection.on("error", () => {});
   try {
     await new Promise<void>((resolve, reject) => connection.connect((error) => (error ? reject(error) : resolve())));
     const info = await new Promise<SMTPConnection.SentMessageInfo>((resolve, reject) =>

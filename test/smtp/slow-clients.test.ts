@@ -3,7 +3,7 @@
 // deadline of its own (RFC 5321 §4.5.3.2), and so has the whole session.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { insertInbox } from "../../src/inboxes/service";
-import { databaseOf, seedOrganization, startTestServer, type TestServer } from "../harness";
+import { queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { openSession, startTransaction, type RawSession } from "./raw-client";
 
@@ -37,7 +37,11 @@ afterAll(async () => {
   await dns.close();
 });
 
-const storedSubjects = (server: TestServer) => databaseOf(server.app).query<{ subject: string }, []>("SELECT subject FROM messages").all().map((row) => row.subject);
+/** Once what the server accepted is analysed and stored (the inbound queue). */
+async function storedSubjects(server: TestServer): Promise<string[]> {
+  await server.app.queues.runDueNow("inbound");
+  return (await queryRows<{ subject: string }>(server.app, "SELECT subject FROM messages")).map((row) => row.subject);
+}
 
 /** Writes `text` one byte every `intervalMs` (for ever, cycling, with `repeat`) until stopped; `done` resolves once every byte of one pass is out. */
 function trickle(session: RawSession, text: string, options: { intervalMs?: number; repeat?: boolean } = {}): { stop(): void; done: Promise<void> } {
@@ -117,7 +121,7 @@ describe("command deadline (INBOXD_SMTP_COMMAND_TIMEOUT_MS)", () => {
       expect((await session.command("DATA")).code).toBe(354);
       await trickle(session, "Subject: slow but steady\r\n\r\nHello.\r\n", { intervalMs: 20 }).done;
       expect((await session.command(".")).code).toBe(250);
-      expect(storedSubjects(commandServer)).toContain("slow but steady");
+      expect(await storedSubjects(commandServer)).toContain("slow but steady");
     } finally {
       session.end();
     }
@@ -161,7 +165,7 @@ describe("session limit (INBOXD_SMTP_SESSION_TIMEOUT_MS)", () => {
       expect((await session.reply()).code).toBe(250);
       expect((await session.reply()).text).toMatch(/^421 4\.4\.2 .*session time limit reached/);
       await session.closed();
-      expect(storedSubjects(sessionServer)).toContain("in flight at the limit");
+      expect(await storedSubjects(sessionServer)).toContain("in flight at the limit");
     } finally {
       session.end();
     }

@@ -27,7 +27,7 @@ async function freshInstance() {
   const dataDir = tempDir();
   dataDirs.push(dataDir);
   const env = testEnv(dataDir, { INBOXD_WEBHOOK_RETRY_DELAYS: "1,1,1,1", INBOXD_WEBHOOK_TIMEOUT_MS: String(timeoutMs) });
-  const app = openApp(loadConfig(env));
+  const app = await openApp(loadConfig(env));
   const { apiKey } = await seedOrganization(app);
   app.close();
   const start = async () => {

@@ -10,7 +10,8 @@ import { notFound } from "../../errors";
 /**
  * No inline script anywhere. Message HTML is shown in a sandboxed `srcdoc` iframe, which inherits
  * this policy on top of its own stricter one: hence inline styles (mail is styled inline) and
- * remote images (shown only once the reader allows them, by the iframe's own policy).
+ * remote images (shown only once the reader allows them, by the iframe's own policy). A PDF
+ * attachment's preview is a `blob:` frame, sandboxed too (message-view.tsx).
  */
 const contentSecurityPolicy = [
   "default-src 'none'",
@@ -18,6 +19,7 @@ const contentSecurityPolicy = [
   "style-src 'self' 'unsafe-inline'",
   "img-src 'self' data: blob: https: http:",
   "font-src 'self' data:",
+  "frame-src blob:",
   "connect-src 'self'",
   "base-uri 'none'",
   "form-action 'none'",

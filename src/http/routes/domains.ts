@@ -1,12 +1,12 @@
 /** Custom domains (docs/api.md "Paths"): `{domainId}` is the identifier or the domain name. */
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
-import { createDomain, deleteDomain, domainDnsRecords, getDomain, listDomains, rotateDkimKeys, verifyDomain } from "../../domains/service";
+import { createDomain, deleteDomain, domainDnsRecords, getDomain, listDomains, listTlsReports, rotateDkimKeys, verifyDomain } from "../../domains/service";
 import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
 import { security } from "../openapi";
 import { paged, paginationQuery } from "../pagination";
-import { arrayOf, bodyFailures, DnsRecord, Domain, failures, listOf } from "../schemas";
+import { arrayOf, bodyFailures, DnsRecord, Domain, failures, listOf, TlsReport } from "../schemas";
 
 export const domainRoutes = (app: App) =>
   new Elysia({ prefix: "/v1/domains", detail: { tags: ["domains"], security: security.apiKey } })
@@ -36,6 +36,11 @@ export const domainRoutes = (app: App) =>
     .get("/:domainId/dns", ({ organizationId, params }) => domainDnsRecords(app, organizationId, params.domainId), {
       response: { 200: arrayOf(DnsRecord, "The records, each with the result of its last look-up"), ...failures(401, [404, "Domain not found"]) },
       detail: { summary: "The DNS records to publish, each with the status of its last check" },
+    })
+    .get("/:domainId/tls-reports", async ({ organizationId, params, query, request, set, server }) => paged(app, { request, set, server }, await listTlsReports(app, organizationId, params.domainId, pageOf(query))), {
+      query: paginationQuery,
+      response: { 200: listOf(TlsReport, "TLS reports, newest period first"), ...failures(401, [404, "Domain not found"], 422) },
+      detail: { summary: "List the TLS reports (RFC 8460) other mail systems sent about the domain, newest first" },
     })
     .post("/:domainId/verify", ({ organizationId, params }) => verifyDomain(app, organizationId, params.domainId), {
       response: { 200: Domain, ...failures(401, [404, "Domain not found"]) },

@@ -4,15 +4,17 @@ import type { App } from "../../app";
 import { createInbox, deleteInbox, getInbox, listInboxes, updateInbox } from "../../inboxes/service";
 import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
+import { idempotency, idempotentRoute } from "../idempotency";
 import { security } from "../openapi";
 import { paged, paginationQuery } from "../pagination";
-import { bodyFailures, failures, Inbox, listOf } from "../schemas";
+import { bodyFailures, failures, Inbox, InboxWithCounts, listOf } from "../schemas";
 
 const name = t.String({ maxLength: 256, error: "must be a string of at most 256 characters" });
 
 export const inboxRoutes = (app: App) =>
   new Elysia({ prefix: "/v1", detail: { tags: ["inboxes"], security: security.apiKey } })
     .use(apiKeyGuard(app))
+    .use(idempotency(app))
     .post(
       "/inboxes",
       async ({ organizationId, body, set }) => {
@@ -25,6 +27,7 @@ export const inboxRoutes = (app: App) =>
         transform(context) {
           context.body ??= {};
         },
+        ...idempotentRoute,
         body: t.Object(
           {
             name: t.Optional(name),
@@ -32,18 +35,18 @@ export const inboxRoutes = (app: App) =>
           },
           { "x-body-optional": true },
         ),
-        response: { 201: Inbox, ...failures(401, ...bodyFailures, [409, "Email address already in use"]) },
+        response: { 201: Inbox, ...failures(401, ...bodyFailures, [409, "Email address already in use, or a request with this Idempotency-Key is still running"]) },
         detail: { summary: "Create an inbox (a random address on the service mail domain unless email is given)" },
       },
     )
     .get("/inboxes", async ({ organizationId, query, request, set, server }) => paged(app, { request, set, server }, await listInboxes(app, organizationId, pageOf(query))), {
       query: paginationQuery,
-      response: { 200: listOf(Inbox, "Inboxes, newest first"), ...failures(401, 422) },
-      detail: { summary: "List inboxes, newest first" },
+      response: { 200: listOf(InboxWithCounts, "Inboxes, newest first, with their message and unread totals"), ...failures(401, 422) },
+      detail: { summary: "List inboxes, newest first, each with its message and unread totals" },
     })
     .get("/inboxes/:inboxId", ({ organizationId, params }) => getInbox(app, organizationId, params.inboxId), {
-      response: { 200: Inbox, ...failures(401, [404, "Inbox not found"]) },
-      detail: { summary: "Get an inbox" },
+      response: { 200: InboxWithCounts, ...failures(401, [404, "Inbox not found"]) },
+      detail: { summary: "Get an inbox with its message and unread totals" },
     })
     .patch("/inboxes/:inboxId", ({ organizationId, params, body }) => updateInbox(app, organizationId, params.inboxId, body), {
       body: t.Object({ name: t.Optional(t.Union([name, t.Null()], { error: "must be a string of at most 256 characters, or null to remove it" })) }),

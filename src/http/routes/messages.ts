@@ -5,25 +5,18 @@ import { maxRecipients } from "../../messages/outgoing";
 import { rateLimitHeaders } from "../../messages/rate-limit";
 import { maxPatternLength } from "../../messages/search";
 import { forwardMessage, replyToMessage, sendMessage, type Sent } from "../../messages/send";
+import { maxLabels } from "../../messages/labels";
+import { updateMessage } from "../../messages/update";
 import { getAttachment, getMessage, getMessageSource, listMessages } from "../../messages/service";
 import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
 import { downloadHeaders } from "../download";
+import { idempotency, idempotentRoute, keyInUse } from "../idempotency";
 import { security } from "../openapi";
 import { paged, paginationQuery } from "../pagination";
+import { labelList, labelQuery } from "../labels";
+import { addresses, attachmentsField, text, toField } from "../outgoing-fields";
 import { bodyFailures, bytes, failures, listOf, Message, MessageSummary, rateLimited } from "../schemas";
-
-const text = (description: string) => t.String({ error: "must be a string", description });
-// An entry is `ada@example.com` or `Ada Lovelace <ada@example.com>` (the name goes into the header).
-const recipient = t.String({ maxLength: 1024, error: "must be an email address such as name@example.com or Name <name@example.com>" });
-const addresses = (description: string) =>
-  t.Array(recipient, { maxItems: maxRecipients, error: `must be an array of at most ${maxRecipients} email addresses`, description });
-const toField = t.Array(recipient, {
-  minItems: 1,
-  maxItems: maxRecipients,
-  error: `must be an array of 1 to ${maxRecipients} email addresses`,
-  description: "recipients: `name@example.com` or `Name <name@example.com>`",
-});
 
 const sendBody = t.Object({
   to: toField,
@@ -32,17 +25,15 @@ const sendBody = t.Object({
   subject: text("no line breaks"),
   text: text("plain text body; \"\" for none (an HTML-only message)"),
   html: text("HTML body; \"\" for none (a text/plain message)"),
-  labels: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 100 }), { maxItems: 50, error: "must be an array of at most 50 labels of 1 to 100 characters" })),
-  attachments: t.Optional(
-    t.Array(
-      t.Object({
-        content: t.String({ error: "must be a base64 string" }),
-        name: t.Optional(t.String({ maxLength: 255, error: "must be a file name of at most 255 characters" })),
-        contentType: t.Optional(t.String({ maxLength: 255, error: "must be a media type such as application/pdf" })),
-      }),
-      { maxItems: 100, error: "must be an array of at most 100 attachments {content, name?, contentType?}" },
-    ),
-  ),
+  labels: t.Optional(labelList("labels the message keeps")),
+  attachments: t.Optional(attachmentsField),
+});
+
+const changeBody = t.Object({
+  labels: t.Optional(labelList("the new labels, replacing all the old ones")),
+  addLabels: t.Optional(labelList("labels to add (those already there stay once)")),
+  removeLabels: t.Optional(labelList("labels to remove, after the additions (those not there are ignored)")),
+  read: t.Optional(t.Boolean({ error: "must be true or false", description: "mark the message read (true) or unread (false)" })),
 });
 
 const replyBody = t.Object({
@@ -61,11 +52,12 @@ const forwardRequestBody = t.Object({
 
 const listQuery = t.Object({
   ...paginationQuery.properties,
+  label: t.Optional(labelQuery("only the messages with this label")),
   query: t.Optional(t.String({ maxLength: maxPatternLength + 16, description: "a word or phrase (case-insensitive, in subject, text or sender), or /pattern/flags (RE2 syntax; flags i, m, s)" })),
 });
 
 /** 201 with the rate-limit headers of the send. */
-function created(set: { status?: number | string; headers: Record<string, string | number> }, sent: Sent) {
+export function created(set: { status?: number | string; headers: Record<string, string | number> }, sent: Sent) {
   set.status = 201;
   Object.assign(set.headers, rateLimitHeaders(sent.rateLimit));
   return sent.message;
@@ -74,40 +66,51 @@ function created(set: { status?: number | string; headers: Record<string, string
 export const messageRoutes = (app: App) =>
   new Elysia({ prefix: "/v1/inboxes/:inboxId/messages", detail: { tags: ["messages"], security: security.apiKey } })
     .use(apiKeyGuard(app))
+    .use(idempotency(app))
     .post("/send", async ({ organizationId, params, body, set }) => created(set, await sendMessage(app, organizationId, params.inboxId, body)), {
+      ...idempotentRoute,
       body: sendBody,
-      response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox not found"], [429, "Too many requests, please try again later."]) },
+      response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox not found"], keyInUse, [429, "Too many requests, please try again later."]) },
       detail: { summary: `Send a new message in a new thread (at most ${maxRecipients} recipients in all); rate-limited` },
     })
     .post("/:messageId/reply", async ({ organizationId, params, body, set }) => created(set, await replyToMessage(app, organizationId, params.inboxId, params.messageId, body)), {
+      ...idempotentRoute,
       body: replyBody,
-      response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox or message not found"], [429, "Too many requests, please try again later."]) },
+      response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox or message not found"], keyInUse, [429, "Too many requests, please try again later."]) },
       detail: { summary: "Reply in the message's thread, to its sender (or to its recipients for a message the inbox sent; with replyAll, also to its other recipients); rate-limited" },
     })
     .post("/:messageId/forward", async ({ organizationId, params, body, set }) => created(set, await forwardMessage(app, organizationId, params.inboxId, params.messageId, body)), {
+      ...idempotentRoute,
       body: forwardRequestBody,
-      response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox or message not found"], [429, "Too many requests, please try again later."]) },
+      response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox or message not found"], keyInUse, [429, "Too many requests, please try again later."]) },
       detail: { summary: "Forward the message, its attachments included, with an optional note, as a new message in a new thread (subject Fwd: ...); rate-limited" },
     })
-    .get("", async ({ organizationId, params, query, request, set, server }) => paged(app, { request, set, server }, await listMessages(app, organizationId, params.inboxId, { ...pageOf(query), query: query.query })), {
+    .get("", async ({ organizationId, params, query, request, set, server }) => paged(app, { request, set, server }, await listMessages(app, organizationId, params.inboxId, { ...pageOf(query), query: query.query, label: query.label })), {
       query: listQuery,
       response: {
         200: listOf(MessageSummary, "Messages, newest first"),
         ...failures(401, [404, "Inbox not found"], [422, "A field fails validation, or the pattern is invalid or too costly: `error` says which"], [429, "Too many searches at once in this organization: retry shortly"]),
       },
-      detail: { summary: "List messages newest first, optionally filtered by query" },
+      detail: { summary: "List messages newest first, optionally filtered by query or by label" },
     })
     .get("/:messageId", ({ organizationId, params }) => getMessage(app, organizationId, params.inboxId, params.messageId), {
       response: { 200: Message, ...failures(401, [404, "Message not found"]) },
       detail: { summary: "Get a message with every field" },
     })
+    .patch("/:messageId", ({ organizationId, params, body }) => updateMessage(app, organizationId, params.inboxId, params.messageId, body), {
+      body: changeBody,
+      response: { 200: Message, ...failures(401, ...bodyFailures, [404, "Message not found"]) },
+      detail: {
+        summary: `Change a message's labels: replace them (labels) or add and remove some (addLabels, removeLabels), at most ${maxLabels} in all; and mark it read or unread (read); no event is emitted`,
+      },
+    })
     .get(
       "/:messageId/raw",
       async ({ organizationId, params }) =>
-        new Response(await getMessageSource(app, organizationId, params.inboxId, params.messageId), { headers: { "content-type": "message/rfc822" } }),
+        new Response(await getMessageSource(app, organizationId, params.inboxId, params.messageId), { headers: downloadHeaders(`${params.messageId}.eml`, "message/rfc822") }),
       {
         response: { 200: bytes("message/rfc822", "The RFC 5322 source"), ...failures(401, [404, "Message not found"]) },
-        detail: { summary: "The message's RFC 5322 source (message/rfc822), as sent or as received with our trace headers" },
+        detail: { summary: "The message's RFC 5322 source (message/rfc822), as sent or as received with our trace headers; a download ({messageId}.eml), like an attachment's" },
       },
     )
     .get(

@@ -13,35 +13,12 @@ import type { Database } from "bun:sqlite";
 import { commitWithoutWaitingForDisk } from "./open";
 import { takeTurn } from "../../event-loop";
 import { newId } from "../../ids";
-
-export const STAGE_THRESHOLD = 256 * 1024;
-/** One turn's write: about 4 ms at 4 KiB pages. */
-const CHUNK_BYTES = 256 * 1024;
+import { chunkedParts, STAGE_THRESHOLD } from "../chunks";
 
 /** Bytes as the store keeps them: small ones in their row, large ones staged as a blob (`bytes` empty then). */
 export type StoredBytes = { bytes: Uint8Array; blobId: string | null };
 
 const EMPTY = new Uint8Array(0);
-
-/** CHUNK_BYTES at a time across the parts; only a chunk that spans two parts is copied. */
-function* chunkedParts(parts: Uint8Array[]): Generator<Uint8Array> {
-  let pending: Uint8Array[] = [];
-  let pendingBytes = 0;
-  for (const part of parts) {
-    for (let at = 0; at < part.byteLength; ) {
-      const take = Math.min(CHUNK_BYTES - pendingBytes, part.byteLength - at);
-      pending.push(part.subarray(at, at + take));
-      pendingBytes += take;
-      at += take;
-      if (pendingBytes === CHUNK_BYTES) {
-        yield pending.length === 1 ? pending[0]! : Buffer.concat(pending);
-        pending = [];
-        pendingBytes = 0;
-      }
-    }
-  }
-  if (pendingBytes > 0) yield pending.length === 1 ? pending[0]! : Buffer.concat(pending);
-}
 
 /**
  * `inConnectionTurn` runs a write when the connection is free (./turns.ts): a chunk must not land in

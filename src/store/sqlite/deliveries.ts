@@ -8,7 +8,8 @@ import type { AttachmentRow, DeliveryRow, MessageRow } from "./messages";
 import { withContent, type BlobStore } from "./blobs";
 import type { Db } from "./db";
 import { rowReader } from "./row-reader";
-import type { DeliveryStatus, DeliveryUpdate, OutboundMessage, QueueBacklog, QueuedDelivery, SendableMessage } from "../store";
+import type { DeliveryFilter, DeliveryStatus, DeliveryUpdate, OutboundMessage, QueueBacklog, QueuedDelivery, SendableMessage } from "../store";
+import type { OutboundDeliveryRecord } from "../records";
 
 const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : 1);
 
@@ -22,6 +23,17 @@ export const deliveriesStore = (db: Db, blobs: BlobStore) => {
       AND domain NOT IN (SELECT value FROM json_each(?2))
       AND id NOT IN (SELECT value FROM json_each(?3))
     GROUP BY domain ORDER BY min(next_attempt_at) LIMIT ?4`);
+  // Newest first from migration 0201's index; a filter left out (null) matches every row.
+  const organizationList = sqlite.query<OutboundDeliveryRecord, { organizationId: string; status: string | null; domain: string | null; inboxId: string | null; limit: number; offset: number }>(`
+    SELECT deliveries.id, deliveries.organization_id AS organizationId, deliveries.message_id AS messageId, recipient, domain, deliveries.status, attempts,
+           last_response AS lastResponse, next_attempt_at AS nextAttemptAt, deliveries.created_at AS createdAt, deliveries.updated_at AS updatedAt,
+           messages.inbox_id AS inboxId, messages.thread_id AS threadId, messages.subject, messages.from_address AS "from", messages.from_name AS fromName
+    FROM deliveries INDEXED BY deliveries_organization_created JOIN messages ON messages.id = deliveries.message_id
+    WHERE deliveries.organization_id = $organizationId
+      AND ($status IS NULL OR deliveries.status = $status)
+      AND ($domain IS NULL OR deliveries.domain = $domain)
+      AND ($inboxId IS NULL OR messages.inbox_id = $inboxId)
+    ORDER BY deliveries.created_at DESC, deliveries.rowid DESC LIMIT $limit OFFSET $offset`);
   const backlog = sqlite.query<QueueBacklog, []>("SELECT count(*) AS depth, min(created_at) AS oldestCreatedAt FROM deliveries WHERE next_attempt_at IS NOT NULL");
   const nextDueAfter = sqlite.query<{ dueAt: number | null }, [number]>("SELECT min(next_attempt_at) AS dueAt FROM deliveries WHERE next_attempt_at > ?1");
   const dueMessages = sqlite.query<{ id: string; messageId: string }, [string, number, number]>(`
@@ -66,6 +78,16 @@ export const deliveriesStore = (db: Db, blobs: BlobStore) => {
   const deliveriesOfMessage = rowReader<typeof deliveries, [string]>(sqlite, deliveries, "message_id = ?1", (a, b) => a.createdAt - b.createdAt || byId(a, b));
 
   return {
+    list(organizationId: string, filter: DeliveryFilter, page: number, per: number, extra = 0): OutboundDeliveryRecord[] {
+      return organizationList.all({
+        organizationId,
+        status: filter.status ?? null,
+        domain: filter.domain ?? null,
+        inboxId: filter.inboxId ?? null,
+        limit: per + extra,
+        offset: (page - 1) * per,
+      });
+    },
     /** Destination domains with deliveries due, the longest-waiting first. */
     /** Deliveries still to be tried, and when the oldest of them was queued (the metrics' queue depth and age). */
     backlog: (): QueueBacklog => backlog.get()!,

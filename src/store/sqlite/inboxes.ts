@@ -2,6 +2,7 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import { inboxes } from "./schema/index";
 import type { Db } from "./db";
+import type { InboxCountsRecord } from "../records";
 
 export type InboxRow = typeof inboxes.$inferSelect;
 
@@ -13,6 +14,13 @@ export const inboxesStore = (db: Db) => {
     .where(and(eq(inboxes.organizationId, sql.placeholder("organizationId")), eq(inboxes.id, sql.placeholder("id"))))
     .prepare();
   const byEmail = db.select().from(inboxes).where(eq(inboxes.email, sql.placeholder("email"))).prepare();
+  // Messages from the threads' counters (one row per thread), unread ones from migration 0200's partial index.
+  const counts = db.$client.query<InboxCountsRecord, { inboxIds: string }>(
+    `SELECT ids.value AS inboxId,
+       (SELECT coalesce(sum(message_count), 0) FROM threads WHERE inbox_id = ids.value) AS messageCount,
+       (SELECT count(*) FROM messages WHERE inbox_id = ids.value AND read = 0) AS unreadCount
+     FROM json_each($inboxIds) AS ids`,
+  );
   const inOrganization = db.$client.query<{ n: number }, { organizationId: string }>("SELECT count(*) AS n FROM inboxes WHERE organization_id = $organizationId");
 
   return {
@@ -31,6 +39,11 @@ export const inboxesStore = (db: Db) => {
     },
     count(organizationId: string): number {
       return inOrganization.get({ organizationId })!.n;
+    },
+    /** Each inbox's totals, in the order given. */
+    counts(inboxIds: string[]): InboxCountsRecord[] {
+      if (inboxIds.length === 0) return [];
+      return counts.all({ inboxIds: JSON.stringify(inboxIds) });
     },
     rename(organizationId: string, id: string, name: string | null, now: number): InboxRow | undefined {
       return db.update(inboxes).set({ name, updatedAt: now }).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).returning().get();

@@ -10,12 +10,19 @@ import type { Clock } from "../../clock";
 import type { Config } from "../../config";
 import type { Logger } from "../../log";
 import type { Store, Transaction, TransactionOptions } from "../store";
+import { acceptedInboundStore } from "./accepted-inbound";
+import { accessRulesStore } from "./access-rules";
 import { accountsStore } from "./accounts";
 import { blobStore } from "./blobs";
 import { startCheckpoints } from "./checkpoints";
 import { drizzleOf } from "./db";
 import { deliveriesStore } from "./deliveries";
+import { draftsStore } from "./drafts";
+import { idempotencyKeysStore } from "./idempotency-keys";
 import { dkimKeysStore } from "./dkim-keys";
+import { certificatesStore } from "./certificates";
+import { mtaStsPoliciesStore } from "./mta-sts-policies";
+import { tlsReportsStore } from "./tls-reports";
 import { domainsStore } from "./domains";
 import { eventsStore } from "./events";
 import { groupCommit, type BatchOutcome, type SyncCommits } from "./group-commit";
@@ -68,11 +75,15 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
   };
   const blobs = blobStore(sqlite, (write) => turns.call(write));
   const aggregates = {
+    accessRules: accessRulesStore(db),
     accounts: accountsStore(db),
+    certificates: certificatesStore(db, secrets),
+    mtaStsPolicies: mtaStsPoliciesStore(db),
+    tlsReports: tlsReportsStore(db),
     deliveries: deliveriesStore(db, blobs),
     dkimKeys: dkimKeysStore(db, secrets),
     domains: domainsStore(db),
-    events: eventsStore(sqlite, subscriptions, eventRecorded),
+    events: eventsStore(sqlite, subscriptions, blobs, eventRecorded),
     inboxes: inboxesStore(db),
     loginThrottles: loginThrottlesStore(db),
     messages: messagesStore(db, blobs),
@@ -82,6 +93,9 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
     threads: threadsStore(db),
     webhooks: webhooksStore(db, secrets, blobs, subscriptions),
     webhookQueue: webhookQueueStore(db, secrets, blobs),
+    acceptedInbound: acceptedInboundStore(db, blobs),
+    drafts: draftsStore(db, blobs),
+    idempotencyKeys: idempotencyKeysStore(db, blobs),
   };
 
   // sqlite.query caches the statement by its text; sqlite.run would compile it on every call.

@@ -25,43 +25,54 @@ const start: Position = { createdAt: Number.MAX_SAFE_INTEGER, rowid: Number.MAX_
 type WalkRow = { id: string; rowid: number; createdAt: number; subject: string; text: string | null; from: string };
 const searchable = ({ rowid, createdAt, ...row }: WalkRow): SearchableMessage => ({ ...row, position: { createdAt, rowid } as Position as unknown as SearchPosition });
 
+/** The statements of a search, all messages or (`labeled`) only those with the `label` placeholder's label (migration 0150). */
+function searchStatements(db: Db, labeled: boolean) {
+  const withLabel = labeled ? sql`EXISTS (SELECT 1 FROM message_labels WHERE message_labels.message_id = messages.id AND message_labels.label = ${sql.placeholder("label")})` : undefined;
+  return {
+    matchingPage: db
+      .select(summaryColumns)
+      .from(messagesFts)
+      .innerJoin(messages, sameRow)
+      .where(and(matches, eq(messages.inboxId, sql.placeholder("inboxId")), withLabel))
+      .orderBy(desc(sql`messages_fts.rowid`))
+      .limit(sql.placeholder("limit"))
+      .offset(sql.placeholder("offset"))
+      .prepare(),
+    candidates: db
+      .select(walkColumns)
+      .from(messagesFts)
+      .innerJoin(messages, sameRow)
+      .where(and(matches, eq(messages.inboxId, sql.placeholder("inboxId")), lt(sql`messages_fts.rowid`, sql.placeholder("before")), withLabel))
+      .orderBy(desc(sql`messages_fts.rowid`))
+      .limit(sql.placeholder("limit"))
+      .prepare(),
+    scan: db
+      .select(walkColumns)
+      .from(messages)
+      // A row value, so that the index range starts at the position instead of the inbox's newest row.
+      .where(and(eq(messages.inboxId, sql.placeholder("inboxId")), sql`(${messages.createdAt}, messages.rowid) < (${sql.placeholder("createdAt")}, ${sql.placeholder("rowid")})`, withLabel))
+      .orderBy(desc(messages.createdAt), desc(rowid))
+      .limit(sql.placeholder("limit"))
+      .prepare(),
+  };
+}
+
 export const messageSearchStore = (db: Db) => {
-  const matchingPage = db
-    .select(summaryColumns)
-    .from(messagesFts)
-    .innerJoin(messages, sameRow)
-    .where(and(matches, eq(messages.inboxId, sql.placeholder("inboxId"))))
-    .orderBy(desc(sql`messages_fts.rowid`))
-    .limit(sql.placeholder("limit"))
-    .offset(sql.placeholder("offset"))
-    .prepare();
-  const candidates = db
-    .select(walkColumns)
-    .from(messagesFts)
-    .innerJoin(messages, sameRow)
-    .where(and(matches, eq(messages.inboxId, sql.placeholder("inboxId")), lt(sql`messages_fts.rowid`, sql.placeholder("before"))))
-    .orderBy(desc(sql`messages_fts.rowid`))
-    .limit(sql.placeholder("limit"))
-    .prepare();
-  const scan = db
-    .select(walkColumns)
-    .from(messages)
-    // A row value, so that the index range starts at the position instead of the inbox's newest row.
-    .where(and(eq(messages.inboxId, sql.placeholder("inboxId")), sql`(${messages.createdAt}, messages.rowid) < (${sql.placeholder("createdAt")}, ${sql.placeholder("rowid")})`))
-    .orderBy(desc(messages.createdAt), desc(rowid))
-    .limit(sql.placeholder("limit"))
-    .prepare();
+  const all = searchStatements(db, false);
+  const labeled = searchStatements(db, true);
 
   return {
     minimumLiteralLength: MINIMUM_LITERAL_LENGTH,
-    containing(inboxId: string, text: string, page: number, per: number, extra = 0): MessageSummaryRow[] {
-      return matchingPage.all({ inboxId, match: ftsPhrase(text), limit: per + extra, offset: (page - 1) * per });
+    containing(inboxId: string, text: string, page: number, per: number, extra = 0, label?: string): MessageSummaryRow[] {
+      const { matchingPage } = label === undefined ? all : labeled;
+      return matchingPage.all({ inboxId, match: ftsPhrase(text), limit: per + extra, offset: (page - 1) * per, label });
     },
     /** The index's matches when the requirement has a literal it can look up; else every message. */
-    walk(inboxId: string, requirement: LiteralRequirement | null, after: SearchPosition | undefined, limit: number): SearchableMessage[] {
+    walk(inboxId: string, requirement: LiteralRequirement | null, after: SearchPosition | undefined, limit: number, label?: string): SearchableMessage[] {
       const from = (after as unknown as Position | undefined) ?? start;
       const match = requirement && ftsQuery(requirement);
-      const rows = match ? candidates.all({ inboxId, match, before: from.rowid, limit }) : scan.all({ inboxId, createdAt: from.createdAt, rowid: from.rowid, limit });
+      const { candidates, scan } = label === undefined ? all : labeled;
+      const rows = match ? candidates.all({ inboxId, match, before: from.rowid, limit, label }) : scan.all({ inboxId, createdAt: from.createdAt, rowid: from.rowid, limit, label });
       return rows.map(searchable);
     },
     summaries(messageIds: string[]): MessageSummaryRow[] {

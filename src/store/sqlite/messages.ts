@@ -19,21 +19,26 @@ export const summaryColumns = {
   inboxId: messages.inboxId,
   threadId: messages.threadId,
   from: messages.from,
+  fromName: messages.fromName,
   to: messages.to,
   subject: messages.subject,
   text: messages.text,
   html: messages.html,
+  labels: messages.labels,
+  read: messages.read,
   status: messages.status,
   createdAt: messages.createdAt,
 };
 export type MessageSummaryRow = Pick<MessageRow, keyof typeof summaryColumns>;
 
-/** A summary row as SQLite returns it: `to` is still JSON text. */
-type StoredSummaryRow = Omit<MessageSummaryRow, "to"> & { to: string };
+/** A summary row as SQLite returns it: `to` and `labels` still JSON text, `read` 0 or 1. */
+type StoredSummaryRow = Omit<MessageSummaryRow, "to" | "labels" | "read"> & { to: string; labels: string; read: number };
+
+const decodedSummary = (row: StoredSummaryRow): MessageSummaryRow => ({ ...row, to: JSON.parse(row.to) as string[], labels: JSON.parse(row.labels) as string[], read: row.read === 1 });
 
 /** `column AS "key"` for every summary column: rows come out of SQLite already named as the summary. */
 const summarySelect = Object.entries(summaryColumns)
-  .map(([key, column]) => `${column.name} AS "${key}"`)
+  .map(([key, column]) => `messages.${column.name} AS "${key}"`)
   .join(", ");
 
 const EMPTY = Buffer.alloc(0);
@@ -46,6 +51,12 @@ export const messagesStore = (db: Db, blobs: BlobStore) => {
   const byInbox = db.$client.query<StoredSummaryRow, { organizationId: string; inboxId: string; limit: number; offset: number }>(
     `SELECT ${summarySelect} FROM messages WHERE inbox_id = $inboxId AND organization_id = $organizationId
      ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`,
+  );
+  // The labelled messages straight from message_labels' primary key, newest first (migration 0150).
+  const byLabel = db.$client.query<StoredSummaryRow, { organizationId: string; inboxId: string; label: string; limit: number; offset: number }>(
+    `SELECT ${summarySelect} FROM message_labels JOIN messages ON messages.id = message_labels.message_id
+     WHERE message_labels.inbox_id = $inboxId AND message_labels.label = $label AND messages.organization_id = $organizationId
+     ORDER BY message_labels.created_at DESC, message_labels.message_id DESC LIMIT $limit OFFSET $offset`,
   );
   const threadOfMessageId = db
     .select({ threadId: messages.threadId })
@@ -96,7 +107,28 @@ export const messagesStore = (db: Db, blobs: BlobStore) => {
     },
     /** Newest first; nothing for another organization's inbox. */
     list(organizationId: string, inboxId: string, page: number, per: number, extra = 0): MessageSummaryRow[] {
-      return byInbox.all({ organizationId, inboxId, limit: per + extra, offset: (page - 1) * per }).map((row) => ({ ...row, to: JSON.parse(row.to) as string[] }));
+      return byInbox.all({ organizationId, inboxId, limit: per + extra, offset: (page - 1) * per }).map(decodedSummary);
+    },
+    /** As `list`, only the messages with the label. */
+    listLabeled(organizationId: string, inboxId: string, label: string, page: number, per: number, extra = 0): MessageSummaryRow[] {
+      return byLabel.all({ organizationId, inboxId, label, limit: per + extra, offset: (page - 1) * per }).map(decodedSummary);
+    },
+    /** The labels' trigger (migration 0150) brings message_labels in step. */
+    setLabels(organizationId: string, inboxId: string, id: string, labels: string[], now: number): MessageRow | undefined {
+      return db
+        .update(messages)
+        .set({ labels, updatedAt: now })
+        .where(and(eq(messages.organizationId, organizationId), eq(messages.inboxId, inboxId), eq(messages.id, id)))
+        .returning()
+        .get();
+    },
+    setRead(organizationId: string, inboxId: string, id: string, read: boolean, now: number): MessageRow | undefined {
+      return db
+        .update(messages)
+        .set({ read, updatedAt: now })
+        .where(and(eq(messages.organizationId, organizationId), eq(messages.inboxId, inboxId), eq(messages.id, id)))
+        .returning()
+        .get();
     },
     /** Oldest first. */
     listByThread(threadId: string): MessageRow[] {

@@ -11,6 +11,16 @@ import secretBox from "../../../migrations/0090_secret_box.sql" with { type: "te
 import blobChunks from "../../../migrations/0100_blob_chunks.sql" with { type: "text" };
 import webhookFanOutInCode from "../../../migrations/0110_webhook_fan_out_in_code.sql" with { type: "text" };
 import messageFromName from "../../../migrations/0120_message_from_name.sql" with { type: "text" };
+import drafts from "../../../migrations/0130_drafts.sql" with { type: "text" };
+import idempotencyKeys from "../../../migrations/0140_idempotency_keys.sql" with { type: "text" };
+import labels from "../../../migrations/0150_labels.sql" with { type: "text" };
+import accessLists from "../../../migrations/0160_access_lists.sql" with { type: "text" };
+import eventStream from "../../../migrations/0170_event_stream.sql" with { type: "text" };
+import certificates from "../../../migrations/0180_certificates.sql" with { type: "text" };
+import tlsReports from "../../../migrations/0181_tls_reports.sql" with { type: "text" };
+import acceptedInbound from "../../../migrations/0190_accepted_inbound.sql" with { type: "text" };
+import messageRead from "../../../migrations/0200_message_read.sql" with { type: "text" };
+import organizationDeliveries from "../../../migrations/0201_organization_deliveries.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_core", sql: core },
@@ -25,4 +35,14 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0100_blob_chunks", sql: blobChunks },
   { version: "0110_webhook_fan_out_in_code", sql: webhookFanOutInCode },
   { version: "0120_message_from_name", sql: messageFromName },
+  { version: "0130_drafts", sql: drafts },
+  { version: "0140_idempotency_keys", sql: idempotencyKeys },
+  { version: "0150_labels", sql: labels },
+  { version: "0160_access_lists", sql: accessLists },
+  { version: "0170_event_stream", sql: eventStream },
+  { version: "0180_certificates", sql: certificates },
+  { version: "0181_tls_reports", sql: tlsReports },
+  { version: "0190_accepted_inbound", sql: acceptedInbound },
+  { version: "0200_message_read", sql: messageRead },
+  { version: "0201_organization_deliveries", sql: organizationDeliveries },
 ];

@@ -1,10 +1,16 @@
 /** Threads: a conversation in one inbox, with counters kept in step with its messages. */
-import { and, desc, eq, sql } from "drizzle-orm";
-import { threads } from "./schema/index";
+import { and, desc, eq, inArray, sql } from "drizzle-orm";
+import { messageLabels, threads } from "./schema/index";
 import type { Db } from "./db";
 import { placeholdersOf } from "./placeholders";
+import type { ThreadOverviewRecord } from "../records";
 
 export type ThreadRow = typeof threads.$inferSelect;
+
+/** How much of the newest message's text a thread's overview carries. */
+const previewLength = 200;
+
+type StoredOverviewRow = Omit<ThreadOverviewRecord, "labels"> & { labels: string };
 
 export const threadsStore = (db: Db) => {
   const byInbox = db
@@ -16,6 +22,32 @@ export const threadsStore = (db: Db) => {
     .offset(sql.placeholder("offset"))
     .prepare();
   const inInbox = db.$client.query<{ n: number }, { inboxId: string }>("SELECT count(*) AS n FROM threads WHERE inbox_id = $inboxId");
+  // The threads of the label's rows in message_labels (migration 0150): as many as hold a labelled message, not the whole inbox.
+  const labeledThreadIds = db
+    .selectDistinct({ threadId: messageLabels.threadId })
+    .from(messageLabels)
+    .where(and(eq(messageLabels.inboxId, sql.placeholder("inboxId")), eq(messageLabels.label, sql.placeholder("label"))));
+  const labeled = db
+    .select()
+    .from(threads)
+    .where(inArray(threads.id, labeledThreadIds))
+    .orderBy(desc(threads.lastMessageAt), desc(sql`threads.rowid`))
+    .limit(sql.placeholder("limit"))
+    .offset(sql.placeholder("offset"))
+    .prepare();
+  const labeledCount = db.$client.query<{ n: number }, { inboxId: string; label: string }>(
+    "SELECT count(DISTINCT thread_id) AS n FROM message_labels WHERE inbox_id = $inboxId AND label = $label",
+  );
+  // One statement for a page of threads: the newest message by the messages_thread index, the
+  // unread ones by the partial index of migration 0200, labels and attachments over the thread's messages.
+  const overviews = db.$client.query<StoredOverviewRow, { threadIds: string }>(
+    `SELECT ids.value AS threadId, newest.from_address AS "from", newest.from_name AS fromName, substr(newest.text, 1, ${previewLength}) AS preview,
+       (SELECT count(*) FROM messages WHERE thread_id = ids.value AND read = 0) AS unreadCount,
+       (SELECT count(*) FROM messages JOIN attachments ON attachments.message_id = messages.id WHERE messages.thread_id = ids.value AND attachments.inline = 0) AS attachmentCount,
+       (SELECT json_group_array(DISTINCT labels.value) FROM messages, json_each(messages.labels) AS labels WHERE messages.thread_id = ids.value) AS labels
+     FROM json_each($threadIds) AS ids
+     JOIN messages AS newest ON newest.rowid = (SELECT rowid FROM messages WHERE thread_id = ids.value ORDER BY created_at DESC, rowid DESC LIMIT 1)`,
+  );
   const insert = db.insert(threads).values(placeholdersOf(threads)).prepare();
   const addMessage = db
     .update(threads)
@@ -42,6 +74,17 @@ export const threadsStore = (db: Db) => {
     },
     count(inboxId: string): number {
       return inInbox.get({ inboxId })!.n;
+    },
+    listLabeled(inboxId: string, label: string, page: number, per: number): ThreadRow[] {
+      return labeled.all({ inboxId, label, limit: per, offset: (page - 1) * per });
+    },
+    countLabeled(inboxId: string, label: string): number {
+      return labeledCount.get({ inboxId, label })!.n;
+    },
+    /** In no particular order; a thread without messages (none has) is left out. */
+    overviews(threadIds: string[]): ThreadOverviewRecord[] {
+      if (threadIds.length === 0) return [];
+      return overviews.all({ threadIds: JSON.stringify(threadIds) }).map((row) => ({ ...row, labels: JSON.parse(row.labels) as string[] }));
     },
   };
 };

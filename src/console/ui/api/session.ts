@@ -102,6 +102,22 @@ async function withApiKey<T>(method: Method, path: string, body?: unknown): Prom
   }
 }
 
+/**
+ * `GET /v1/events` as a body to read while it streams: fetch rather than EventSource, which cannot
+ * send the key in a header (and a key in the URL would be logged). A refused key is replaced once.
+ */
+export async function openEventStream(lastEventId: string | undefined, signal: AbortSignal): Promise<ReadableStream<Uint8Array>> {
+  const attempt = () =>
+    fetch("/v1/events", { headers: { authorization: `Bearer ${requireSession().apiKey}`, accept: "text/event-stream", ...(lastEventId ? { "last-event-id": lastEventId } : {}) }, signal });
+  let response = await attempt();
+  if (response.status === 401) {
+    await renewApiKey();
+    response = await attempt();
+  }
+  if (!response.ok || !response.body) throw new ApiError(response.status, `The live event stream is not available (HTTP ${response.status}).`);
+  return response.body;
+}
+
 const verbs = <C extends (method: Method, path: string, body?: unknown) => Promise<unknown>>(call: C) => ({
   get: <T>(path: string) => call("GET", path) as Promise<T>,
   post: <T>(path: string, body: unknown = {}) => call("POST", path, body) as Promise<T>,

@@ -32,6 +32,9 @@ export interface Inbox {
   name?: string;
   email: string;
   createdAt: string;
+  /** On the inbox list and get only. */
+  messageCount?: number;
+  unreadCount?: number;
 }
 
 export type MessageStatus = "sent" | "received" | "delivered" | "bounced" | "complained" | "rejected";
@@ -41,22 +44,23 @@ export interface MessageSummary {
   inboxId: string;
   threadId: string;
   from: string;
+  /** The sender's display name beside `from`, when it has one. */
+  fromName?: string;
   to: string[];
   subject: string;
   text?: string;
+  labels: string[];
+  read: boolean;
   status: MessageStatus;
   createdAt: string;
 }
 
 export interface Message extends MessageSummary {
-  /** The sender's display name beside `from`, when it has one. */
-  fromName?: string;
   fromInboxId?: string;
   toInboxId?: string;
   cc: string[];
   bcc: string[];
   html?: string;
-  labels: string[];
   attachments: Attachment[];
   externalMessageId?: string;
   authentication?: { spf: string; dkim: string; dmarc: string; arc?: string };
@@ -68,6 +72,14 @@ export interface Thread {
   id: string;
   inboxId: string;
   subject: string;
+  /** The sender of its newest message. */
+  from: string;
+  fromName?: string;
+  /** The start of its newest message's text, on one line. */
+  preview?: string;
+  labels: string[];
+  unreadCount: number;
+  attachmentCount: number;
   messageCount: number;
   lastMessageAt: string;
   createdAt: string;
@@ -126,12 +138,36 @@ export interface Domain {
   createdAt: string;
 }
 
+/** One remote recipient's delivery, with its message (`GET /v1/deliveries`). */
+export interface OutboundDelivery extends Delivery {
+  id: string;
+  messageId: string;
+  inboxId: string;
+  threadId: string;
+  subject: string;
+  from: string;
+  fromName?: string;
+  domain: string;
+  createdAt: string;
+}
+
 export interface Suppression {
   id: string;
   address: string;
   reason: string;
   detail?: string;
   messageId?: string;
+  createdAt: string;
+}
+
+export interface AccessRule {
+  id: string;
+  /** Absent: every inbox of the organization. */
+  inboxId?: string;
+  direction: "receive" | "send";
+  action: "allow" | "block";
+  value: string;
+  kind: "address" | "domain";
   createdAt: string;
 }
 

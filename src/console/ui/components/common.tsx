@@ -1,6 +1,6 @@
 /** Small pieces every view uses: states, badges, times, paging, copying and confirmations. */
-import type { ComponentChildren } from "preact";
-import { useState } from "preact/hooks";
+import { cloneElement, createContext, toChildArray, type ComponentChildren } from "preact";
+import { useContext, useState } from "preact/hooks";
 import { copyText } from "../lib/clipboard";
 import { useFocusOnMount } from "../lib/focus";
 import { formatFullTime, formatTime } from "../lib/format";
@@ -178,34 +178,54 @@ export function Back({ to, label }: { to: string; label: string }) {
   );
 }
 
+/** The column names of the enclosing DataTable, for the cells of its rows. */
+const ColumnNames = createContext<string[]>([]);
+
 /**
- * A table that scrolls sideways on a narrow screen: a header cell per column (a column given as
- * false is left out), and with `actions` a last column for the rows' buttons, named for screen
- * readers only. The rows are the children.
+ * A table that becomes a stack of cards on a phone (style.css, `.table-wrap`): a header cell per
+ * column (a column given as false is left out), and with `actions` a last column for the rows'
+ * buttons, named for screen readers only. The rows are the children, each a Row. The roles are
+ * those the elements have anyway, written out because a browser may drop a table's semantics
+ * when CSS displays its parts as blocks.
  */
 export function DataTable(props: { columns: (string | false)[]; actions?: boolean; caption?: string; class?: string; children: ComponentChildren }) {
+  const columns = props.columns.filter((column) => column !== false);
   return (
     <div class="table-wrap">
-      <table class={props.class}>
+      <table class={props.class} role="table">
         {props.caption ? <caption>{props.caption}</caption> : null}
-        <thead>
-          <tr>
-            {props.columns.map((column) =>
-              column === false ? null : (
-                <th scope="col" key={column}>
-                  {column}
-                </th>
-              ),
-            )}
+        <thead role="rowgroup">
+          <tr role="row">
+            {columns.map((column) => (
+              <th scope="col" role="columnheader" key={column}>
+                {column}
+              </th>
+            ))}
             {props.actions ? (
-              <th scope="col">
+              <th scope="col" role="columnheader">
                 <span class="offscreen">Actions</span>
               </th>
             ) : null}
           </tr>
         </thead>
-        <tbody>{props.children}</tbody>
+        <tbody role="rowgroup">
+          <ColumnNames.Provider value={columns}>{props.children}</ColumnNames.Provider>
+        </tbody>
       </table>
     </div>
+  );
+}
+
+/**
+ * A row of a DataTable; its children are its `<td>` cells, in the order of the columns (a left-out
+ * column's cell left out too). Each cell gets its column's name as `data-label`, shown above the
+ * value on a card; the actions cell gets none: its buttons name themselves.
+ */
+export function Row({ children }: { children: ComponentChildren }) {
+  const columns = useContext(ColumnNames);
+  return (
+    <tr role="row">
+      {toChildArray(children).map((cell, index) => (typeof cell === "object" ? cloneElement(cell, { "data-label": columns[index], role: "cell" }) : cell))}
+    </tr>
   );
 }

@@ -3,14 +3,14 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import { messageOf } from "../api/http";
 import { v1 } from "../api/session";
 import type { Attachment, Delivery, Message } from "../api/types";
-import { downloadBlob } from "../lib/files";
-import { formatSize } from "../lib/format";
-import { Badge, DataTable, Time } from "./common";
+import { dataUrl, downloadBlob, pdfBlob, previewableImages } from "../lib/files";
+import { formatSize, nameAndAddress } from "../lib/format";
+import { Badge, DataTable, Row, Time } from "./common";
 import { MessageBody } from "./message-body";
 
 function HeaderFields({ message }: { message: Message }) {
   const rows: [string, string | undefined][] = [
-    ["From", message.from],
+    ["From", nameAndAddress(message.from, message.fromName)],
     ["To", message.to.join(", ")],
     ["Cc", message.cc.join(", ")],
     ["Bcc", message.bcc.join(", ")],
@@ -55,7 +55,7 @@ export function DeliveryTable({ deliveries }: { deliveries: Delivery[] }) {
   return (
     <DataTable columns={["Recipient", "Status", "Attempts", "Last response", nextTry && "Next try", "Updated"]} caption="Delivery to each recipient">
       {deliveries.map((delivery) => (
-        <tr key={delivery.recipient}>
+        <Row key={delivery.recipient}>
           <td>{delivery.recipient}</td>
           <td>
             <Badge value={delivery.status} />
@@ -70,18 +70,34 @@ export function DeliveryTable({ deliveries }: { deliveries: Delivery[] }) {
           <td>
             <Time iso={delivery.updatedAt} />
           </td>
-        </tr>
+        </Row>
       ))}
     </DataTable>
   );
 }
 
-function AttachmentLink({ attachment }: { attachment: Attachment }) {
-  const url = useMemo(() => URL.createObjectURL(downloadBlob(attachment.content)), [attachment.content]);
+/** A blob URL for as long as the component shows it. */
+function useObjectUrl(make: () => Blob, content: string) {
+  const url = useMemo(() => URL.createObjectURL(make()), [content]);
   useEffect(() => () => URL.revokeObjectURL(url), [url]);
+  return url;
+}
+
+/** A PDF in the browser's viewer, in a frame sandboxed without scripts, same-origin access or forms. */
+function PdfPreview({ attachment, name }: { attachment: Attachment; name: string }) {
+  const url = useObjectUrl(() => pdfBlob(attachment.content), attachment.content);
+  return <iframe class="pdf-preview" src={url} sandbox="" title={`Preview of ${name}`} />;
+}
+
+function AttachmentItem({ attachment }: { attachment: Attachment }) {
+  const url = useObjectUrl(() => downloadBlob(attachment.content), attachment.content);
+  const [previewing, setPreviewing] = useState(false);
   const name = attachment.name || "attachment";
+  const type = attachment.contentType?.toLowerCase().split(";")[0]?.trim() ?? "";
+  const image = previewableImages.has(type);
   return (
     <li>
+      {image ? <img class="image-preview" src={dataUrl(attachment.content, type)} alt={`Preview of ${name}`} /> : null}
       <a href={url} download={name}>
         {name}
       </a>{" "}
@@ -89,6 +105,15 @@ function AttachmentLink({ attachment }: { attachment: Attachment }) {
         {attachment.contentType ?? "file"}
         {attachment.size === undefined ? "" : `, ${formatSize(attachment.size)}`}
       </span>
+      {type === "application/pdf" ? (
+        <>
+          {" "}
+          <button type="button" class="small" aria-expanded={previewing} onClick={() => setPreviewing(!previewing)}>
+            {previewing ? "Hide preview" : "Preview"}
+          </button>
+          {previewing ? <PdfPreview attachment={attachment} name={name} /> : null}
+        </>
+      ) : null}
     </li>
   );
 }
@@ -104,7 +129,7 @@ function RawSource({ message }: { message: Message }) {
   return (
     <details class="raw-source" onToggle={load}>
       <summary>Raw source</summary>
-      {error ? <p role="alert">{error}</p> : source === undefined ? <p class="muted">Loading…</p> : <pre>{source}</pre>}
+      {error ? <p role="alert">{error}</p> : source === undefined ? <p class="muted">Loading…</p> : <pre tabIndex={0}>{source}</pre>}
     </details>
   );
 }
@@ -126,7 +151,7 @@ export function MessageView({ message, headingLevel = 2 }: { message: Message; h
           <h4>Attachments</h4>
           <ul class="attachments">
             {files.map((attachment, i) => (
-              <AttachmentLink key={i} attachment={attachment} />
+              <AttachmentItem key={i} attachment={attachment} />
             ))}
           </ul>
         </section>

@@ -1,6 +1,7 @@
 /** Replying to a message: the server addresses it (the original sender) and threads it. */
 import type { Message } from "../api/types";
 import { v1 } from "../api/session";
+import { nameAndAddress } from "../lib/format";
 import { submittedValues } from "../lib/forms";
 import { useAction } from "../lib/resource";
 import { textToHtml } from "../lib/text-html";
@@ -21,7 +22,7 @@ export function ReplyForm({ message, onSent }: { message: Message; onSent(reply:
   };
   return (
     <form class="reply card" onSubmit={send}>
-      <label for={`reply-${message.id}`}>Reply to {message.status === "received" ? message.from : message.to.join(", ")}</label>
+      <label for={`reply-${message.id}`}>Reply to {message.status === "received" ? nameAndAddress(message.from, message.fromName) : message.to.join(", ")}</label>
       <textarea id={`reply-${message.id}`} name="text" rows={5} required />
       <ErrorNote message={action.error} />
       <button type="submit" class="primary" disabled={action.busy}>

@@ -10,6 +10,17 @@ export function downloadBlob(content: string): Blob {
   return new Blob([bytes], { type: "application/octet-stream" });
 }
 
+/** Raster images shown inline, as `data:` URLs in an `<img>`; SVG is not one of them (it can hold script). */
+export const previewableImages = new Set(["image/png", "image/jpeg", "image/gif", "image/webp", "image/avif"]);
+
+/**
+ * A PDF for the browser's own viewer, in a sandboxed frame: typed application/pdf, which the
+ * browser only ever renders as a document, never runs at the console's origin.
+ */
+export function pdfBlob(content: string): Blob {
+  return new Blob([Uint8Array.from(atob(content), (char) => char.charCodeAt(0))], { type: "application/pdf" });
+}
+
 export async function fileToBase64(file: File): Promise<string> {
   const bytes = new Uint8Array(await file.arrayBuffer());
   let binary = "";

@@ -2,11 +2,14 @@
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
 const timeOnly = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
+const dayAndMonth = new Intl.DateTimeFormat(undefined, { day: "numeric", month: "short" });
+const fullDate = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" });
 
-/** Today's times as "14:03", older ones with their date. */
-export function formatTime(iso: string): string {
+/** As mail clients date a list: the time today, the day and month this year, the full date before. */
+export function formatTime(iso: string, now = new Date()): string {
   const date = new Date(iso);
-  return date.toDateString() === new Date().toDateString() ? timeOnly.format(date) : dateTime.format(date);
+  if (date.toDateString() === now.toDateString()) return timeOnly.format(date);
+  return date.getFullYear() === now.getFullYear() ? dayAndMonth.format(date) : fullDate.format(date);
 }
 
 export const formatFullTime = (iso: string) => dateTime.format(new Date(iso));
@@ -16,6 +19,9 @@ export function formatSize(bytes: number): string {
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} kB`;
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
+
+/** "Acme Bank <bank@acme.test>", or the bare address without a name. */
+export const nameAndAddress = (address: string, name?: string) => (name ? `${name} <${address}>` : address);
 
 /** "a@x, b@y" or "; " separated input into addresses. */
 export const addressList = (text: string) =>

@@ -1,9 +1,14 @@
-/** Uncontrolled forms: the submitted values, read once on submit. */
+/** Uncontrolled forms: the values, read when needed. */
+export function formValues(form: HTMLFormElement): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const [name, value] of new FormData(form)) if (typeof value === "string") values[name] = value;
+  return values;
+}
+
+/** The submitted values, read once on submit. */
 export function submittedValues(event: SubmitEvent): Record<string, string> {
   event.preventDefault();
-  const values: Record<string, string> = {};
-  for (const [name, value] of new FormData(event.currentTarget as HTMLFormElement)) if (typeof value === "string") values[name] = value;
-  return values;
+  return formValues(event.currentTarget as HTMLFormElement);
 }
 
 /** The checked values of the checkboxes named `name`. */

@@ -1,10 +1,22 @@
 /**
  * Loading API data into a view: not yet loaded (no data, no error), failed, or loaded; a reload
- * after changes, and polling for live views (new mail, webhook attempts). A poll keeps the shown
- * data on failure and pauses while the tab is hidden.
+ * after changes, and for live views (new mail, webhook attempts) a reload on each event that
+ * concerns them, or polling while the event stream is down. A poll keeps the shown data on
+ * failure and pauses while the tab is hidden.
  */
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { isLive, listen, type LiveEvent } from "../api/events";
 import { messageOf } from "../api/http";
+
+/** Events come in bursts (a batch of mail, a send's deliveries): one reload for a burst, not one per event. */
+const liveReloadDelayMs = 100;
+
+export interface LiveOptions {
+  /** Poll this often (while the event stream is down, when `liveWhen` is given). */
+  pollMs?: number;
+  /** The events that change what the view shows: each reloads it, and it polls only while the stream is down. */
+  liveWhen?: (event: LiveEvent) => boolean;
+}
 
 export interface Resource<T> {
   data?: T;
@@ -12,13 +24,15 @@ export interface Resource<T> {
   reload(): void;
 }
 
-export function useResource<T>(load: () => Promise<T>, deps: unknown[], options: { pollMs?: number } = {}): Resource<T> {
+export function useResource<T>(load: () => Promise<T>, deps: unknown[], options: LiveOptions = {}): Resource<T> {
   // What the state was loaded for: after a change (another page, another search) the old data is not shown as the new.
   const key = JSON.stringify(deps);
   const [state, setState] = useState<{ key?: string; data?: T; error?: string }>({});
   const generation = useRef(0);
   const latest = useRef(load);
   latest.current = load;
+  const concerns = useRef(options.liveWhen);
+  concerns.current = options.liveWhen;
 
   const run = useCallback((forKey: string, quiet: boolean) => {
     const mine = ++generation.current;
@@ -32,9 +46,19 @@ export function useResource<T>(load: () => Promise<T>, deps: unknown[], options:
   useEffect(() => {
     run(key, false);
     if (!options.pollMs) return () => void generation.current++;
-    const timer = setInterval(() => document.hidden || run(key, true), options.pollMs);
+    let pending: ReturnType<typeof setTimeout> | undefined;
+    const reloadSoon = () => {
+      pending ??= setTimeout(() => {
+        pending = undefined;
+        run(key, true);
+      }, liveReloadDelayMs);
+    };
+    const stopListening = options.liveWhen ? listen({ onEvent: (event) => concerns.current?.(event) && reloadSoon(), onStale: reloadSoon }) : undefined;
+    const timer = setInterval(() => document.hidden || (stopListening && isLive()) || run(key, true), options.pollMs);
     return () => {
       clearInterval(timer);
+      clearTimeout(pending);
+      stopListening?.();
       generation.current++;
     };
   }, [key]);

@@ -2,7 +2,7 @@
 import { useState } from "preact/hooks";
 import { account, useSession } from "../api/session";
 import type { ApiKey, CreatedApiKey } from "../api/types";
-import { Badge, ConfirmButton, DataTable, Empty, ErrorNote, Loaded, PageTitle, Pager, ShownOnce, Time } from "../components/common";
+import { Badge, ConfirmButton, DataTable, Empty, ErrorNote, Loaded, PageTitle, Pager, Row, ShownOnce, Time } from "../components/common";
 import { submittedValues } from "../lib/forms";
 import { useAction, useResource } from "../lib/resource";
 
@@ -44,7 +44,7 @@ export function ApiKeys() {
           list.length ? (
             <DataTable columns={["Name", "Prefix", "Created", "Last used"]} actions>
               {list.map((key) => (
-                <tr key={key.id}>
+                <Row key={key.id}>
                   <td>
                     {key.name} {key.id === session?.apiKeyId ? <Badge value="this console" /> : null}
                   </td>
@@ -58,7 +58,7 @@ export function ApiKeys() {
                   <td>
                     <ConfirmButton label="Revoke" question={`Revoke "${key.name}" now?`} onConfirm={() => revoke(key)} disabled={action.busy} />
                   </td>
-                </tr>
+                </Row>
               ))}
             </DataTable>
           ) : (

@@ -3,7 +3,7 @@ import { v1 } from "../api/session";
 import type { Message } from "../api/types";
 import { Back, ErrorNote, PageTitle } from "../components/common";
 import { fileToBase64 } from "../lib/files";
-import { addressList } from "../lib/format";
+import { addressList, nameAndAddress } from "../lib/format";
 import { submittedValues } from "../lib/forms";
 import { useAction } from "../lib/resource";
 import { href, navigate } from "../lib/router";
@@ -38,7 +38,7 @@ export function Compose({ inboxId }: { inboxId: string }) {
       <Back to={href("inboxes", inboxId)} label="Threads" />
       <PageTitle title="New message" />
       <form class="card compose" onSubmit={send}>
-        <p class="muted">From {inbox.data?.email ?? "…"}</p>
+        <p class="muted">From {inbox.data ? nameAndAddress(inbox.data.email, inbox.data.name) : "…"}</p>
         <label>
           To
           <input name="to" required autocomplete="off" placeholder="someone@example.com, another@example.com" />

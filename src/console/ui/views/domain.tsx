@@ -3,14 +3,15 @@ import { useState } from "preact/hooks";
 import { ApiError } from "../api/http";
 import { v1 } from "../api/session";
 import type { Domain, DomainRecord } from "../api/types";
-import { Back, Badge, ConfirmButton, CopyButton, DataTable, ErrorNote, Loaded, PageTitle, Time } from "../components/common";
+import { Back, Badge, ConfirmButton, CopyButton, DataTable, ErrorNote, Loaded, PageTitle, Row, Time } from "../components/common";
 import { useAction, useResource } from "../lib/resource";
 import { href, navigate } from "../lib/router";
 import { DomainBadges } from "./domains";
 
+/** A row of the records table: the record, with a copy button for its name and for its value. */
 function RecordRow({ record }: { record: DomainRecord }) {
   return (
-    <tr>
+    <Row>
       <td>{record.type}</td>
       <td>
         <code>{record.name}</code> <CopyButton value={record.name} label="Copy name" />
@@ -24,7 +25,7 @@ function RecordRow({ record }: { record: DomainRecord }) {
         <Badge value={record.status} />
         {record.reason ? <div class="muted">{record.reason}</div> : null}
       </td>
-    </tr>
+    </Row>
   );
 }
 

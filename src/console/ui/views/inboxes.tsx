@@ -4,11 +4,14 @@ import { v1 } from "../api/session";
 import type { Domain, Inbox } from "../api/types";
 import { ConfirmButton, Empty, ErrorNote, Loaded, PageTitle, Pager, Time } from "../components/common";
 import { useFocusOnMount } from "../lib/focus";
+import { plural } from "../lib/format";
 import { submittedValues } from "../lib/forms";
 import { useAction, useResource } from "../lib/resource";
 import { href } from "../lib/router";
 
 const per = 20;
+/** How often the counts are read while the event stream is down. */
+const countsPollMs = 5000;
 const domainOf = (email: string) => email.slice(email.lastIndexOf("@") + 1);
 
 /**
@@ -123,12 +126,13 @@ function InboxRow({ inbox, onChanged }: { inbox: Inbox; onChanged(): void }) {
         />
       ) : (
         <>
-          <a class="main-link" href={href("inboxes", inbox.id)}>
+          <a class={`main-link${inbox.unreadCount ? " unread" : ""}`} href={href("inboxes", inbox.id)} data-mail-item data-inbox-id={inbox.id}>
             <strong>{inbox.name || inbox.email}</strong>
             {inbox.name ? <span class="muted"> {inbox.email}</span> : null}
+            {inbox.unreadCount ? <span class="unread-count"> {inbox.unreadCount} unread</span> : null}
           </a>
           <span class="muted">
-            created <Time iso={inbox.createdAt} />
+            {plural(inbox.messageCount ?? 0, "message")} · created <Time iso={inbox.createdAt} />
           </span>
           <span class="actions">
             <button type="button" onClick={() => setRenaming(true)}>
@@ -145,7 +149,8 @@ function InboxRow({ inbox, onChanged }: { inbox: Inbox; onChanged(): void }) {
 
 export function Inboxes() {
   const [page, setPage] = useState(1);
-  const inboxes = useResource(() => v1.get<Inbox[]>(`/inboxes?page=${page}&per=${per}`), [page]);
+  // Live: each inbox's message and unread counts follow its mail.
+  const inboxes = useResource(() => v1.get<Inbox[]>(`/inboxes?page=${page}&per=${per}`), [page], { pollMs: countsPollMs, liveWhen: (event) => event.event.startsWith("message.") });
   const domains = useResource(() => v1.get<Domain[]>("/domains?per=100"), []);
   return (
     <>

@@ -1,52 +1,124 @@
 /**
- * The outbound queue: an inbox's sent messages with their delivery to each recipient, and the
- * organization's suppression list. The API has no organization-wide delivery list, so this reads
- * one inbox's recent messages and fetches the sent ones in full (their `deliveries`).
+ * The outbound queue: every inbox's deliveries to remote recipients in one list, newest first,
+ * narrowed by status, recipient domain or sending inbox; and the organization's suppression list.
  */
 import { useState } from "preact/hooks";
 import { v1 } from "../api/session";
-import type { Inbox, Message, MessageSummary, Suppression } from "../api/types";
-import { Badge, ConfirmButton, DataTable, Empty, ErrorNote, Loaded, PageTitle, Pager, Time } from "../components/common";
-import { DeliveryTable } from "../components/message-view";
+import type { Inbox, OutboundDelivery, Suppression } from "../api/types";
+import { Badge, ConfirmButton, DataTable, Empty, ErrorNote, Loaded, PageTitle, Pager, Row, Time } from "../components/common";
+import { nameAndAddress } from "../lib/format";
+import { formValues } from "../lib/forms";
 import { useAction, useResource } from "../lib/resource";
 import { href } from "../lib/router";
 
-const recentMessages = 20;
 const outboundPollMs = 5000;
 const per = 20;
+const statuses = ["queued", "delivered", "bounced", "rejected"];
 
-async function sentMessages(inboxId: string): Promise<Message[]> {
-  const path = `/inboxes/${encodeURIComponent(inboxId)}/messages`;
-  const summaries = await v1.get<MessageSummary[]>(`${path}?per=${recentMessages}`);
-  const sent = summaries.filter((summary) => summary.status !== "received");
-  return Promise.all(sent.map((summary) => v1.get<Message>(`${path}/${encodeURIComponent(summary.id)}`)));
+interface Filter {
+  status?: string;
+  domain?: string;
+  inboxId?: string;
 }
 
-function SentMessages({ inboxId }: { inboxId: string }) {
-  const messages = useResource(() => sentMessages(inboxId), [inboxId], { pollMs: outboundPollMs });
+const queryOf = (filter: Filter, page: number) => {
+  const query = new URLSearchParams({ page: String(page), per: String(per) });
+  for (const [name, value] of Object.entries(filter)) if (value) query.set(name, value);
+  return query.toString();
+};
+
+function Filters({ inboxes, filter, onFilter }: { inboxes: Inbox[]; filter: Filter; onFilter(filter: Filter): void }) {
+  const apply = (event: Event) => {
+    event.preventDefault();
+    // On submit the form itself, on a choice in a list the list: either way the whole form's values.
+    const values = formValues((event.currentTarget as HTMLElement).closest("form")!);
+    onFilter({ status: values.status || undefined, domain: values.domain?.trim() || undefined, inboxId: values.inboxId || undefined });
+  };
   return (
-    <Loaded resource={messages} what="sent messages">
-      {(list) =>
-        list.length ? (
-          <ul class="list outbound" aria-label="Sent messages">
-            {list.map((message) => (
-              <li key={message.id} class="card">
-                <p class="message-head">
-                  <a href={href("inboxes", inboxId, "messages", message.id)}>
-                    <strong>{message.subject || "(no subject)"}</strong>
-                  </a>
-                  <Badge value={message.status} />
-                  <Time iso={message.createdAt} />
-                </p>
-                {message.deliveries.length ? <DeliveryTable deliveries={message.deliveries} /> : <p class="muted">Delivered on this server to {message.to.join(", ")}: no outbound delivery.</p>}
-              </li>
-            ))}
-          </ul>
-        ) : (
-          <Empty>This inbox has sent nothing lately.</Empty>
-        )
-      }
-    </Loaded>
+    <form class="row filters" role="search" aria-label="Filter deliveries" onSubmit={apply}>
+      {/* Labels beside their lists, not around them: a list's name is then the label alone, not its chosen option too. */}
+      <div class="field">
+        <label for="filter-status">Status</label>
+        <select id="filter-status" name="status" defaultValue={filter.status ?? ""} onChange={apply}>
+          <option value="">Any status</option>
+          {statuses.map((status) => (
+            <option key={status} value={status}>
+              {status}
+            </option>
+          ))}
+        </select>
+      </div>
+      <label>
+        Recipient domain
+        <input name="domain" defaultValue={filter.domain ?? ""} placeholder="example.com" autocomplete="off" />
+      </label>
+      <div class="field">
+        <label for="filter-inbox">Inbox</label>
+        <select id="filter-inbox" name="inboxId" defaultValue={filter.inboxId ?? ""} onChange={apply}>
+          <option value="">Every inbox</option>
+          {inboxes.map((inbox) => (
+            <option key={inbox.id} value={inbox.id}>
+              {nameAndAddress(inbox.email, inbox.name)}
+            </option>
+          ))}
+        </select>
+      </div>
+      <button type="submit">Filter</button>
+    </form>
+  );
+}
+
+function Deliveries() {
+  const inboxes = useResource(() => v1.get<Inbox[]>("/inboxes?per=100"), []);
+  const [filter, setFilter] = useState<Filter>({});
+  const [page, setPage] = useState(1);
+  const query = queryOf(filter, page);
+  const deliveries = useResource(() => v1.get<OutboundDelivery[]>(`/deliveries?${query}`), [query], {
+    pollMs: outboundPollMs,
+    liveWhen: (event) => event.event.startsWith("message.") && event.event !== "message.received",
+  });
+  return (
+    <section aria-labelledby="deliveries">
+      <h2 id="deliveries">Deliveries</h2>
+      <Filters
+        inboxes={inboxes.data ?? []}
+        filter={filter}
+        onFilter={(next) => {
+          setFilter(next);
+          setPage(1);
+        }}
+      />
+      <Loaded resource={deliveries} what="deliveries">
+        {(list) =>
+          list.length ? (
+            <DataTable columns={["Message", "From", "Recipient", "Status", "Tries", "Last response", "Updated"]} caption="Delivery to each remote recipient">
+              {list.map((delivery) => (
+                <Row key={delivery.id}>
+                  <td>
+                    <a href={href("inboxes", delivery.inboxId, "threads", delivery.threadId)}>{delivery.subject || "(no subject)"}</a>
+                  </td>
+                  <td>{nameAndAddress(delivery.from, delivery.fromName)}</td>
+                  <td>{delivery.recipient}</td>
+                  <td>
+                    <Badge value={delivery.status} />
+                  </td>
+                  <td>{delivery.attempts}</td>
+                  <td class="response">
+                    {delivery.lastResponse ?? "—"}
+                  </td>
+                  <td>
+                    <Time iso={delivery.updatedAt} />
+                  </td>
+                </Row>
+              ))}
+            </DataTable>
+          ) : (
+            <Empty>{Object.values(filter).some(Boolean) ? "No delivery matches." : "Nothing sent to a remote recipient yet."}</Empty>
+          )
+        }
+      </Loaded>
+      <Pager page={page} per={per} count={deliveries.data?.length ?? 0} onPage={setPage} />
+    </section>
   );
 }
 
@@ -65,7 +137,7 @@ function Suppressions() {
           list.length ? (
             <DataTable columns={["Address", "Reason", "Since"]} actions>
               {list.map((suppression) => (
-                <tr key={suppression.id}>
+                <Row key={suppression.id}>
                   <td>{suppression.address}</td>
                   <td>
                     {suppression.reason}
@@ -77,7 +149,7 @@ function Suppressions() {
                   <td>
                     <ConfirmButton label="Remove" question={`Send to ${suppression.address} again?`} onConfirm={() => remove(suppression)} disabled={action.busy} />
                   </td>
-                </tr>
+                </Row>
               ))}
             </DataTable>
           ) : (
@@ -91,31 +163,10 @@ function Suppressions() {
 }
 
 export function Outbound() {
-  const inboxes = useResource(() => v1.get<Inbox[]>("/inboxes?per=100"), []);
-  const [chosen, setChosen] = useState<string>();
-  const inboxId = chosen ?? inboxes.data?.[0]?.id;
   return (
     <>
       <PageTitle title="Outbound" />
-      <Loaded resource={inboxes} what="inboxes">
-        {(list) =>
-          list.length ? (
-            <label class="inline-form">
-              Sent from
-              <select value={inboxId} onChange={(event) => setChosen((event.currentTarget as HTMLSelectElement).value)}>
-                {list.map((inbox) => (
-                  <option key={inbox.id} value={inbox.id}>
-                    {inbox.name ? `${inbox.name} <${inbox.email}>` : inbox.email}
-                  </option>
-                ))}
-              </select>
-            </label>
-          ) : (
-            <Empty>No inboxes yet.</Empty>
-          )
-        }
-      </Loaded>
-      {inboxId ? <SentMessages inboxId={inboxId} /> : null}
+      <Deliveries />
       <Suppressions />
     </>
   );

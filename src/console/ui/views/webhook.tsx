@@ -2,7 +2,7 @@
 import { useState } from "preact/hooks";
 import { v1 } from "../api/session";
 import type { Webhook, WebhookAttempt } from "../api/types";
-import { Back, Badge, ConfirmButton, DataTable, Empty, ErrorNote, Loaded, PageTitle, Pager, Time } from "../components/common";
+import { Back, Badge, ConfirmButton, DataTable, Empty, ErrorNote, Loaded, PageTitle, Pager, Row, Time } from "../components/common";
 import { useAction, useResource } from "../lib/resource";
 import { href, navigate } from "../lib/router";
 import { webhookState } from "./webhooks";
@@ -14,7 +14,7 @@ const excerptLength = 120;
 function AttemptRow({ attempt, onRedrive, busy }: { attempt: WebhookAttempt; onRedrive(): void; busy: boolean }) {
   const response = attempt.response ?? attempt.error ?? "";
   return (
-    <tr>
+    <Row>
       <td>
         <Time iso={attempt.createdAt} />
       </td>
@@ -38,7 +38,7 @@ function AttemptRow({ attempt, onRedrive, busy }: { attempt: WebhookAttempt; onR
           Re-drive
         </button>
       </td>
-    </tr>
+    </Row>
   );
 }
 

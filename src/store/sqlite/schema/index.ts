@@ -7,3 +7,8 @@ export * from "./search";
 export * from "./domains";
 export * from "./webhooks";
 export * from "./outbound";
+export * from "./inbound";
+export * from "./certificates";
+export * from "./access";
+export * from "./drafts";
+export * from "./idempotency";

@@ -36,6 +36,7 @@ export const messages = sqliteTable("messages", {
   text: text("text"),
   html: text("html"),
   labels: text("labels", { mode: "json" }).$type<string[]>().notNull(),
+  read: integer("read", { mode: "boolean" }).notNull(),
   status: text("status").notNull(),
   messageIdHeader: text("message_id_header"),
   inReplyTo: text("in_reply_to"),
@@ -73,4 +74,17 @@ export const sendWindows = sqliteTable(
     count: integer("count").notNull(),
   },
   (t) => [primaryKey({ columns: [t.organizationId, t.windowStart] })],
+);
+
+/** One row per label of a message (migration 0150), kept in step with messages.labels by triggers; what `?label=` reads. */
+export const messageLabels = sqliteTable(
+  "message_labels",
+  {
+    inboxId: text("inbox_id").notNull(),
+    label: text("label").notNull(),
+    createdAt: integer("created_at").notNull(),
+    messageId: text("message_id").notNull(),
+    threadId: text("thread_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.inboxId, t.label, t.createdAt, t.messageId] })],
 );

@@ -1,0 +1,50 @@
+/**
+ * Event retention: events older than INBOXD_EVENT_RETENTION_DAYS are deleted in the background, so
+ * that the table the event stream resumes from stays as large as the period. An event whose
+ * webhook deliveries are still pending stays until they finish. The App's clock decides what is
+ * old and when the next purge is due; a short real-time tick looks at that clock.
+ */
+import type { App } from "../app";
+import type { RunningPart } from "../running-part";
+
+const TICK_MS = 1000;
+/** Purges are due this often by the App's clock. */
+const PURGE_INTERVAL_MS = 60 * 60 * 1000;
+/** Events deleted per statement: each is a short write, so sends and receipts wait little behind a large purge. */
+const PURGE_BATCH = 1000;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export function startEventRetention(app: App): RunningPart {
+  let stopped = false;
+  let run: Promise<void> | undefined;
+  let nextPurgeAt = app.clock.now();
+
+  async function purge() {
+    const before = app.clock.now() - app.config.eventRetentionDays * DAY_MS;
+    let purged = 0;
+    let batch: number;
+    do {
+      batch = await app.store.events.purge(before, PURGE_BATCH);
+      purged += batch;
+    } while (batch === PURGE_BATCH && !stopped);
+    if (purged) app.log.info("old events purged", { events: purged, retentionDays: app.config.eventRetentionDays });
+  }
+
+  const timer = setInterval(() => {
+    const now = app.clock.now();
+    if (run || now < nextPurgeAt) return;
+    nextPurgeAt = now + PURGE_INTERVAL_MS;
+    run = purge()
+      .catch((error) => app.log.error("event purge failed", { error }))
+      .finally(() => (run = undefined));
+  }, TICK_MS);
+
+  return {
+    name: "event-retention",
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await run;
+    },
+  };
+}

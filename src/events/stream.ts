@@ -1,0 +1,271 @@
+/**
+ * The live event stream of an organization (GET /v1/events): Server-Sent Events (WHATWG HTML
+ * §9.2) carrying the events webhooks get, in the order they were committed, resumable by event id
+ * from the events the database keeps. A stream wakes when this process commits events and polls
+ * now and then for those another process committed; it reads a page from the store only when its
+ * client has taken what came before, so a slow client holds one page, never a growing backlog.
+ */
+import { organizationOfApiKey } from "../auth/api-keys";
+import type { Clock } from "../clock";
+import type { Config } from "../config";
+import { invalid, notFound, ServiceError } from "../errors";
+import type { Logger } from "../log";
+import type { EventRecord } from "../store/records";
+import type { Store } from "../store/store";
+import { envelopeBody } from "../webhooks/envelope";
+import { eventNames, type EventName } from "./names";
+
+/** How often an open stream looks for events committed by another process (or each heartbeat, when shorter); this one's commits wake it at once. */
+const POLL_INTERVAL_MS = 5000;
+/** A page read from the store: at most this many events, fewer once their payloads pass 1 MiB. */
+const PAGE_EVENTS = 100;
+const PAGE_CHARS = 1 << 20;
+/** The reconnection time sent first (WHATWG HTML §9.2.6 `retry`): an EventSource waits this long after a disconnect. */
+const RECONNECT_MS = 3000;
+/** Seconds a client refused for too many streams is told to wait. */
+const RETRY_AFTER_SECONDS = 5;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const eventIdPattern = /^evt_[0-9a-f]{24}$/;
+
+/** When newId made the event id: its first 12 hex digits are milliseconds (src/ids.ts). */
+const idTime = (id: string) => parseInt(id.slice(4, 16), 16);
+
+export interface StreamRequest {
+  organizationId: string;
+  /** The key the guard let in: looked up again at each poll, and the stream ends once it is revoked. */
+  apiKey: string;
+  /** The stream goes on after this event (Last-Event-ID, or ?since): `field` names where it came from. */
+  resumeAfter?: { id: string; field: string };
+  /** Event names, comma-separated (`?events=`): only these. */
+  types?: string;
+  /** Only this inbox's events. */
+  inboxId?: string;
+}
+
+interface StreamStart {
+  organizationId: string;
+  afterId: string | null;
+  reset: boolean;
+  types?: EventName[];
+  inboxId?: string;
+  stillAuthorized: () => Promise<boolean>;
+}
+
+function parseTypes(raw: string): EventName[] {
+  const names = raw
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
+  const unknown = names.find((name) => !(eventNames as readonly string[]).includes(name));
+  if (unknown !== undefined || names.length === 0) throw invalid(`events: ${unknown === undefined ? "name at least one event" : `unknown event name '${unknown}'`} (known: ${eventNames.join(", ")})`);
+  return names as EventName[];
+}
+
+type EventStreamSettings = Pick<Config, "eventRetentionDays" | "eventStreamsPerOrg" | "eventHeartbeatMs">;
+
+/** The open streams of an App: opened by the route, woken on commits, closed at shutdown. */
+export class EventStreams {
+  private readonly open = new Map<string, Set<EventStream>>();
+  private closed = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly settings: EventStreamSettings,
+  ) {}
+
+  /** Events were committed: every open stream reads what is new to it. */
+  wake(): void {
+    for (const streams of this.open.values()) for (const stream of streams) stream.wake();
+  }
+
+  /** How many streams the organization holds open. */
+  count(organizationId: string): number {
+    return this.open.get(organizationId)?.size ?? 0;
+  }
+
+  /**
+   * The body of a new stream. 429 when the organization holds its limit of streams open, 503 once
+   * the server is stopping, 422 for a malformed resume id or event name, 404 for another
+   * organization's inbox.
+   */
+  async start(request: StreamRequest): Promise<ReadableStream<Uint8Array>> {
+    if (this.closed) throw new ServiceError("unavailable", "The server is stopping: reconnect in a moment", { "Retry-After": String(RETRY_AFTER_SECONDS) });
+    const { organizationId } = request;
+    const limit = this.settings.eventStreamsPerOrg;
+    if (this.count(organizationId) >= limit) {
+      throw new ServiceError("rate_limited", `Too many event streams open in this organization (at most ${limit}): close one, or retry shortly`, { "Retry-After": String(RETRY_AFTER_SECONDS) });
+    }
+    const types = request.types === undefined ? undefined : parseTypes(request.types);
+    const resume = request.resumeAfter;
+    if (resume && !eventIdPattern.test(resume.id)) throw invalid(`${resume.field}: must be an event id (evt_ and 24 hex digits)`);
+    // The slot is taken before the first await, so that streams opened together cannot pass the limit.
+    const stream = new EventStream(this.store, this.log, this.settings.eventHeartbeatMs, (ended) => this.forget(organizationId, ended));
+    this.remember(organizationId, stream);
+    try {
+      if (request.inboxId !== undefined && !(await this.store.inboxes.find(organizationId, request.inboxId))) throw notFound("Inbox not found");
+      // A resume id older than the retention period may have lost events after it to the purge:
+      // the client is told (a `reset` event) and gets every event still kept.
+      const reset = resume !== undefined && idTime(resume.id) < this.clock.now() - this.settings.eventRetentionDays * DAY_MS;
+      const afterId = reset ? null : (resume?.id ?? (await this.store.events.newestId(organizationId)));
+      const stillAuthorized = () => organizationOfApiKey(this.store, request.apiKey, this.clock.now()).then((organization) => organization === organizationId, () => false);
+      return stream.body({ organizationId, afterId, reset, types, inboxId: request.inboxId, stillAuthorized });
+    } catch (error) {
+      this.forget(organizationId, stream);
+      throw error;
+    }
+  }
+
+  /** Server shutdown: every stream ends (its client reconnects elsewhere or later), and no new one opens. */
+  closeAll(): void {
+    this.closed = true;
+    for (const streams of [...this.open.values()]) for (const stream of [...streams]) stream.close();
+  }
+
+  private remember(organizationId: string, stream: EventStream) {
+    const streams = this.open.get(organizationId) ?? new Set();
+    streams.add(stream);
+    this.open.set(organizationId, streams);
+  }
+
+  private forget(organizationId: string, stream: EventStream) {
+    const streams = this.open.get(organizationId);
+    streams?.delete(stream);
+    if (streams?.size === 0) this.open.delete(organizationId);
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** The text of one event: its id resumes the stream, its name is the webhook event's, its data the webhook body. */
+const eventText = (event: EventRecord) => `id: ${event.id}\nevent: ${event.type}\ndata: ${envelopeBody(event)}\n\n`;
+
+const resetText = `event: reset\ndata: ${JSON.stringify({ reason: "Events after the given id may have been purged (older than the retention period): reload what you keep; the oldest events still kept follow" })}\n\n`;
+
+class EventStream {
+  private start?: StreamStart;
+  private controller?: ReadableStreamDefaultController<Uint8Array>;
+  private afterId: string | null = null;
+  private page: EventRecord[] = [];
+  /** A page is due: woken by a commit or the poll, or the last page was cut short. */
+  private due = true;
+  private ended = false;
+  private waiting?: () => void;
+  private lastWriteAt = performance.now();
+  /** When the key was last found valid: the guard found it so as the stream opened. */
+  private authorizedAt = performance.now();
+  private readonly pollMs: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    private readonly heartbeatMs: number,
+    private readonly onEnd: (stream: EventStream) => void,
+  ) {
+    this.pollMs = Math.min(POLL_INTERVAL_MS, heartbeatMs);
+  }
+
+  body(start: StreamStart): ReadableStream<Uint8Array> {
+    this.start = start;
+    this.afterId = start.afterId;
+    return new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          this.controller = controller;
+          // The position alone (an id without data dispatches nothing but sets the last event id,
+          // §9.2.6): a client reconnecting before any event came resumes from here, missing none.
+          const position = start.afterId === null ? "" : `id: ${start.afterId}\n`;
+          this.write(`retry: ${RECONNECT_MS}\n${position}\n${start.reset ? resetText : ""}`);
+        },
+        pull: () =>
+          this.next().catch((error: unknown) => {
+            this.log.error("event stream failed", { organizationId: start.organizationId, error });
+            this.end();
+            throw error;
+          }),
+        // The client went away.
+        cancel: () => this.end(),
+      },
+      // One chunk queued at most: the next is made when the connection has taken this one.
+      { highWaterMark: 1 },
+    );
+  }
+
+  wake() {
+    this.due = true;
+    this.waiting?.();
+  }
+
+  close() {
+    if (this.ended) return;
+    this.end();
+    this.controller?.close();
+  }
+
+  /** The next chunk: an event of the page, else a new page when one is due, else a heartbeat once the connection was quiet long enough. */
+  private async next(): Promise<void> {
+    while (!this.ended) {
+      const event = this.page.shift();
+      if (event) return this.write(eventText(event));
+      if (this.due) {
+        if (!(await this.authorized())) return this.close();
+        this.due = false;
+        await this.readPage();
+      } else if ((await this.sleep()) === "heartbeat") {
+        // A comment (§9.2.6: a line starting with a colon): clients ignore it, proxies see traffic.
+        return this.write(": ping\n\n");
+      }
+    }
+  }
+
+  private async readPage() {
+    const { organizationId, types, inboxId } = this.start!;
+    const page = await this.store.events.readAfter(organizationId, { afterId: this.afterId, limit: PAGE_EVENTS, maxChars: PAGE_CHARS, types, inboxId });
+    this.page = page.events;
+    this.afterId = page.nextAfterId;
+    if (page.more) this.due = true;
+  }
+
+  /** Whether the key still holds, looked up once per poll interval at most, however busy the stream. */
+  private async authorized(): Promise<boolean> {
+    if (performance.now() - this.authorizedAt < this.pollMs) return true;
+    this.authorizedAt = performance.now();
+    return this.start!.stillAuthorized();
+  }
+
+  /** Until woken, the poll, or the heartbeat (measured from the last write, on the real clock: it is about sockets). */
+  private sleep(): Promise<"woken" | "heartbeat"> {
+    const heartbeatIn = this.heartbeatMs - (performance.now() - this.lastWriteAt);
+    return new Promise((resolve) => {
+      const timer = setTimeout(
+        () => {
+          this.waiting = undefined;
+          // A poll either way; after the heartbeat, once the ping is written.
+          this.due = true;
+          resolve(heartbeatIn <= this.pollMs ? "heartbeat" : "woken");
+        },
+        Math.max(0, Math.min(heartbeatIn, this.pollMs)),
+      );
+      this.waiting = () => {
+        clearTimeout(timer);
+        this.waiting = undefined;
+        resolve("woken");
+      };
+    });
+  }
+
+  private write(text: string) {
+    if (this.ended) return;
+    this.controller!.enqueue(encoder.encode(text));
+    this.lastWriteAt = performance.now();
+  }
+
+  private end() {
+    if (this.ended) return;
+    this.ended = true;
+    this.waiting?.();
+    this.onEnd(this);
+  }
+}

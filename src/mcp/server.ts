@@ -1,0 +1,58 @@
+/**
+ * The MCP server of inboxd (Model Context Protocol, on the official TypeScript SDK): the tools of
+ * tools.ts over two transports. Streamable HTTP at `/mcp` on the API port, stateless (a server and
+ * a transport per request, each POST answered with JSON, no session), its tools calling the app
+ * in the same process; and stdio (`inboxd mcp`), its tools calling a running inboxd over HTTP.
+ */
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { version } from "../version";
+import type { ApiCaller } from "./api-caller";
+import { tools, untrustedNote } from "./tools";
+
+/** The MCP specification version served (the SDK's newest; it also accepts a client's older supported one). */
+export const mcpProtocolVersion = LATEST_PROTOCOL_VERSION;
+
+const instructions = `Tools of inboxd, a self-hosted email service: inboxes, threads, messages, drafts, labels, custom domains and webhooks of one organization (the API key's). ${untrustedNote}`;
+
+export function createMcpServer(api: ApiCaller): McpServer {
+  const server = new McpServer({ name: "inboxd", title: "inboxd", version }, { instructions });
+  for (const tool of tools) {
+    server.registerTool(
+      tool.name,
+      { title: tool.title, description: `${tool.description} ${untrustedNote}`, inputSchema: tool.input, annotations: { title: tool.title, ...tool.annotations } },
+      (args) => tool.call(args, api),
+    );
+  }
+  return server;
+}
+
+/**
+ * One Streamable HTTP POST, its JSON body already read (by the API's own body parser and limits).
+ * Stateless: nothing outlives the request, so any inboxd process can answer any request.
+ */
+export async function handleMcpPost(request: Request, body: unknown, api: ApiCaller): Promise<Response> {
+  const server = createMcpServer(api);
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(request, { parsedBody: body });
+  } finally {
+    await server.close();
+  }
+}
+
+/** `inboxd mcp`: the server on stdin and stdout until stdin ends (the client closed it) or a signal comes. */
+export async function serveMcpOverStdio(api: ApiCaller): Promise<void> {
+  const server = createMcpServer(api);
+  await server.connect(new StdioServerTransport());
+  await new Promise<void>((resolve) => {
+    process.stdin.once("end", resolve);
+    process.stdin.once("close", resolve);
+    process.once("SIGTERM", resolve);
+    process.once("SIGINT", resolve);
+  });
+  await server.close();
+}

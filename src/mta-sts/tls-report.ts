@@ -1,0 +1,70 @@
+/**
+ * TLS reports (RFC 8460) as other domains' sending systems mail them to our `rua` address: a
+ * multipart/report (§5.3) whose `application/tlsrpt+gzip` (or `+json`) part holds the JSON report
+ * (§4.4). Read into one entry per policy domain: session counts and the kinds of failure.
+ */
+import { gunzipSync } from "node:zlib";
+import { simpleParser } from "mailparser";
+import { asLimitError, BOUNDED_PARSER_OPTIONS } from "../mail/limits";
+
+/** A report is a few KiB; this bounds a gzip bomb. */
+const MAX_REPORT_BYTES = 1024 * 1024;
+const REPORT_TYPES = ["application/tlsrpt+gzip", "application/tlsrpt+json"];
+
+export type TlsReportPolicy = {
+  policyType: string;
+  policyDomain: string;
+  successfulSessions: number;
+  failedSessions: number;
+  failureDetails: { resultType: string; sessions: number; receivingMx: string | null }[];
+};
+
+export type TlsReport = { reportId: string; organizationName: string; startAt: number; endAt: number; policies: TlsReportPolicy[] };
+
+/** The report in a received message; null when the message holds none that can be read. */
+export async function parseTlsReportMessage(raw: Buffer): Promise<TlsReport | null> {
+  const mail = await simpleParser(raw, BOUNDED_PARSER_OPTIONS).catch((error: unknown) => {
+    throw asLimitError(error);
+  });
+  const part = mail.attachments.find((attachment) => REPORT_TYPES.includes(attachment.contentType.toLowerCase()));
+  if (!part) return null;
+  try {
+    const json = part.contentType.toLowerCase().endsWith("gzip") ? gunzipSync(part.content, { maxOutputLength: MAX_REPORT_BYTES }) : part.content;
+    if (json.length > MAX_REPORT_BYTES) return null;
+    return readTlsReport(JSON.parse(json.toString("utf8")));
+  } catch {
+    return null;
+  }
+}
+
+/** §4.4's JSON: its required fields, or null. */
+export function readTlsReport(report: unknown): TlsReport | null {
+  const object = (value: unknown) => (value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined);
+  const text = (value: unknown) => (typeof value === "string" && value.length > 0 && value.length <= 1024 ? value : undefined);
+  const count = (value: unknown) => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : undefined);
+  const root = object(report);
+  const range = object(root?.["date-range"]);
+  const reportId = text(root?.["report-id"]);
+  const organizationName = text(root?.["organization-name"]);
+  const startAt = Date.parse(text(range?.["start-datetime"]) ?? "");
+  const endAt = Date.parse(text(range?.["end-datetime"]) ?? "");
+  if (!reportId || !organizationName || Number.isNaN(startAt) || Number.isNaN(endAt) || !Array.isArray(root?.policies)) return null;
+  const policies: TlsReportPolicy[] = [];
+  for (const entry of root.policies as unknown[]) {
+    const policy = object(object(entry)?.policy);
+    const summary = object(object(entry)?.summary);
+    const policyType = text(policy?.["policy-type"]);
+    const policyDomain = text(policy?.["policy-domain"])?.toLowerCase().replace(/\.$/, "");
+    const successfulSessions = count(summary?.["total-successful-session-count"]);
+    const failedSessions = count(summary?.["total-failure-session-count"]);
+    if (!policyType || !policyDomain || successfulSessions === undefined || failedSessions === undefined) return null;
+    const details = Array.isArray(object(entry)?.["failure-details"]) ? (object(entry)!["failure-details"] as unknown[]) : [];
+    const failureDetails = details.flatMap((detail) => {
+      const resultType = text(object(detail)?.["result-type"]);
+      const sessions = count(object(detail)?.["failed-session-count"]);
+      return resultType && sessions !== undefined ? [{ resultType, sessions, receivingMx: text(object(detail)?.["receiving-mx-hostname"]) ?? null }] : [];
+    });
+    policies.push({ policyType, policyDomain, successfulSessions, failedSessions, failureDetails });
+  }
+  return { reportId, organizationName, startAt, endAt, policies };
+}

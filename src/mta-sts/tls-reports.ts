@@ -1,0 +1,37 @@
+/**
+ * Our TLS reporting address (RFC 8460 §3): `tlsrpt@<INBOXD_HOSTNAME>`, named by the `_smtp._tls`
+ * record of every domain we serve. The SMTP server accepts it without an inbox and hands each
+ * message here: the report is stored per policy domain and logged; the message itself is not kept.
+ */
+import type { App } from "../app";
+import { iso } from "../clock";
+import { newId } from "../ids";
+import { parseTlsReportMessage } from "./tls-report";
+
+const LOCAL_PART = "tlsrpt";
+
+export const tlsReportAddress = (hostname: string) => `${LOCAL_PART}@${hostname.toLowerCase()}`;
+
+export const isTlsReportAddress = (app: App, address: string) => address.toLowerCase().replace(/\.$/, "") === tlsReportAddress(app.config.hostname);
+
+/** Stores the report a message holds; a message that holds none is dropped with a log line. */
+export async function receiveTlsReport(app: App, raw: Buffer): Promise<void> {
+  const report = await parseTlsReportMessage(raw).catch(() => null);
+  if (!report) {
+    app.log.info("tls report ignored", { reason: "no readable RFC 8460 report in the message", bytes: raw.length });
+    return;
+  }
+  const receivedAt = app.clock.now();
+  const { policies, ...about } = report;
+  await app.store.tlsReports.insert(policies.map((policy) => ({ id: newId("tlsrpt"), ...about, ...policy, receivedAt })));
+  for (const policy of policies) {
+    app.log.info("tls report received", {
+      domain: policy.policyDomain,
+      from: report.organizationName,
+      period: `${iso(report.startAt)}/${iso(report.endAt)}`,
+      successful: policy.successfulSessions,
+      failed: policy.failedSessions,
+      ...(policy.failureDetails.length ? { failures: policy.failureDetails.map((detail) => `${detail.resultType}=${detail.sessions}`).join(",") } : {}),
+    });
+  }
+}

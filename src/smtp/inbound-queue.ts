@@ -1,0 +1,221 @@
+/**
+ * The inbound queue's policy: analysis after acceptance. The SMTP server commits each accepted
+ * message with its envelope (store: acceptedInbound) and answers 250; this queue, run by the queue
+ * engine (src/queue/engine.ts), claims those rows, has the analysis workers parse and authenticate
+ * them, and stores each message's copies, thread, search entry and `message.received` event in the
+ * transaction that deletes its row. So a crash at any moment between the 250 and that commit
+ * leaves the row, analysed again after the restart, and never a copy twice. Like Postfix's queue
+ * manager after its cleanup daemon: the reply waits for the disk, not for the CPU.
+ *
+ * While mail is arriving, the queue takes a small share of the event loop: each message it stores
+ * (thread, search entry, event) costs the event loop about as much as accepting one, and the 250s
+ * come first. It claims a few messages at a time then, enough to keep the spare core's analysis
+ * going, and catches up at full speed once the burst is over (InboundPace).
+ *
+ * Each claim counts the analysis before it starts and sets when the row is due again should its
+ * outcome never come back; a restart makes every such row due at once (one process per data
+ * dir: nothing else holds them). An analysis that fails (a worker stopped, its deadline passed) is
+ * tried again later; one that cannot succeed (a message past the parser's limits) or whose tries
+ * are spent is stored as it came, unanalysed, rather than lost.
+ */
+import type { App } from "../app";
+import { releasePrepared, type PreparedContent } from "../messages/receive";
+import { startQueue, type Claiming } from "../queue/engine";
+import type { Queue } from "../queue/running";
+import type { AcceptedInbound, Transaction } from "../store";
+import type { AnalysisPool } from "./analysis-pool";
+import { temporaryError, type Analysis } from "./analyze";
+import { identityOf, logCopies, prepareCopies, storeCopies, type StoredCopy } from "./inbound-copies";
+import { withoutForgedAuthenticationResults } from "./trace";
+
+/**
+ * Messages claimed at once, and their bytes (in memory from claim to commit). 64 keeps the
+ * analysis threads busy between two turns; the byte bound keeps a backlog of large messages from
+ * holding hundreds of MB (at least one message is always claimed, whatever its size).
+ */
+const maxClaimed = 64;
+/** Claimed at most while mail arrives (InboundPace.busy). */
+const maxClaimedWhileBusy = 4;
+const maxClaimedBytes = 32 * 1024 * 1024;
+/** Analyses under way at once, per analysis thread: enough to overlap one's DNS waits with another's parse. */
+const analysesPerThread = 8;
+/** Longest wait before analysed messages are stored, so that several share one commit. */
+const batchWindowMs = 10;
+/** Acceptances wake the queue (app.queues), so a longer sleep only delays a retry that no wake announced. */
+const idleMs = 5_000;
+/** Analyses of one message before it is stored unanalysed; each after a longer wait. */
+const retryDelaysMs = [60_000, 5 * 60_000, 30 * 60_000, 2 * 60 * 60_000];
+const maxAttempts = retryDelaysMs.length + 1;
+
+/** Whether SMTP sessions are handing in messages right now: what the queue gives way to. */
+export class InboundPace {
+  private lastAcceptedAt = -Infinity;
+  /** An acceptance counts as recent for this long. */
+  private static readonly busyForMs = 100;
+
+  accepted(): void {
+    this.lastAcceptedAt = performance.now();
+  }
+
+  busy(): boolean {
+    return performance.now() - this.lastAcceptedAt < InboundPace.busyForMs;
+  }
+}
+
+interface Finished {
+  claim: AcceptedInbound;
+  /** Analysed (or given up on: stored as it came) and its copies prepared; absent: tried again later. */
+  analysed?: { analysis: Analysis; prepared: PreparedContent };
+}
+
+export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThreads: number, pace: InboundPace): Queue {
+  const { store, clock, log } = app;
+  const concurrency = Math.max(1, analysisThreads) * analysesPerThread;
+  /** Claimed and committed, waiting for an analysis slot, oldest first. */
+  let waiting: AcceptedInbound[] = [];
+  /** Every row claimed whose outcome is not recorded yet, and their bytes. */
+  const held = new Map<number, number>();
+  let heldBytes = 0;
+  let running = 0;
+
+  async function turn(finished: Finished[], now: number, claiming: Claiming) {
+    // Woken by an acceptance with nothing to record and no room to claim (mail is arriving): no transaction.
+    if (finished.length === 0 && (claiming === "none" || room() <= 0)) return;
+    // Not waiting for the disk (TransactionOptions.waitForDisk): each message's row was on disk
+    // before its 250, and goes in the transaction that stores its copies, so a power loss that
+    // took this commit back would leave the row to be analysed again, never a message lost or
+    // doubled; and what follows this commit (the webhooks' claims, the next acceptances) syncs it.
+    // So the analysis runs at the speed of the CPU, not of one fsync per turn.
+    const { claims, stored } = await store.transaction(async (tx) => {
+      const stored: { finished: Finished; copies: StoredCopy[] }[] = [];
+      for (const outcome of finished) {
+        const copies = outcome.analysed && (await recordAnalysed(tx, outcome.claim, outcome.analysed));
+        if (copies) stored.push({ finished: outcome, copies });
+      }
+      return { claims: claiming === "none" ? [] : await claimDue(tx, now), stored };
+    }, { waitForDisk: false });
+    for (const { finished, copies } of stored) logCopies(app, finished.claim.envelope, finished.analysed!.analysis, copies);
+    for (const { claim, analysed } of finished) {
+      unhold(claim.id);
+      if (analysed) await releasePrepared(app, analysed.prepared);
+    }
+    for (const claim of claims) hold(claim.id, claim.raw.length);
+    waiting = waiting.concat(claims);
+  }
+
+  /** Stores the copies and deletes the row, in a savepoint of its own: a failure leaves the row for its next try, and the rest of the turn commits. */
+  async function recordAnalysed(tx: Transaction, claim: AcceptedInbound, { analysis, prepared }: NonNullable<Finished["analysed"]>): Promise<StoredCopy[] | undefined> {
+    try {
+      return await tx.transaction(async (tx) => {
+        const copies = await storeCopies(app, tx, claim.envelope, analysis, prepared);
+        await tx.acceptedInbound.finish(claim.id);
+        return copies;
+      });
+    } catch (error) {
+      log.error("inbound queue: storing an analysed message failed; it is analysed again later", { transaction: claim.envelope.transaction, attempts: claim.attempts, error });
+      return undefined;
+    }
+  }
+
+  /** How many more rows may be claimed now. */
+  const room = () => (pace.busy() ? maxClaimedWhileBusy : maxClaimed) - held.size;
+
+  /** Claims due rows up to the limits, each analysis counted before it starts. */
+  async function claimDue(tx: Transaction, now: number): Promise<AcceptedInbound[]> {
+    const free = room();
+    if (free <= 0) return [];
+    const claims: AcceptedInbound[] = [];
+    let bytes = heldBytes;
+    for (const { id, size, attempts } of await tx.acceptedInbound.due(now, new Set(held.keys()), free)) {
+      if (bytes + size > maxClaimedBytes && held.size + claims.length > 0) break;
+      const retryAt = now + retryDelaysMs[Math.min(attempts, retryDelaysMs.length - 1)]!;
+      const claim = await tx.acceptedInbound.claim(id, retryAt);
+      if (!claim) continue;
+      claims.push(claim);
+      bytes += size;
+    }
+    return claims;
+  }
+
+  function hold(id: number, bytes: number) {
+    held.set(id, bytes);
+    heldBytes += bytes;
+  }
+
+  function unhold(id: number) {
+    heldBytes -= held.get(id) ?? 0;
+    held.delete(id);
+  }
+
+  function startTries(): Promise<Finished>[] {
+    const started: Promise<Finished>[] = [];
+    while (running < concurrency && waiting.length > 0) {
+      running++;
+      started.push(analyseOne(waiting.shift()!).finally(() => running--));
+    }
+    return started;
+  }
+
+  /** Never rejects: a failure is an outcome (analysed again later, or stored unanalysed). */
+  async function analyseOne(claim: AcceptedInbound): Promise<Finished> {
+    const { envelope } = claim;
+    let analysed: Analysis;
+    try {
+      analysed = await analysis.analyze(claim.raw, identityOf(envelope));
+    } catch (error) {
+      const hopeless = (error as Error).name === "MessageLimitError" || claim.attempts >= maxAttempts;
+      log.warn(hopeless ? "inbound message could not be analysed; stored as it came" : "inbound message not analysed; tried again later", { transaction: envelope.transaction, attempts: claim.attempts, error: (error as Error).message });
+      if (!hopeless) return { claim };
+      try {
+        analysed = await unanalysed(claim);
+      } catch (error) {
+        log.error("inbound queue: reading an accepted message failed", { transaction: envelope.transaction, error });
+        return { claim };
+      }
+    }
+    try {
+      return { claim, analysed: { analysis: analysed, prepared: await prepareCopies(app, envelope, analysed) } };
+    } catch (error) {
+      log.error("inbound queue: writing an analysed message's large parts failed; it is analysed again later", { transaction: envelope.transaction, error });
+      return { claim };
+    }
+  }
+
+  /**
+   * A message stored as it came: its source whole (the analysis took the claim's bytes), its
+   * sender from MAIL FROM, no fields read from it, and temperror for each authentication method.
+   */
+  async function unanalysed(claim: AcceptedInbound): Promise<Analysis> {
+    const source = await store.acceptedInbound.source(claim.id);
+    if (!source) throw new Error(`accepted message ${claim.id} is gone`);
+    const { mailFrom } = claim.envelope;
+    return {
+      parsed: { from: mailFrom || undefined, to: [], cc: [], references: [], subject: "", attachments: [] },
+      raw: withoutForgedAuthenticationResults(source, app.config.hostname),
+      ...temporaryError(app.config.hostname),
+    };
+  }
+
+  /** Claimed but never started (the queue stopped): due again now, the analysis not counted. */
+  async function releaseWaiting() {
+    const unstarted = waiting;
+    waiting = [];
+    const now = clock.now();
+    await store.transaction(async (tx) => {
+      for (const claim of unstarted) await tx.acceptedInbound.release(claim.id, now);
+    });
+    for (const claim of unstarted) unhold(claim.id);
+  }
+
+  return startQueue<Finished>(app, "inbound", {
+    batchWindowMs,
+    idleMs,
+    resume: () => store.acceptedInbound.resume(clock.now()),
+    turn,
+    startTries,
+    // At once when the analyses are about to run dry; otherwise several messages share the turn's commit.
+    recordAtOnce: (outcomesBack) => !pace.busy() && (waiting.length < concurrency || outcomesBack >= maxClaimed / 2),
+    nextDueAfter: (after) => store.acceptedInbound.nextDueAfter(after),
+    release: releaseWaiting,
+  });
+}

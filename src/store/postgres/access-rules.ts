@@ -1,0 +1,49 @@
+/** Allow and block list entries per organization, some for one inbox only (../sqlite/access-rules.ts). */
+import { and, count, desc, eq, isNull, or, type SQL } from "drizzle-orm";
+import type { AccessRuleFilter, AccessRulesStore } from "../store";
+import type { PgDb } from "./db";
+import { accessRules } from "./schema/index";
+
+const filtered = (organizationId: string, filter: AccessRuleFilter): SQL | undefined =>
+  and(
+    eq(accessRules.organizationId, organizationId),
+    filter.direction ? eq(accessRules.direction, filter.direction) : undefined,
+    filter.action ? eq(accessRules.action, filter.action) : undefined,
+    filter.inboxId === null ? isNull(accessRules.inboxId) : filter.inboxId ? eq(accessRules.inboxId, filter.inboxId) : undefined,
+  );
+
+export function accessRulesStore(db: PgDb): AccessRulesStore {
+  return {
+    async insert(row) {
+      await db.insert(accessRules).values(row);
+    },
+    async find(organizationId, id) {
+      const [row] = await db.select().from(accessRules).where(and(eq(accessRules.organizationId, organizationId), eq(accessRules.id, id)));
+      return row;
+    },
+    async findSame(row) {
+      const [same] = await db
+        .select()
+        .from(accessRules)
+        .where(and(filtered(row.organizationId, { direction: row.direction, action: row.action, inboxId: row.inboxId }), eq(accessRules.value, row.value)));
+      return same;
+    },
+    async applying(organizationId, inboxId, direction) {
+      return db
+        .select()
+        .from(accessRules)
+        .where(and(eq(accessRules.organizationId, organizationId), eq(accessRules.direction, direction), or(isNull(accessRules.inboxId), eq(accessRules.inboxId, inboxId ?? ""))));
+    },
+    /** Newest first; the (time-ordered) id breaks ties within one millisecond. */
+    async list(organizationId, filter, page, per) {
+      return db.select().from(accessRules).where(filtered(organizationId, filter)).orderBy(desc(accessRules.createdAt), desc(accessRules.id)).limit(per).offset((page - 1) * per);
+    },
+    async count(organizationId, filter) {
+      const [row] = await db.select({ n: count() }).from(accessRules).where(filtered(organizationId, filter));
+      return row!.n;
+    },
+    async delete(organizationId, id) {
+      await db.delete(accessRules).where(and(eq(accessRules.organizationId, organizationId), eq(accessRules.id, id)));
+    },
+  };
+}

@@ -1,0 +1,60 @@
+/**
+ * Custom domains, as ../sqlite/domains.ts: every tenant-facing query takes the organization;
+ * look-ups by name for mail routing do not. The background check claims due domains with
+ * FOR UPDATE SKIP LOCKED, so that two nodes never check one domain at once.
+ */
+import { and, asc, desc, eq, lte, or, sql } from "drizzle-orm";
+import type { DomainRecord, InboxRecord } from "../records";
+import type { DomainChanges, DomainsStore } from "../store";
+import { firstRow, type PgDb } from "./db";
+import { domains, inboxes } from "./schema/index";
+
+export function domainsStore(db: PgDb): DomainsStore {
+  return {
+    async insert(row: DomainRecord): Promise<void> {
+      await db.insert(domains).values(row);
+    },
+    async find(organizationId: string, idOrName: string): Promise<DomainRecord | undefined> {
+      const [row] = await db.select().from(domains).where(and(eq(domains.organizationId, organizationId), or(eq(domains.id, idOrName), eq(domains.name, idOrName))));
+      return row;
+    },
+    async findByName(name: string): Promise<DomainRecord | undefined> {
+      const [row] = await db.select().from(domains).where(eq(domains.name, name));
+      return row;
+    },
+    async findById(id: string): Promise<DomainRecord | undefined> {
+      const [row] = await db.select().from(domains).where(eq(domains.id, id));
+      return row;
+    },
+    /** Newest first; ids (time-ordered) break ties within one millisecond. */
+    async list(organizationId: string, page: number, per: number): Promise<DomainRecord[]> {
+      return db.select().from(domains).where(eq(domains.organizationId, organizationId)).orderBy(desc(domains.createdAt), desc(domains.id)).limit(per).offset((page - 1) * per);
+    },
+    async count(organizationId: string): Promise<number> {
+      return (await firstRow<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM domains WHERE organization_id = ${organizationId}`))!.n;
+    },
+    async verifiedNames(): Promise<string[]> {
+      const rows = await db.select({ name: domains.name }).from(domains).where(eq(domains.status, "verified")).orderBy(asc(domains.name));
+      return rows.map((row) => row.name);
+    },
+    /** Locked as read: the caller moves their next check on in the same transaction, and other nodes pass them over meanwhile. */
+    async due(now: number, limit: number): Promise<DomainRecord[]> {
+      return db.select().from(domains).where(lte(domains.nextCheckAt, now)).orderBy(asc(domains.nextCheckAt)).limit(limit).for("update", { skipLocked: true });
+    },
+    async update(id: string, changes: DomainChanges): Promise<void> {
+      await db.update(domains).set(changes).where(eq(domains.id, id));
+    },
+    /** Its DKIM keys go with it (trigger of migrations/postgres/0002_delivery.sql). */
+    async delete(id: string): Promise<void> {
+      await db.delete(domains).where(eq(domains.id, id));
+    },
+    /** The organization's inboxes with an address on the domain (names are LDH only: no LIKE wildcards in them). */
+    async inboxesOnDomain(organizationId: string, name: string): Promise<InboxRecord[]> {
+      return db
+        .select()
+        .from(inboxes)
+        .where(and(eq(inboxes.organizationId, organizationId), sql`lower(${inboxes.email}) LIKE ${`%@${name.toLowerCase()}`}`))
+        .orderBy(asc(inboxes.createdAt), asc(inboxes.id));
+    },
+  };
+}

@@ -1,0 +1,40 @@
+/** Idempotency keys per organization with the first request's final response (../sqlite/idempotency-keys.ts). */
+import { and, eq, isNull, lt, lte } from "drizzle-orm";
+import type { IdempotencyKeysStore } from "../store";
+import type { PgBlobs } from "./blobs";
+import type { PgDb } from "./db";
+import { idempotencyKeys } from "./schema/index";
+
+const EMPTY = Buffer.alloc(0);
+
+export function idempotencyKeysStore(db: PgDb, blobs: PgBlobs): IdempotencyKeysStore {
+  const held = (organizationId: string, key: string) => and(eq(idempotencyKeys.organizationId, organizationId), eq(idempotencyKeys.key, key));
+  return {
+    /** ON CONFLICT DO NOTHING: of two requests with one key on two nodes, one records it and the other reads it. */
+    async begin(row, now) {
+      await db.delete(idempotencyKeys).where(lte(idempotencyKeys.expiresAt, now));
+      const inserted = await db.insert(idempotencyKeys).values(row).onConflictDoNothing().returning({ key: idempotencyKeys.key });
+      if (inserted.length > 0) return undefined;
+      const [existing] = await db.select().from(idempotencyKeys).where(held(row.organizationId, row.key));
+      if (!existing) return undefined;
+      return existing.blobId ? { ...existing, responseBody: await blobs.read(existing.blobId) } : existing;
+    },
+    async complete(organizationId, key, statusCode, body) {
+      await db
+        .update(idempotencyKeys)
+        .set({ statusCode, responseBody: body.blobId ? EMPTY : Buffer.from(body.bytes), blobId: body.blobId })
+        .where(held(organizationId, key));
+      if (body.blobId) await blobs.claim(body.blobId);
+    },
+    async release(organizationId, key) {
+      await db.delete(idempotencyKeys).where(held(organizationId, key));
+    },
+    async releaseUnfinished(startedAt) {
+      const gone = await db
+        .delete(idempotencyKeys)
+        .where(and(isNull(idempotencyKeys.statusCode), lt(idempotencyKeys.createdAt, startedAt)))
+        .returning({ key: idempotencyKeys.key });
+      return gone.length;
+    },
+  };
+}

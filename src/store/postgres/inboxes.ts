@@ -1,0 +1,55 @@
+/** Inboxes (../sqlite/inboxes.ts): every query takes the organization, but the look-up by address. */
+import { and, desc, eq, sql } from "drizzle-orm";
+import type { InboxesStore } from "../store";
+import type { InboxCountsRecord } from "../records";
+import { firstRow, listOf, rowsOf, type PgDb } from "./db";
+import { inboxes } from "./schema/index";
+
+export function inboxesStore(db: PgDb): InboxesStore {
+  const inOrganization = (organizationId: string, id: string) => and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id));
+  return {
+    async insert(row) {
+      await db.insert(inboxes).values(row);
+    },
+    async find(organizationId, id) {
+      const [row] = await db.select().from(inboxes).where(inOrganization(organizationId, id));
+      return row;
+    },
+    /**
+     * Case-insensitive: the unique index is on lower(email). Not held as accounts.findUserByEmail is: a
+     * send looks up each recipient in its transaction, in the send's order, and two sends holding
+     * addresses in opposite orders would wait on each other. Two inboxes created with one address at
+     * the same moment: the unique index refuses the second.
+     */
+    async findByEmail(email) {
+      const [row] = await db.select().from(inboxes).where(sql`lower(${inboxes.email}) = lower(${email})`);
+      return row;
+    },
+    async list(organizationId, page, per) {
+      return db.select().from(inboxes).where(eq(inboxes.organizationId, organizationId)).orderBy(desc(inboxes.createdAt), desc(inboxes.id)).limit(per).offset((page - 1) * per);
+    },
+    async count(organizationId) {
+      return (await firstRow<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM inboxes WHERE organization_id = ${organizationId}`))!.n;
+    },
+    /** Each inbox's totals, in the order given: messages from the threads' counters, unread ones from the partial index. */
+    async counts(inboxIds) {
+      if (inboxIds.length === 0) return [];
+      return rowsOf<InboxCountsRecord>(
+        db,
+        sql`SELECT ids.id AS "inboxId",
+              (SELECT coalesce(sum(message_count), 0)::int FROM threads WHERE inbox_id = ids.id) AS "messageCount",
+              (SELECT count(*)::int FROM messages WHERE inbox_id = ids.id AND NOT read) AS "unreadCount"
+            FROM ${listOf(inboxIds)} AS ids(id, position) ORDER BY ids.position`,
+      );
+    },
+    async rename(organizationId, id, name, now) {
+      const [row] = await db.update(inboxes).set({ name, updatedAt: now }).where(inOrganization(organizationId, id)).returning();
+      return row;
+    },
+    /** Its threads, messages, sources, attachments and deliveries go with it (ON DELETE CASCADE). */
+    async delete(organizationId, id) {
+      const [row] = await db.delete(inboxes).where(inOrganization(organizationId, id)).returning();
+      return row;
+    },
+  };
+}

@@ -1,0 +1,65 @@
+/**
+ * Which failures of Bun.sql mean "the database cannot be reached right now" rather than "this
+ * statement is wrong": they become the engine-neutral StoreUnavailableError (../unavailable.ts),
+ * which SMTP answers with 451 4.3.0 and the API with 503 and Retry-After. The pool heals by
+ * itself: a refused or closed connection is opened anew by the next statement.
+ */
+import { StoreUnavailableError } from "../unavailable";
+
+/** The driver's own codes for a connection that could not be had or was lost. */
+const CONNECTION_CODES = new Set([
+  "ERR_POSTGRES_CONNECTION_CLOSED",
+  "ERR_POSTGRES_CONNECTION_FAILED",
+  "ERR_POSTGRES_CONNECTION_REFUSED",
+  "ERR_POSTGRES_CONNECTION_TIMEOUT",
+  "ERR_POSTGRES_IDLE_TIMEOUT",
+  "ERR_POSTGRES_LIFETIME_TIMEOUT",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+]);
+
+/**
+ * SQLSTATEs of a server going away or not taking connections (PostgreSQL, Appendix A): class 08
+ * (connection exception), 57P01-57P03 (shut down by an administrator, crashed, cannot connect
+ * now: starting, stopping, recovering), 53300 (too many connections), 25006 (a read-only
+ * transaction: a failover left this node on a standby for a moment).
+ */
+const UNAVAILABLE_STATES = /^(08...|57P0[123]|53300|25006)$/;
+
+/** Whether `error` (or the driver error drizzle wraps as its cause) is the database being out of reach. */
+export function isConnectionFailure(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const { code, errno } = e as { code?: unknown; errno?: unknown };
+    if (typeof code === "string" && CONNECTION_CODES.has(code)) return true;
+    if (typeof errno === "string" && UNAVAILABLE_STATES.test(errno)) return true;
+  }
+  return false;
+}
+
+/** The error to throw for `error`: StoreUnavailableError for a connection failure, else itself. */
+export const unavailableOr = (error: unknown): unknown => (error instanceof StoreUnavailableError || !isConnectionFailure(error) ? error : new StoreUnavailableError(error));
+
+/** Each method of `aggregate` with its connection failures turned into StoreUnavailableError. */
+export function reportingUnavailable<T extends object>(aggregate: T): T {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, member] of Object.entries(aggregate)) {
+    wrapped[name] =
+      typeof member === "function"
+        ? async (...args: unknown[]) => {
+            try {
+              return await (member as (...a: unknown[]) => unknown).apply(aggregate, args);
+            } catch (error) {
+              throw unavailableOr(error);
+            }
+          }
+        : member;
+  }
+  return wrapped as T;
+}
+
+/** Every aggregate of `aggregates` reporting connection failures so (outside transactions: inside one, the transaction reports). */
+export function aggregatesReportingUnavailable<T extends object>(aggregates: T): T {
+  return Object.fromEntries(Object.entries(aggregates).map(([name, aggregate]) => [name, reportingUnavailable(aggregate as object)])) as T;
+}

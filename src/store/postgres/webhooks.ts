@@ -1,0 +1,124 @@
+/**
+ * Webhook endpoints and their attempts log, as ../sqlite/webhooks.ts. Endpoints are found by
+ * organization, and everything else through an endpoint, so one tenant never reaches another's
+ * webhooks or attempts. The embedded engine keeps each organization's subscriptions in memory for
+ * the fan-out of every event (../sqlite/webhook-subscriptions.ts); here several nodes write
+ * webhooks, so events.emit reads them in the event's own INSERT … SELECT instead: always current on
+ * every node, with no cache to forget.
+ */
+import { and, desc, eq, sql } from "drizzle-orm";
+import type { EventRecord, WebhookDeliveryRecord, WebhookRecord } from "../records";
+import type { SecretBox } from "../secret-box";
+import type { AttemptWithEvent, WebhookChanges, WebhooksStore } from "../store";
+import type { PgBlobs } from "./blobs";
+import { firstRow, type PgDb } from "./db";
+import { payloadReader } from "./event-payload";
+import { unheld } from "./leases";
+import { events, webhookAttempts, webhookDeliveries, webhooks } from "./schema/index";
+
+const deliveryColumns = {
+  id: webhookDeliveries.id,
+  webhookId: webhookDeliveries.webhookId,
+  eventId: webhookDeliveries.eventId,
+  status: webhookDeliveries.status,
+  attempts: webhookDeliveries.attempts,
+  nextAttemptAt: webhookDeliveries.nextAttemptAt,
+  createdAt: webhookDeliveries.createdAt,
+  updatedAt: webhookDeliveries.updatedAt,
+};
+
+const attemptColumns = {
+  id: webhookAttempts.id,
+  webhookId: webhookAttempts.webhookId,
+  deliveryId: webhookAttempts.deliveryId,
+  event: webhookAttempts.event,
+  url: webhookAttempts.url,
+  attemptNumber: webhookAttempts.attemptNumber,
+  statusCode: webhookAttempts.statusCode,
+  response: webhookAttempts.response,
+  success: webhookAttempts.success,
+  error: webhookAttempts.error,
+  finishedAt: webhookAttempts.finishedAt,
+  createdAt: webhookAttempts.createdAt,
+};
+
+export function webhooksStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs): WebhooksStore {
+  const opened = <T extends WebhookRecord | undefined>(row: T): T => (row ? { ...row, secret: secrets.open(row.secret) } : row);
+  const wholePayload = payloadReader(db, blobs);
+  const withWholePayload = async ({ event, ...rest }: AttemptWithEvent): Promise<AttemptWithEvent> => ({ ...rest, event: { ...event, payload: await wholePayload(event.payload) } });
+  const attemptsWithEvents = () =>
+    db
+      .select({ attempt: attemptColumns, event: events, nextAttemptAt: webhookDeliveries.nextAttemptAt })
+      .from(webhookAttempts)
+      .innerJoin(webhookDeliveries, eq(webhookDeliveries.id, webhookAttempts.deliveryId))
+      .innerJoin(events, eq(events.id, webhookDeliveries.eventId));
+  /** A new delivery of an event, due at `now`: attempts count from 1. */
+  const queueDelivery = async (webhookId: string, eventId: string, now: number) => {
+    await db.insert(webhookDeliveries).values({ webhookId, eventId, status: "pending", attempts: 0, nextAttemptAt: now, createdAt: now, updatedAt: now });
+  };
+
+  return {
+    queueDelivery,
+    async insert(row: WebhookRecord): Promise<void> {
+      await db.insert(webhooks).values({ ...row, secret: secrets.seal(row.secret) });
+    },
+    async find(organizationId: string, id: string): Promise<WebhookRecord | undefined> {
+      const [row] = await db.select().from(webhooks).where(and(eq(webhooks.organizationId, organizationId), eq(webhooks.id, id)));
+      return opened(row);
+    },
+    async list(organizationId: string, page: number, per: number): Promise<WebhookRecord[]> {
+      const rows = await db.select().from(webhooks).where(eq(webhooks.organizationId, organizationId)).orderBy(desc(webhooks.createdAt), desc(webhooks.id)).limit(per).offset((page - 1) * per);
+      return rows.map(opened);
+    },
+    async count(organizationId: string): Promise<number> {
+      return (await firstRow<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM webhooks WHERE organization_id = ${organizationId}`))!.n;
+    },
+    async update(id: string, changes: WebhookChanges, now: number): Promise<WebhookRecord> {
+      const [row] = await db.update(webhooks).set({ ...changes, updatedAt: now }).where(eq(webhooks.id, id)).returning();
+      return opened(row!);
+    },
+    /** Its deliveries and attempts go with it (ON DELETE CASCADE). */
+    async delete(id: string): Promise<void> {
+      await db.delete(webhooks).where(eq(webhooks.id, id));
+    },
+    async disable(id: string, reason: string, now: number): Promise<boolean> {
+      const changed = await db.update(webhooks).set({ enabled: false, disabledReason: reason, updatedAt: now }).where(and(eq(webhooks.id, id), eq(webhooks.enabled, true))).returning({ id: webhooks.id });
+      if (changed.length === 0) return false;
+      await db.execute(sql`
+        UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, claimed_by = NULL, lease_until = NULL, updated_at = ${now}
+        WHERE next_attempt_at IS NOT NULL AND webhook_id = ${id}`);
+      return true;
+    },
+    async queueTestEvent(webhookId: string, event: EventRecord): Promise<void> {
+      await db.insert(events).values(event);
+      await queueDelivery(webhookId, event.id, event.createdAt);
+    },
+    /** Not while a node holds it (a try in flight there): it is due again when that try's outcome says. */
+    async makeDue(deliveryId: number, now: number): Promise<void> {
+      await db
+        .update(webhookDeliveries)
+        .set({ nextAttemptAt: now, updatedAt: now })
+        .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, "pending"), unheld(now)));
+    },
+    async findDelivery(id: number): Promise<WebhookDeliveryRecord | undefined> {
+      const [row] = await db.select(deliveryColumns).from(webhookDeliveries).where(eq(webhookDeliveries.id, id));
+      return row;
+    },
+    /** Newest first; ties (one batch of claims in one millisecond) by insertion order. */
+    async listAttempts(webhookId: string, page: number, per: number): Promise<AttemptWithEvent[]> {
+      const rows = await attemptsWithEvents()
+        .where(eq(webhookAttempts.webhookId, webhookId))
+        .orderBy(desc(webhookAttempts.createdAt), desc(webhookAttempts.seq))
+        .limit(per)
+        .offset((page - 1) * per);
+      return Promise.all(rows.map(withWholePayload));
+    },
+    async countAttempts(webhookId: string): Promise<number> {
+      return (await firstRow<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM webhook_attempts WHERE webhook_id = ${webhookId}`))!.n;
+    },
+    async findAttempt(webhookId: string, attemptId: string): Promise<AttemptWithEvent | undefined> {
+      const [found] = await attemptsWithEvents().where(and(eq(webhookAttempts.webhookId, webhookId), eq(webhookAttempts.id, attemptId)));
+      return found && withWholePayload(found);
+    },
+  };
+}

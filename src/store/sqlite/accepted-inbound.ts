@@ -1,0 +1,60 @@
+/**
+ * Inbound mail accepted and not analysed yet (migrations/0190): written in the transaction that
+ * comes before the 250, claimed by the inbound queue one analysis at a time, and deleted in the
+ * transaction that stores the message's copies. Prepared statements: each runs for every message.
+ */
+import type { AcceptedInbound, InboundEnvelope, QueueBacklog, StoredBytes } from "../store";
+import type { BlobStore } from "./blobs";
+import type { Db } from "./db";
+
+export const acceptedInboundStore = (db: Db, blobs: BlobStore) => {
+  const sqlite = db.$client;
+  const insert = sqlite.query<never, [string, Uint8Array, string | null, number, number]>(
+    "INSERT INTO accepted_inbound (envelope, raw, blob_id, size, next_attempt_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+  );
+  const backlog = sqlite.query<QueueBacklog, []>("SELECT count(*) AS depth, min(created_at) AS oldestCreatedAt FROM accepted_inbound");
+  const nextDueAfter = sqlite.query<{ dueAt: number | null }, [number]>("SELECT min(next_attempt_at) AS dueAt FROM accepted_inbound WHERE next_attempt_at > ?1");
+  const due = sqlite.query<{ id: number; size: number; attempts: number }, [number, string, number]>(`
+    SELECT id, size, attempts FROM accepted_inbound
+    WHERE next_attempt_at <= ?1 AND id NOT IN (SELECT value FROM json_each(?2))
+    ORDER BY next_attempt_at, id LIMIT ?3`);
+  const claim = sqlite.query<{ envelope: string; raw: Uint8Array; blobId: string | null; attempts: number }, [number, number]>(
+    "UPDATE accepted_inbound SET attempts = attempts + 1, next_attempt_at = ?2 WHERE id = ?1 RETURNING envelope, raw, blob_id AS blobId, attempts",
+  );
+  const source = sqlite.query<{ raw: Uint8Array; blobId: string | null }, [number]>("SELECT raw, blob_id AS blobId FROM accepted_inbound WHERE id = ?1");
+  const release = sqlite.query<never, [number, number]>("UPDATE accepted_inbound SET attempts = attempts - 1, next_attempt_at = ?2 WHERE id = ?1");
+  const remove = sqlite.query<{ blobId: string | null }, [number]>("DELETE FROM accepted_inbound WHERE id = ?1 RETURNING blob_id AS blobId");
+  const dropChunks = sqlite.query<never, [string]>("DELETE FROM blob_chunks WHERE blob_id = ?1");
+  const resume = sqlite.query<never, [number]>("UPDATE accepted_inbound SET next_attempt_at = ?1 WHERE next_attempt_at > ?1");
+
+  const sourceOf = (row: { raw: Uint8Array; blobId: string | null }): Buffer => (row.blobId ? blobs.read(row.blobId) : Buffer.from(row.raw.buffer, row.raw.byteOffset, row.raw.byteLength));
+
+  return {
+    backlog: (): QueueBacklog => backlog.get()!,
+    accept(envelope: InboundEnvelope, raw: StoredBytes, size: number, now: number) {
+      if (raw.blobId) blobs.claim(raw.blobId);
+      insert.run(JSON.stringify(envelope), raw.bytes, raw.blobId, size, now);
+    },
+    nextDueAfter: (after: number): number | undefined => nextDueAfter.get(after)!.dueAt ?? undefined,
+    due: (now: number, skip: ReadonlySet<number>, limit: number): { id: number; size: number; attempts: number }[] => due.all(now, JSON.stringify([...skip]), limit),
+    claim(id: number, retryAt: number): AcceptedInbound | undefined {
+      const row = claim.get(id, retryAt);
+      if (!row) return undefined;
+      return { id, envelope: JSON.parse(row.envelope) as InboundEnvelope, raw: sourceOf(row), attempts: row.attempts };
+    },
+    source(id: number): Buffer | undefined {
+      const row = source.get(id);
+      return row ? sourceOf(row) : undefined;
+    },
+    release(id: number, now: number) {
+      release.run(id, now);
+    },
+    finish(id: number) {
+      const blobId = remove.get(id)?.blobId;
+      if (blobId) dropChunks.run(blobId);
+    },
+    resume(now: number) {
+      resume.run(now);
+    },
+  };
+};

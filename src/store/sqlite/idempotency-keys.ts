@@ -1,0 +1,37 @@
+/** Idempotency keys per organization with the first request's final response (migrations/0140). */
+import { and, eq, isNull, lt, lte } from "drizzle-orm";
+import type { StoredBytes } from "../store";
+import type { BlobStore } from "./blobs";
+import type { Db } from "./db";
+import { idempotencyKeys } from "./schema/index";
+
+export type IdempotencyKeyRow = typeof idempotencyKeys.$inferSelect;
+
+const EMPTY = Buffer.alloc(0);
+
+export const idempotencyKeysStore = (db: Db, blobs: BlobStore) => {
+  const held = (organizationId: string, key: string) => and(eq(idempotencyKeys.organizationId, organizationId), eq(idempotencyKeys.key, key));
+  return {
+    begin(row: IdempotencyKeyRow, now: number): IdempotencyKeyRow | undefined {
+      // Expired keys go as new ones come: an index range that is empty but for the odd expired row.
+      db.delete(idempotencyKeys).where(lte(idempotencyKeys.expiresAt, now)).run();
+      const existing = db.select().from(idempotencyKeys).where(held(row.organizationId, row.key)).get();
+      if (existing) return existing.blobId ? { ...existing, responseBody: blobs.read(existing.blobId) } : existing;
+      db.insert(idempotencyKeys).values(row).run();
+      return undefined;
+    },
+    complete(organizationId: string, key: string, statusCode: number, body: StoredBytes) {
+      db.update(idempotencyKeys)
+        .set({ statusCode, responseBody: body.blobId ? EMPTY : Buffer.from(body.bytes), blobId: body.blobId })
+        .where(held(organizationId, key))
+        .run();
+      if (body.blobId) blobs.claim(body.blobId);
+    },
+    release(organizationId: string, key: string) {
+      db.delete(idempotencyKeys).where(held(organizationId, key)).run();
+    },
+    releaseUnfinished(startedAt: number): number {
+      return db.delete(idempotencyKeys).where(and(isNull(idempotencyKeys.statusCode), lt(idempotencyKeys.createdAt, startedAt))).returning().all().length;
+    },
+  };
+};

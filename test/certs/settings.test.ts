@@ -1,0 +1,47 @@
+// The certificate settings at their edges, and the renewal schedule: two thirds of the lifetime,
+// backoff doubling from 10 minutes to a 12-hour cap.
+import { describe, expect, test } from "bun:test";
+import { backoff, renewalTime } from "../../src/certs/renewal";
+import { httpsPortOf } from "../../src/certs/names";
+import { loadConfig } from "../../src/config";
+import { checkBeforeStart } from "../../src/serve";
+import { tempDir, testEnv } from "../harness";
+
+const MINUTE = 60_000;
+const config = (env: Record<string, string>) => loadConfig(testEnv(tempDir("certs-settings"), env));
+
+describe("settings", () => {
+  test("ACME is off unless INBOXD_ACME_EMAIL is set; then HTTPS defaults to 443 and the challenges to 80", () => {
+    expect(config({}).acmeEmail).toBeUndefined();
+    expect(httpsPortOf(config({}))).toBeUndefined();
+    const on = config({ INBOXD_ACME_EMAIL: "ops@example.com" });
+    expect([on.acmeEmail, httpsPortOf(on), on.acmeHttpPort, on.acmeDirectory]).toEqual(["ops@example.com", 443, 80, "https://acme-v02.api.letsencrypt.org/directory"]);
+    expect(httpsPortOf(config({ INBOXD_HTTPS_PORT: "8443" }))).toBe(8443);
+    expect(config({}).mtaStsMode).toBe("testing");
+  });
+
+  test.each([
+    ["INBOXD_ACME_EMAIL", "not-an-address", "INBOXD_ACME_EMAIL: 'not-an-address' is not an email address"],
+    ["INBOXD_ACME_DIRECTORY", "http://acme.example/directory", "INBOXD_ACME_DIRECTORY: 'http://acme.example/directory' is not an https:// URL"],
+    ["INBOXD_HTTPS_PORT", "65536", "INBOXD_HTTPS_PORT: '65536' is not a port (0-65535)"],
+    ["INBOXD_MTA_STS_MODE", "strict", "INBOXD_MTA_STS_MODE: 'strict' is not one of testing, enforce, none"],
+    ["INBOXD_API_HOSTNAME", "api_example.com", "INBOXD_API_HOSTNAME: 'api_example.com' is not a domain name (letters, digits, hyphens and dots)"],
+  ])("%s=%s is refused", (name, value, message) => expect(() => config({ [name]: value })).toThrow(message));
+
+  test("an unreadable CA file stops the start, naming the setting", async () => {
+    await expect(checkBeforeStart(config({ INBOXD_ACME_CA_FILE: "/nonexistent/ca.pem" }))).rejects.toThrow("INBOXD_ACME_CA_FILE: cannot read /nonexistent/ca.pem");
+    await expect(checkBeforeStart(config({ INBOXD_OUTBOUND_CA_FILE: "/nonexistent/ca.pem" }))).rejects.toThrow("INBOXD_OUTBOUND_CA_FILE: cannot read /nonexistent/ca.pem");
+  });
+});
+
+describe("renewal schedule", () => {
+  test("renewal at two thirds of the lifetime: day 60 of a 90-day certificate", () => {
+    const day = 24 * 60 * MINUTE;
+    expect(renewalTime(0, 90 * day)).toBe(60 * day);
+  });
+
+  test("backoff: 10 minutes, doubling, capped at 12 hours", () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 8].map((failures) => backoff(failures) / MINUTE)).toEqual([10, 20, 40, 80, 160, 320, 640, 720]);
+    expect(backoff(100)).toBe(720 * MINUTE);
+  });
+});

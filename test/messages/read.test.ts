@@ -1,0 +1,84 @@
+// Read and unread per message: received mail starts unread and sent mail read, PATCH
+// .../messages/{messageId} sets it, and the inbox and thread lists count it (migration 0200).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { seedOrganization, type TestServer } from "../harness";
+import { createInbox, events, startMessageServer, validSend } from "./helpers";
+
+let server: TestServer;
+let key: string;
+let sender: { id: string; email: string };
+let recipient: { id: string; email: string };
+beforeAll(async () => {
+  server = await startMessageServer({ INBOXD_SEND_LIMIT: "10000" });
+  key = (await seedOrganization(server.app)).apiKey;
+  sender = await createInbox(server, key, { name: "Acme Bank" });
+  recipient = await createInbox(server, key);
+});
+afterAll(() => server.cleanup());
+
+/** Sends from `sender` to `recipient` (delivered on this server) and returns the received copy's summary. */
+async function deliver(overrides: Record<string, unknown> = {}) {
+  const sent = await server.api.post(`/v1/inboxes/${sender.id}/messages/send`, validSend({ to: [recipient.email], ...overrides }), key);
+  expect(sent.status).toBe(201);
+  const list = await server.api.get(`/v1/inboxes/${recipient.id}/messages?per=1`, key);
+  return { sent: sent.body, received: list.body[0] };
+}
+const inboxOf = async (inboxId: string) => (await server.api.get(`/v1/inboxes/${inboxId}`, key)).body;
+const threadsOf = async (inboxId: string) => (await server.api.get(`/v1/inboxes/${inboxId}/threads`, key)).body;
+const patch = (inboxId: string, messageId: string, body: unknown, token = key) => server.api.patch(`/v1/inboxes/${inboxId}/messages/${messageId}`, body, token);
+
+describe("read and unread", () => {
+  test("a sent message starts read, its received copy unread; lists and counts show it", async () => {
+    const { sent, received } = await deliver({ subject: "Statement", text: "Your statement\n\n  is ready.", labels: ["bank"] });
+    expect(sent.read).toBe(true);
+    expect(received).toMatchObject({ read: false, fromName: "Acme Bank", from: sender.email, labels: [] });
+    expect((await server.api.get(`/v1/inboxes/${recipient.id}/messages/${received.id}`, key)).body.read).toBe(false);
+    expect(await inboxOf(recipient.id)).toMatchObject({ messageCount: 1, unreadCount: 1 });
+    expect(await inboxOf(sender.id)).toMatchObject({ messageCount: 1, unreadCount: 0 });
+    const [thread] = await threadsOf(recipient.id);
+    expect(thread).toMatchObject({ subject: "Statement", from: sender.email, fromName: "Acme Bank", preview: "Your statement is ready.", unreadCount: 1, attachmentCount: 0, labels: [] });
+    const listed = (await server.api.get("/v1/inboxes", key)).body.find((inbox: { id: string }) => inbox.id === recipient.id);
+    expect(listed).toMatchObject({ messageCount: 1, unreadCount: 1 });
+  });
+
+  test("PATCH read sets it both ways, counts follow, and no event is recorded", async () => {
+    const { received } = await deliver({ subject: "Mark me" });
+    const before = (await inboxOf(recipient.id)).unreadCount;
+    const read = await patch(recipient.id, received.id, { read: true });
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ id: received.id, read: true, subject: "Mark me" });
+    expect((await inboxOf(recipient.id)).unreadCount).toBe(before - 1);
+    expect((await threadsOf(recipient.id)).find((thread: { id: string }) => thread.id === received.threadId).unreadCount).toBe(0);
+    expect((await patch(recipient.id, received.id, { read: true })).body.read).toBe(true);
+    expect((await patch(recipient.id, received.id, { read: false })).body.read).toBe(false);
+    expect((await inboxOf(recipient.id)).unreadCount).toBe(before);
+    expect(await events(server, "message.updated", received.id)).toEqual([]);
+  });
+
+  test("read and labels in one request; a non-boolean read is 422; another organization's message 404", async () => {
+    const { received } = await deliver({ subject: "Both" });
+    const both = await patch(recipient.id, received.id, { read: true, addLabels: ["done"] });
+    expect(both.body).toMatchObject({ read: true, labels: ["done"] });
+    const bad = await patch(recipient.id, received.id, { read: "yes" });
+    expect(bad.status).toBe(422);
+    expect(bad.body.error).toContain("read");
+    const other = (await seedOrganization(server.app, "Other")).apiKey;
+    expect((await patch(recipient.id, received.id, { read: false }, other)).status).toBe(404);
+    expect((await server.api.get(`/v1/inboxes/${recipient.id}/messages/${received.id}`, key)).body.read).toBe(true);
+  });
+
+  test("a thread's overview: the newest message's sender, its labels, attachments without inline parts", async () => {
+    const { received } = await deliver({ subject: "With a file", attachments: [{ name: "a.txt", contentType: "text/plain", content: Buffer.from("hi").toString("base64") }] });
+    await patch(recipient.id, received.id, { labels: ["x", "y"] });
+    const reply = await server.api.post(`/v1/inboxes/${recipient.id}/messages/${received.id}/reply`, { text: "Thanks", html: "" }, key);
+    expect(reply.status).toBe(201);
+    await server.api.patch(`/v1/inboxes/${recipient.id}/messages/${reply.body.id}`, { labels: ["y", "z"] }, key);
+    const thread = (await threadsOf(recipient.id)).find((each: { id: string }) => each.id === received.threadId);
+    expect(thread).toMatchObject({ messageCount: 2, from: recipient.email, preview: "Thanks", attachmentCount: 1, unreadCount: 1 });
+    expect(thread.fromName).toBeUndefined();
+    expect([...thread.labels].sort()).toEqual(["x", "y", "z"]);
+    const whole = (await server.api.get(`/v1/inboxes/${recipient.id}/threads/${received.threadId}`, key)).body;
+    expect(whole).toMatchObject({ unreadCount: 1, attachmentCount: 1 });
+    expect(whole.messages.map((message: { read: boolean }) => message.read)).toEqual([false, true]);
+  });
+});

@@ -1,0 +1,109 @@
+// TLS reports (RFC 8460) mailed to our rua address: accepted over SMTP without an inbox, read from
+// their gzip or JSON part, stored once per report and policy domain, and listed under the domain.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { gzipSync } from "node:zlib";
+import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { sendMail } from "../smtp/mail-client";
+
+let server: TestServer;
+let apiKey: string;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  ({ apiKey } = await seedOrganization(server.app));
+  expect((await server.api.post("/v1/domains", { name: "reports.example" }, apiKey)).status).toBe(201);
+});
+afterAll(() => server.cleanup());
+
+const report = (reportId: string, failed = 2) => ({
+  "organization-name": "Company-X",
+  "date-range": { "start-datetime": "2026-11-24T00:00:00Z", "end-datetime": "2026-11-24T23:59:59Z" },
+  "contact-info": "sts-reporting@company-x.example",
+  "report-id": reportId,
+  policies: [
+    {
+      policy: { "policy-type": "sts", "policy-string": ["version: STSv1", "mode: testing"], "policy-domain": "reports.example", "mx-host": ["mx.inboxd.test"] },
+      summary: { "total-successful-session-count": 5326, "total-failure-session-count": failed },
+      "failure-details": [{ "result-type": "certificate-expired", "sending-mta-ip": "2001:db8:abcd:0012::1", "receiving-mx-hostname": "mx.inboxd.test", "failed-session-count": failed }],
+    },
+  ],
+});
+
+/** RFC 8460 §5.3: multipart/report; report-type="tlsrpt", the report gzipped as application/tlsrpt+gzip. */
+function reportMessage(body: Buffer, type = "application/tlsrpt+gzip"): string {
+  return [
+    "From: tlsrpt@company-x.example",
+    "To: tlsrpt@mx.inboxd.test",
+    "Subject: Report Domain: reports.example Submitter: company-x.example Report-ID: <x@company-x.example>",
+    "TLS-Report-Domain: reports.example",
+    "TLS-Report-Submitter: company-x.example",
+    "MIME-Version: 1.0",
+    'Content-Type: multipart/report; report-type="tlsrpt"; boundary="b1"',
+    "",
+    "--b1",
+    "Content-Type: text/plain",
+    "",
+    "This is an aggregate TLS report from company-x.example",
+    "--b1",
+    `Content-Type: ${type}`,
+    "Content-Transfer-Encoding: base64",
+    'Content-Disposition: attachment; filename="report.json.gz"',
+    "",
+    body.toString("base64").replace(/.{76}/g, "$&\r\n"),
+    "--b1--",
+    "",
+  ].join("\r\n");
+}
+
+const reports = () => server.api.get("/v1/domains/reports.example/tls-reports", apiKey);
+
+describe("TLS reports", () => {
+  test("a gzipped report is accepted at tlsrpt@INBOXD_HOSTNAME and listed under its domain", async () => {
+    const sent = await sendMail(server.smtpPort, { from: "tlsrpt@company-x.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(gzipSync(JSON.stringify(report("2026-11-24T00:00:00Z_reports.example")))) });
+    expect(sent.response).toStartWith("250");
+    const listed = await reports();
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get("x-total-count")).toBe("1");
+    expect(listed.body).toEqual([
+      {
+        id: expect.stringMatching(/^tlsrpt_/),
+        _id: listed.body[0].id,
+        reportId: "2026-11-24T00:00:00Z_reports.example",
+        organizationName: "Company-X",
+        policyType: "sts",
+        startAt: "2026-11-24T00:00:00.000Z",
+        endAt: "2026-11-24T23:59:59.000Z",
+        successfulSessions: 5326,
+        failedSessions: 2,
+        failureDetails: [{ resultType: "certificate-expired", sessions: 2, receivingMx: "mx.inboxd.test" }],
+        receivedAt: expect.any(String),
+      },
+    ]);
+  });
+
+  test("the same report sent again is kept once; a JSON one (application/tlsrpt+json) is read too", async () => {
+    await sendMail(server.smtpPort, { from: "tlsrpt@company-x.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(gzipSync(JSON.stringify(report("2026-11-24T00:00:00Z_reports.example")))) });
+    await sendMail(server.smtpPort, { from: "tlsrpt@company-x.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(Buffer.from(JSON.stringify(report("second", 0))), "application/tlsrpt+json") });
+    const listed = await reports();
+    expect(listed.body.map((entry: { reportId: string }) => entry.reportId).sort()).toEqual(["2026-11-24T00:00:00Z_reports.example", "second"]);
+  });
+
+  test("a message without a readable report is accepted and dropped; a report inflating past 1 MiB is no report, one of exactly 1 MiB is", async () => {
+    const listedIds = async () => (await reports()).body.map((entry: { reportId: string }) => entry.reportId);
+    const before = await listedIds();
+    expect((await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: "Subject: hi\r\n\r\nnot a report\r\n" })).response).toStartWith("250");
+    const ofSize = (reportId: string, bytes: number) => {
+      const base = JSON.stringify({ ...report(reportId), padding: "" }).length;
+      return gzipSync(JSON.stringify({ ...report(reportId), padding: " ".repeat(bytes - base) }));
+    };
+    expect((await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(ofSize("one-byte-over", 1024 * 1024 + 1)) })).response).toStartWith("250");
+    expect(await listedIds()).toEqual(before);
+    await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(ofSize("at-the-limit", 1024 * 1024)) });
+    expect(await listedIds()).toContain("at-the-limit");
+  });
+
+  test("another organization's domain, or an unknown one: 404", async () => {
+    const other = await seedOrganization(server.app, "Other org");
+    expect((await server.api.get("/v1/domains/reports.example/tls-reports", other.apiKey)).status).toBe(404);
+  });
+});

@@ -1,0 +1,192 @@
+// The PostgreSQL engine's own guarantees, on a real server: migrations applied once by nodes that
+// start together, nested transactions as savepoints, event ids in commit order whatever the
+// writers and their clocks, a drizzle schema that agrees with the migrations, large values staged and claimed, case-insensitive addresses and
+// substring search, counters shared by two nodes, and a node with another secret key refused.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { is } from "drizzle-orm";
+import { getTableConfig, PgTable } from "drizzle-orm/pg-core";
+import { Clock } from "../../src/clock";
+import { ConfigError } from "../../src/config";
+import { newId } from "../../src/ids";
+import type { MessageRecord } from "../../src/store";
+import { connect } from "../../src/store/postgres/connection";
+import { createPostgresStore } from "../../src/store/postgres/index";
+import { leasesOf } from "../../src/store/postgres/leases";
+import { migrate } from "../../src/store/postgres/migrate";
+import * as schema from "../../src/store/postgres/schema/index";
+import { openSecrets } from "../../src/store/postgres/secrets";
+import { SECRET_KEY_BYTES, secretBox } from "../../src/store/secret-box";
+import type { Store } from "../../src/store/store";
+import { postgresMissing, testPostgres } from "../peers/postgres";
+
+describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABASE_URL)("the PostgreSQL engine", () => {
+  let postgres: Awaited<ReturnType<typeof testPostgres>>;
+  let url: string;
+  const clients: ReturnType<typeof connect>[] = [];
+  const clock = new Clock();
+  const secrets = secretBox(randomBytes(SECRET_KEY_BYTES));
+  let store: Store;
+  let organizationId: string;
+  let inboxId: string;
+
+  const client = () => {
+    const opened = connect(url);
+    clients.push(opened);
+    return opened;
+  };
+  const node = () => createPostgresStore(client(), { leases: leasesOf(clock), secrets });
+  const raw = async <T>(statement: string, ...params: unknown[]) => (await clients[0]!.unsafe(statement, params)) as T[];
+
+  beforeAll(async () => {
+    postgres = await testPostgres();
+    url = await postgres.createDatabase("inboxd_engine");
+    // Three nodes starting at once: one applies the migrations, the others wait for it and find none left.
+    const applied = await Promise.all([migrate(client(), clock.now()), migrate(client(), clock.now()), migrate(client(), clock.now())]);
+    expect(applied.map((versions) => versions.length).sort()).toEqual([0, 0, 2]);
+    store = node();
+    organizationId = newId("org");
+    inboxId = newId("inb");
+    const now = clock.now();
+    await store.accounts.createOrganization({ id: organizationId, name: "Engine" }, now);
+    await store.inboxes.insert({ id: inboxId, organizationId, name: null, email: "Mixed.Case@Engine.Test", createdAt: now, updatedAt: now });
+    // initdb and the start of a cluster of this file's own, when there is no shared one.
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const opened of clients) await opened.close();
+    postgres?.close();
+  });
+
+  /** A received message in a thread of its own, with `raw` as its source. */
+  async function storeMessage(fields: Partial<MessageRecord>, raw = { bytes: Buffer.from("raw") as Uint8Array, blobId: null as string | null }) {
+    const now = clock.now();
+    const id = newId("msg");
+    await store.transaction(async (tx) => {
+      const thread = await tx.threads.insert({ id: newId("thr"), organizationId, inboxId, subject: fields.subject ?? "", createdAt: now });
+      const message: MessageRecord = {
+        id, organizationId, inboxId, threadId: thread.id, fromInboxId: null, toInboxId: null, from: "sender@example.com", fromName: null,
+        to: ["mixed.case@engine.test"], cc: [], bcc: [], subject: "", text: null, html: null, labels: [], read: false, status: "received",
+        messageIdHeader: null, inReplyTo: null, references: [], authentication: null, externalMessageId: null, createdAt: now, updatedAt: now, ...fields,
+      };
+      await tx.messages.insert(message, raw, []);
+    });
+    return id;
+  }
+
+  test("the drizzle schema names exactly the tables and columns the migrations create", async () => {
+    const tables = Object.values(schema).filter((value) => is(value, PgTable)).map((table) => getTableConfig(table as PgTable));
+    const created = await raw<{ table: string; column: string }>(
+      "SELECT table_name AS table, column_name AS column FROM information_schema.columns WHERE table_schema = 'public' AND table_name <> 'schema_migrations'",
+    );
+    const columnsOf = (table: string) => created.filter((row) => row.table === table).map((row) => row.column).sort();
+    expect(tables.map((table) => table.name).sort()).toEqual([...new Set(created.map((row) => row.table))].sort());
+    for (const table of tables) expect({ table: table.name, columns: table.columns.map((column) => column.name).sort() }).toEqual({ table: table.name, columns: columnsOf(table.name) });
+  });
+
+  test("a nested transaction is a savepoint: its failure, caught, undoes its own writes only; an outer failure undoes all", async () => {
+    const now = clock.now();
+    const kept = newId("org");
+    const undone = newId("org");
+    await store.transaction(async (tx) => {
+      await tx.accounts.createOrganization({ id: kept, name: "kept" }, now);
+      await expect(
+        tx.transaction(async (inner) => {
+          await inner.accounts.createOrganization({ id: undone, name: "undone" }, now);
+          throw new Error("inner failure");
+        }),
+      ).rejects.toThrow("inner failure");
+    });
+    expect(await store.accounts.findOrganization(kept)).toBeDefined();
+    expect(await store.accounts.findOrganization(undone)).toBeUndefined();
+
+    const never = newId("org");
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.accounts.createOrganization({ id: never, name: "never" }, now);
+        throw new Error("outer failure");
+      }, { waitForDisk: false }),
+    ).rejects.toThrow("outer failure");
+    expect(await store.accounts.findOrganization(never)).toBeUndefined();
+  });
+
+  test("events commit in id order: a second writer waits for the first's commit, and takes an id above the newest whatever its clock", async () => {
+    const other = node();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const first = store.transaction(async (tx) => {
+      const id = await tx.events.emit({ organizationId, type: "inbox.updated", payload: { n: 1 } }, clock.now());
+      await held;
+      return id;
+    });
+    await Bun.sleep(100);
+    let secondDone = false;
+    const second = other.events.emit({ organizationId, type: "inbox.updated", payload: { n: 2 } }, clock.now()).finally(() => (secondDone = true));
+    await Bun.sleep(200);
+    // The second emit waits for the first transaction: a reader never sees its (larger) id before the first commits.
+    expect(secondDone).toBe(false);
+    expect((await store.events.readAfter(organizationId, { afterId: null, limit: 10, maxChars: 1 << 20 })).events).toEqual([]);
+    release();
+    const ids = [await first, await second];
+    expect(ids[1]! > ids[0]!).toBe(true);
+
+    // An event another node wrote with a clock ahead of ours: the next id still sorts after it.
+    const ahead = "evt_ffffffffffff000000000000";
+    await raw("INSERT INTO events (id, organization_id, type, payload, created_at) VALUES ($1, $2, 'inbox.updated', '{}', $3)", ahead, organizationId, clock.now());
+    const after = await store.events.emit({ organizationId, type: "inbox.updated", payload: { n: 3 } }, clock.now());
+    expect(after > ahead).toBe(true);
+    const page = await store.events.readAfter(organizationId, { afterId: null, limit: 10, maxChars: 1 << 20 });
+    expect(page.events.map((event) => event.id)).toEqual([...ids, ahead, after]);
+    expect(page.nextAfterId).toBe(after);
+  });
+
+  test("a large source is staged in chunks, claimed by its message and read back whole; an unclaimed one is released", async () => {
+    const large = randomBytes(700 * 1024);
+    const staged = await store.blobs.prepare([large.subarray(0, 100), large.subarray(100)], clock.now());
+    expect(staged.blobId).not.toBeNull();
+    expect(staged.bytes.byteLength).toBe(0);
+    const id = await storeMessage({ subject: "large" }, staged);
+    expect(Buffer.compare((await store.messages.rawSource(id))!, large)).toBe(0);
+    expect(await raw("SELECT 1 FROM staged_blobs WHERE blob_id = $1", staged.blobId)).toEqual([]);
+
+    const unclaimed = await store.blobs.prepare([large], clock.now());
+    await store.blobs.release([unclaimed.blobId!, staged.blobId!]);
+    expect(await raw("SELECT 1 FROM blob_chunks WHERE blob_id = $1", unclaimed.blobId)).toEqual([]);
+    // The claimed blob stays with its message.
+    expect(Buffer.compare((await store.messages.rawSource(id))!, large)).toBe(0);
+  });
+
+  test("addresses match in any case; search finds substrings in any case, with % and _ taken literally", async () => {
+    expect((await store.inboxes.findByEmail("mixed.case@engine.TEST"))?.id).toBe(inboxId);
+    const percent = await storeMessage({ subject: "Discount 100% today", text: "snake_case words" });
+    await storeMessage({ subject: "Discount 1000 today", text: "snakeXcase words" });
+    const found = async (text: string) => (await store.messageSearch.containing(inboxId, text, 1, 10)).map((row) => row.id);
+    expect(await found("0% T")).toEqual([percent]);
+    expect(await found("SNAKE_CASE")).toEqual([percent]);
+    const walked = await store.messageSearch.walk(inboxId, { kind: "literal", text: "e_c" }, undefined, 10);
+    expect(walked.map((row) => row.id)).toEqual([percent]);
+  });
+
+  test("two nodes share a send window: together they never take more than its limit", async () => {
+    const other = node();
+    const windowStart = clock.now();
+    const taken = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? store : other).sendWindows.take(organizationId, windowStart, 7)));
+    expect(taken.filter((count) => count !== undefined).sort((a, b) => a! - b!)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(await store.sendWindows.used(organizationId, windowStart)).toBe(7);
+  });
+
+  test("a node whose secret key does not open the database's secrets is refused at start", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "inboxd-engine-"));
+    try {
+      const key = randomBytes(SECRET_KEY_BYTES);
+      await openSecrets({ dataDir, secretKey: key }, clients[0]!, clock.now());
+      expect((await openSecrets({ dataDir, secretKey: key }, clients[0]!, clock.now())).open(secretBox(key).seal("same"))).toBe("same");
+      await expect(openSecrets({ dataDir, secretKey: randomBytes(SECRET_KEY_BYTES) }, clients[0]!, clock.now())).rejects.toThrow(ConfigError);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

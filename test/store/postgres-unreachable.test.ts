@@ -1,0 +1,133 @@
+// PostgreSQL unreachable under load: the cluster is stopped for a few seconds while SMTP clients
+// and API clients keep sending. While it is down SMTP answers 451 4.3.0 and the API 503 with
+// Retry-After, never a permanent failure nor a 500; nothing that got 250 or 201 is lost; and the
+// server recovers by itself once the cluster is back. The cluster is this file's own (stopping the
+// one other tests share would fail them).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { SQL } from "bun";
+import { eventually, register, startTestServer, type Registered, type TestServer } from "../harness";
+import { createInbox } from "../messages/helpers";
+import { postgresMissing, postgresTestsSkipped, startPostgresCluster, type PostgresCluster } from "../peers/postgres";
+import { sendMail } from "../smtp/mail-client";
+
+const OUTAGE_MS = 3_000;
+const SMTP_CLIENTS = 4;
+const API_CLIENTS = 2;
+
+type Reply = { startedAt: number; at: number; code: number; text: string; retryAfter?: string | null };
+
+// Its own cluster, also when the suite runs on one: that one's binaries are on this machine.
+const skipped = process.env.INBOXD_TEST_POSTGRES === "later" ? postgresTestsSkipped : postgresMissing;
+if (skipped) console.warn(`PostgreSQL unreachable test skipped: ${skipped}`);
+
+describe.skipIf(Boolean(skipped))("PostgreSQL unreachable", () => {
+  let cluster: PostgresCluster;
+  let server: TestServer;
+  let account: Registered;
+  let recipient: { id: string; email: string };
+
+  beforeAll(async () => {
+    cluster = await startPostgresCluster();
+    server = await startTestServer({ env: { INBOXD_DATABASE_URL: await cluster.createDatabase() } });
+    account = await register(server.api);
+    recipient = await createInbox(server, account.apiKey.key, { name: "Recipient" });
+  }, 60_000);
+
+  afterAll(async () => {
+    await server?.cleanup();
+    cluster?.stop();
+  });
+
+  test(
+    "SMTP 451 4.3.0 and API 503 with Retry-After while it is down; nothing acknowledged lost; recovery by itself",
+    async () => {
+      const smtpReplies = new Map<string, Reply[]>();
+      const apiReplies = new Map<string, Reply[]>();
+      let stopLoad = false;
+      let sent = 0;
+
+      async function smtpClient(client: number) {
+        while (!stopLoad) {
+          const subject = `smtp ${client}-${sent++}`;
+          const raw = `From: load@example.net\r\nTo: ${account.inbox.email}\r\nSubject: ${subject}\r\n\r\nUnder load.\r\n`;
+          const replies: Reply[] = [];
+          smtpReplies.set(subject, replies);
+          const startedAt = performance.now();
+          try {
+            const info = await sendMail(server.smtpPort, { from: "load@example.net", to: [account.inbox.email], raw, socketTimeoutMs: 20_000 });
+            replies.push({ startedAt, at: performance.now(), code: Number(info.response.slice(0, 3)), text: info.response });
+            await Bun.sleep(10);
+          } catch (error) {
+            const { responseCode, response } = error as { responseCode?: number; response?: string };
+            replies.push({ startedAt, at: performance.now(), code: responseCode ?? 0, text: response ?? (error as Error).message });
+            await Bun.sleep(50);
+          }
+        }
+      }
+
+      async function apiClient(client: number) {
+        while (!stopLoad) {
+          const subject = `api ${client}-${sent++}`;
+          const replies: Reply[] = [];
+          apiReplies.set(subject, replies);
+          const startedAt = performance.now();
+          const res = await fetch(`${server.api.baseUrl}/v1/inboxes/${account.inbox.id}/messages/send`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${account.apiKey.key}`, "content-type": "application/json" },
+            body: JSON.stringify({ to: [recipient.email], subject, text: "Under load.", html: "<p>Under load.</p>" }),
+          });
+          replies.push({ startedAt, at: performance.now(), code: res.status, text: await res.text(), retryAfter: res.headers.get("retry-after") });
+          if (res.status !== 201) await Bun.sleep(50);
+        }
+      }
+
+      const load = Promise.all([...Array.from({ length: SMTP_CLIENTS }, (_, i) => smtpClient(i)), ...Array.from({ length: API_CLIENTS }, (_, i) => apiClient(i))]);
+      const all = (replies: Map<string, Reply[]>) => [...replies.values()].flat();
+      const served = (after: number) => [all(smtpReplies).filter((r) => r.at > after && r.code === 250).length, all(apiReplies).filter((r) => r.at > after && r.code === 201).length];
+      let down: number;
+      let restarting: number;
+      try {
+        await eventually("both served before the outage", () => served(0), ([smtp, api]) => smtp >= 10 && api >= 10, 30_000);
+        cluster.pause();
+        down = performance.now();
+        await Bun.sleep(OUTAGE_MS);
+        restarting = performance.now();
+        cluster.start();
+        // Back by itself: each kind of client is served again without anything restarted.
+        await eventually("SMTP and the API served again", () => served(restarting), ([smtp, api]) => smtp >= 10 && api >= 10, 60_000);
+      } finally {
+        stopLoad = true;
+        await load;
+      }
+
+      // Tries begun once the cluster was stopped and answered before it restarted (a reply read
+      // after `down` may be of a commit made before: this process waited for pg_ctl meanwhile).
+      const during = (replies: Map<string, Reply[]>) => all(replies).filter((r) => r.startedAt > down && r.at < restarting);
+      // While it was down: told to try again, and never anything else.
+      expect(during(smtpReplies).length).toBeGreaterThan(0);
+      expect(during(apiReplies).length).toBeGreaterThan(0);
+      for (const reply of during(smtpReplies)) expect(reply.text).toMatch(/^451 4\.3\.0 /);
+      for (const reply of during(apiReplies)) expect({ code: reply.code, retryAfter: reply.retryAfter, body: JSON.parse(reply.text) }).toEqual({ code: 503, retryAfter: "5", body: { error: expect.stringContaining("database") } });
+      // At any time: accepted, or told to try again later (a connection cut as the cluster stopped is not an answer).
+      for (const reply of all(smtpReplies)) expect(reply.code === 250 || reply.code === 0 || reply.text.startsWith("451 4.3.0 ")).toBe(true);
+      for (const reply of all(apiReplies)) expect([201, 503]).toContain(reply.code);
+
+      // Nothing acknowledged lost: every 250 and every 201 stored, once.
+      const database = new SQL(server.app.config.databaseUrl!, { max: 1 });
+      try {
+        const acknowledged = [...smtpReplies].filter(([, replies]) => replies.some((r) => r.code === 250)).map(([subject]) => subject);
+        const created = [...apiReplies].filter(([, replies]) => replies.some((r) => r.code === 201)).map(([subject]) => subject);
+        const stored = async (inboxId: string) =>
+          new Map(((await database.unsafe("SELECT subject, count(*)::int AS n FROM messages WHERE inbox_id = $1 GROUP BY subject", [inboxId])) as { subject: string; n: number }[]).map((row) => [row.subject, row.n]));
+        const received = await eventually("every accepted message stored", () => stored(account.inbox.id), (counts) => acknowledged.every((subject) => counts.has(subject)), 60_000, 200);
+        const delivered = await eventually("every sent message delivered to its local inbox", () => stored(recipient.id), (counts) => created.every((subject) => counts.has(subject)), 60_000, 200);
+        for (const subject of acknowledged) expect([subject, received.get(subject)]).toEqual([subject, 1]);
+        for (const subject of created) expect([subject, delivered.get(subject)]).toEqual([subject, 1]);
+        console.log(`PostgreSQL down ${OUTAGE_MS} ms: SMTP ${acknowledged.length} accepted, ${during(smtpReplies).length} told 451 meanwhile; API ${created.length} created, ${during(apiReplies).length} told 503 meanwhile`);
+      } finally {
+        await database.close();
+      }
+    },
+    180_000,
+  );
+});
