@@ -282,6 +282,8 @@ CREATE TABLE idempotency_keys (
   blob_id text,
   created_at bigint NOT NULL,
   expires_at bigint NOT NULL,
+  -- The run of the node whose request holds the key until its response is stored (leases.ts).
+  held_by text,
   PRIMARY KEY (organization_id, idempotency_key)
 );
 CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at);

@@ -440,7 +440,8 @@ export interface EventPage {
 }
 
 export interface InboxesStore {
-  insert(inbox: InboxRecord): Promise<void>;
+  /** False when another inbox has the address (case-insensitive), also one created at the same moment. */
+  insert(inbox: InboxRecord): Promise<boolean>;
   find(organizationId: string, id: string): Promise<InboxRecord | undefined>;
   /** Across organizations: inbound mail and local delivery route by address (case-insensitive). */
   findByEmail(email: string): Promise<InboxRecord | undefined>;

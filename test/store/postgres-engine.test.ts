@@ -161,6 +161,10 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
 
   test("addresses match in any case; search finds substrings in any case, with % and _ taken literally", async () => {
     expect((await store.inboxes.findByEmail("mixed.case@engine.TEST"))?.id).toBe(inboxId);
+    // The same address in another case, from two writers at once: neither is a second inbox.
+    const now = clock.now();
+    const again = () => store.transaction((tx) => tx.inboxes.insert({ id: newId("inb"), organizationId, name: null, email: "MIXED.case@engine.test", createdAt: now, updatedAt: now }));
+    expect(await Promise.all([again(), again()])).toEqual([false, false]);
     const percent = await storeMessage({ subject: "Discount 100% today", text: "snake_case words" });
     await storeMessage({ subject: "Discount 1000 today", text: "snakeXcase words" });
     const found = async (text: string) => (await store.messageSearch.containing(inboxId, text, 1, 10)).map((row) => row.id);

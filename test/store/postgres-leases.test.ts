@@ -196,6 +196,22 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     expect((await claimInbound(restarted, 10)).sort()).toEqual([...byFirst].sort());
   });
 
+  test("a starting node forgets the idempotency keys its earlier run left running, never those of a live node", async () => {
+    const clock = new Clock();
+    const [first, other] = [await startNode({ node: "host:/var/lib/one", clock }), await startNode({ node: "host:/var/lib/two", clock })];
+    const now = clock.now();
+    const organizationId = newId("org");
+    await first.store.accounts.createOrganization({ id: organizationId, name: "Keys" }, now);
+    const key = (name: string) => ({ organizationId, key: name, fingerprint: "f", statusCode: null, responseBody: null, blobId: null, createdAt: now, expiresAt: now + 86_400_000 });
+    expect(await first.store.idempotencyKeys.begin(key("of-the-crashed-run"), now)).toBeUndefined();
+    expect(await other.store.idempotencyKeys.begin(key("of-the-live-node"), now)).toBeUndefined();
+    clock.advance(1_000);
+    const restarted = await startNode({ node: "host:/var/lib/one", clock, restart: true });
+    expect(await restarted.store.idempotencyKeys.releaseUnfinished(clock.now())).toBe(1);
+    expect(await restarted.store.idempotencyKeys.begin(key("of-the-crashed-run"), clock.now())).toBeUndefined();
+    expect((await restarted.store.idempotencyKeys.begin(key("of-the-live-node"), clock.now()))?.statusCode).toBeNull();
+  });
+
   test("a certificate's try is claimed by one node only", async () => {
     const a = await startNode();
     const b = await startNode();

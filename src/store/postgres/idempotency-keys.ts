@@ -1,19 +1,23 @@
 /** Idempotency keys per organization with the first request's final response (../sqlite/idempotency-keys.ts). */
-import { and, eq, isNull, lt, lte } from "drizzle-orm";
+import { and, eq, isNull, lt, lte, or } from "drizzle-orm";
 import type { IdempotencyKeysStore } from "../store";
 import type { PgBlobs } from "./blobs";
 import type { PgDb } from "./db";
+import { heldByEarlierRuns, type Leases } from "./leases";
 import { idempotencyKeys } from "./schema/index";
 
 const EMPTY = Buffer.alloc(0);
 
-export function idempotencyKeysStore(db: PgDb, blobs: PgBlobs): IdempotencyKeysStore {
+/** A request that has held its key this long is no request any more: its node died without restarting. */
+const ABANDONED_MS = 60 * 60_000;
+
+export function idempotencyKeysStore(db: PgDb, blobs: PgBlobs, leases: Leases): IdempotencyKeysStore {
   const held = (organizationId: string, key: string) => and(eq(idempotencyKeys.organizationId, organizationId), eq(idempotencyKeys.key, key));
   return {
     /** ON CONFLICT DO NOTHING: of two requests with one key on two nodes, one records it and the other reads it. */
     async begin(row, now) {
       await db.delete(idempotencyKeys).where(lte(idempotencyKeys.expiresAt, now));
-      const inserted = await db.insert(idempotencyKeys).values(row).onConflictDoNothing().returning({ key: idempotencyKeys.key });
+      const inserted = await db.insert(idempotencyKeys).values({ ...row, heldBy: leases.holder }).onConflictDoNothing().returning({ key: idempotencyKeys.key });
       if (inserted.length > 0) return undefined;
       const [existing] = await db.select().from(idempotencyKeys).where(held(row.organizationId, row.key));
       if (!existing) return undefined;
@@ -29,10 +33,11 @@ export function idempotencyKeysStore(db: PgDb, blobs: PgBlobs): IdempotencyKeysS
     async release(organizationId, key) {
       await db.delete(idempotencyKeys).where(held(organizationId, key));
     },
+    /** Never a key another live node's request holds: those of this node's earlier runs, and the abandoned. */
     async releaseUnfinished(startedAt) {
       const gone = await db
         .delete(idempotencyKeys)
-        .where(and(isNull(idempotencyKeys.statusCode), lt(idempotencyKeys.createdAt, startedAt)))
+        .where(and(isNull(idempotencyKeys.statusCode), or(heldByEarlierRuns(leases, "held_by"), lt(idempotencyKeys.createdAt, startedAt - ABANDONED_MS))))
         .returning({ key: idempotencyKeys.key });
       return gone.length;
     },

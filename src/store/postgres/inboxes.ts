@@ -9,7 +9,8 @@ export function inboxesStore(db: PgDb): InboxesStore {
   const inOrganization = (organizationId: string, id: string) => and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id));
   return {
     async insert(row) {
-      await db.insert(inboxes).values(row);
+      // Waits for a transaction inserting the same address, then inserts nothing if it committed.
+      return (await db.insert(inboxes).values(row).onConflictDoNothing().returning({ id: inboxes.id })).length > 0;
     },
     async find(organizationId, id) {
       const [row] = await db.select().from(inboxes).where(inOrganization(organizationId, id));

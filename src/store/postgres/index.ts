@@ -69,7 +69,7 @@ function aggregatesOn(db: PgDb, context: AggregateContext): Aggregates {
     accounts: accountsStore(db, context.inTransaction),
     drafts: draftsStore(db, context.blobs, context.leases),
     events: eventsStore(db, context),
-    idempotencyKeys: idempotencyKeysStore(db, context.blobs),
+    idempotencyKeys: idempotencyKeysStore(db, context.blobs, context.leases),
     inboxes: inboxesStore(db),
     loginThrottles: loginThrottlesStore(db, context.inTransaction),
     messages: messagesStore(db, context.blobs),

@@ -20,7 +20,7 @@ import type { Clock } from "../../clock";
 import { randomToken } from "../../ids";
 import type { Logger } from "../../log";
 import type { RunningPart } from "../../running-part";
-import type { PgDb } from "./db";
+import { likePrefix, type PgDb } from "./db";
 
 /**
  * How long a claim holds its row without being renewed: a node that dies gives up its rows this
@@ -74,8 +74,7 @@ export async function renewLeases(db: PgDb, leases: Leases): Promise<void> {
  * how many were freed.
  */
 export async function releaseEarlierRuns(db: PgDb, leases: Leases, now: number): Promise<number> {
-  const node = leases.holder.slice(0, leases.holder.lastIndexOf("#") + 1);
-  const earlier = sql`claimed_by LIKE ${`${node.replace(/[\\%_]/g, (c) => `\\${c}`)}%`} AND claimed_by <> ${leases.holder}`;
+  const earlier = heldByEarlierRuns(leases, "claimed_by");
   let freed = 0;
   for (const table of LEASED_TABLES) {
     const due = table === "accepted_inbound" ? sql`, next_attempt_at = least(next_attempt_at, ${now})` : sql``;
@@ -83,6 +82,12 @@ export async function releaseEarlierRuns(db: PgDb, leases: Leases, now: number):
     freed += (rows as unknown as unknown[]).length;
   }
   return freed;
+}
+
+/** Whether `column` names an earlier run of this node (not this run, nor another node). */
+export function heldByEarlierRuns(leases: Leases, column: string): SQL {
+  const node = leases.holder.slice(0, leases.holder.lastIndexOf("#") + 1);
+  return sql`${sql.raw(column)} LIKE ${likePrefix(node)} AND ${sql.raw(column)} <> ${leases.holder}`;
 }
 
 /** Renews this run's leases every RENEW_EVERY_MS while the server runs. */

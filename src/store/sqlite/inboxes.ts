@@ -24,8 +24,8 @@ export const inboxesStore = (db: Db) => {
   const inOrganization = db.$client.query<{ n: number }, { organizationId: string }>("SELECT count(*) AS n FROM inboxes WHERE organization_id = $organizationId");
 
   return {
-    insert(row: InboxRow) {
-      db.insert(inboxes).values(row).run();
+    insert(row: InboxRow): boolean {
+      return db.insert(inboxes).values(row).onConflictDoNothing().returning({ id: inboxes.id }).all().length > 0;
     },
     find(organizationId: string, id: string): InboxRow | undefined {
       return byId.get({ organizationId, id });

@@ -53,6 +53,7 @@ export const idempotencyKeys = pgTable(
     blobId: text("blob_id"),
     createdAt: millis("created_at").notNull(),
     expiresAt: millis("expires_at").notNull(),
+    heldBy: text("held_by"),
   },
   (t) => [primaryKey({ columns: [t.organizationId, t.key] })],
 );
