@@ -8,6 +8,7 @@
  * waits for what it did. So it is written once, here, and each queue brings only its policy: what
  * it claims, the lanes and limits it sends within, and what an outcome means.
  */
+import { isStoreUnavailable } from "../store/unavailable";
 import type { App } from "../app";
 import type { Queue, QueueName } from "./running";
 
@@ -91,7 +92,9 @@ export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePoli
       // Rolled back: the outcomes wait for the next turn, and so does the look it was to make.
       outcomes = batch.concat(outcomes);
       lookAround ||= claiming === "all due";
-      log.error(`${name} queue turn failed`, { error });
+      // The database out of reach is the operator's one known problem, said as a warning; the turn retries.
+      if (isStoreUnavailable(error)) log.warn(`${name} queue turn waits for the database`, { error: (error as Error).message });
+      else log.error(`${name} queue turn failed`, { error });
       settleIdleWaiters(error);
       scheduleTurn(retryFailedTurnMs);
       return;

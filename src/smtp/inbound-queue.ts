@@ -19,6 +19,7 @@
  * are spent is stored as it came, unanalysed, rather than lost.
  */
 import type { App } from "../app";
+import type { Reservation } from "../memory/in-flight";
 import { releasePrepared, type PreparedContent } from "../messages/receive";
 import { startQueue, type Claiming } from "../queue/engine";
 import type { Queue } from "../queue/running";
@@ -76,6 +77,12 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
   /** Every row claimed whose outcome is not recorded yet, and their bytes. */
   const held = new Map<number, number>();
   let heldBytes = 0;
+  /**
+   * Each claimed message's bytes in the message memory budget (INBOXD_MESSAGE_MEMORY_MB) from its
+   * claim to its commit, as SMTP held them before its 250: while analyses hold the budget, new
+   * mail is told to try later (452) rather than the process growing past it.
+   */
+  const reservations = new Map<number, Reservation>();
   let running = 0;
 
   async function turn(finished: Finished[], now: number, claiming: Claiming) {
@@ -93,7 +100,10 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
         if (copies) stored.push({ finished: outcome, copies });
       }
       return { claims: claiming === "none" ? [] : await claimDue(tx, now), stored };
-    }, { waitForDisk: false });
+    }, { waitForDisk: false }).catch((error: unknown) => {
+      releaseUnheldReservations();
+      throw error;
+    });
     for (const { finished, copies } of stored) logCopies(app, finished.claim.envelope, finished.analysed!.analysis, copies);
     for (const { claim, analysed } of finished) {
       unhold(claim.id);
@@ -128,9 +138,16 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     let bytes = heldBytes;
     for (const { id, size, attempts } of await tx.acceptedInbound.due(now, new Set(held.keys()), free)) {
       if (bytes + size > maxClaimedBytes && held.size + claims.length > 0) break;
+      const reservation = app.messageMemory.open();
+      if (!reservation.cover(size)) break;
+      reservations.set(id, reservation);
       const retryAt = now + retryDelaysMs[Math.min(attempts, retryDelaysMs.length - 1)]!;
       const claim = await tx.acceptedInbound.claim(id, retryAt);
-      if (!claim) continue;
+      if (!claim) {
+        reservations.get(id)!.release();
+        reservations.delete(id);
+        continue;
+      }
       claims.push(claim);
       bytes += size;
     }
@@ -145,6 +162,17 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
   function unhold(id: number) {
     heldBytes -= held.get(id) ?? 0;
     held.delete(id);
+    reservations.get(id)?.release();
+    reservations.delete(id);
+  }
+
+  /** After a turn that failed: the reservations of its claims, which rolled back with it. */
+  function releaseUnheldReservations() {
+    for (const [id, reservation] of reservations) {
+      if (held.has(id)) continue;
+      reservation.release();
+      reservations.delete(id);
+    }
   }
 
   function startTries(): Promise<Finished>[] {

@@ -54,6 +54,7 @@ async function runCli(args: string[], overrides: Record<string, string> = {}) {
   const env = {
     ...process.env,
     INBOXD_DATA_DIR: server.dataDir,
+    ...(server.app.config.databaseUrl ? { INBOXD_DATABASE_URL: server.app.config.databaseUrl } : {}),
     INBOXD_MAIL_DOMAIN: "inboxd.test",
     INBOXD_HOSTNAME: HOSTNAME,
     INBOXD_PUBLIC_IPS: PUBLIC_IP,

@@ -5,13 +5,12 @@
  * webhook receiver each. Only the network names are simulated: every message crosses real SMTP
  * between the two processes (INBOXD_OUTBOUND_PORT of each is the other's SMTP port).
  */
-import { Database } from "bun:sqlite";
 import { expect } from "bun:test";
 import { existsSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { eventNames } from "../../src/events/names";
-import { createStore } from "../../src/store/sqlite/index";
+import { openStoreReadOnly } from "../../src/store/index";
 import { register, repoRoot, startChildServer, tempDir, testEnv, type ApiClient, type ApiResponse, type ChildServer, type Registered } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
@@ -172,16 +171,16 @@ export class Appliance {
 
   /**
    * The raw source this appliance stored for a message, read from its database (read-only, beside
-   * the running process: SQLite WAL allows it). No API route returns a message's source.
+   * the running process, as `inboxd dns` reads it). No API route returns a message's source.
    */
   async rawSource(messageId: string): Promise<Buffer> {
-    const sqlite = new Database(join(this.dataDir, "inboxd.db"), { readonly: true });
+    const store = openStoreReadOnly({ dataDir: this.dataDir, databaseUrl: this.env.INBOXD_DATABASE_URL || undefined })!;
     try {
-      const raw = await createStore(sqlite).messages.rawSource(messageId);
+      const raw = await store.messages.rawSource(messageId);
       if (!raw) throw new Error(`${this.name}: no source for ${messageId}`);
       return Buffer.from(raw);
     } finally {
-      sqlite.close();
+      store.close();
     }
   }
 }

@@ -8,7 +8,7 @@ import { SQLiteTable } from "drizzle-orm/sqlite-core";
 import * as schema from "../../src/store/sqlite/schema/index";
 import { migrate } from "../../src/store/sqlite/migrate";
 import { openDatabase } from "../../src/store/sqlite/open";
-import { repoRoot, startChildServer, tempDir, testEnv } from "../harness";
+import { onPostgres, repoRoot, startChildServer, tempDir, testEnv } from "../harness";
 
 const dirs: string[] = [];
 const freshDir = () => {
@@ -137,7 +137,8 @@ describe("single executable", () => {
     try {
       const health = await child.api.get("/health");
       expect(health.body).toEqual({ healthy: true, environment: "test" });
-      expect(existsSync(join(cwd, "data", "inboxd.db"))).toBe(true);
+      // Its data dir made where it was told: the database in it, or on PostgreSQL the node's lock.
+      expect(existsSync(join(cwd, "data", onPostgres ? "inboxd.lock" : "inboxd.db"))).toBe(true);
     } finally {
       expect(await child.kill()).toBe(0);
     }

@@ -74,11 +74,12 @@ function conversation(label: string, connect: Connect, baseUrl: () => string) {
     let support: { id: string; email: string };
     let sentThreadId: string;
 
+    // Over stdio each client starts an `inboxd mcp` process (from source: Bun loads the whole app first).
     beforeAll(async () => {
       const api = apiClient(baseUrl());
       client = await connect((await register(api)).apiKey.key);
       otherClient = await connect((await register(api)).apiKey.key);
-    });
+    }, 30_000);
 
     test("lists every tool with a title, an input schema, annotations and the untrusted-content note", async () => {
       const { tools } = await client.listTools();

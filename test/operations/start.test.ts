@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { inboxdCommand, runInboxd, scratch, startChildServer, testEnv } from "../harness";
+import { inboxdCommand, onPostgres, runInboxd, scratch, startChildServer, testEnv } from "../harness";
 
 const { dir: freshDir, keep } = scratch();
 
@@ -118,11 +118,13 @@ describe("help and version", () => {
 
   test("migrate says what it applied, then that the database is current; dns says when it made the keys", async () => {
     const env = testEnv(join(freshDir(), "data"));
-    expect((await runInboxd(["migrate"], env)).stdout).toMatch(/^applied \d+ migrations to .*inboxd\.db: 0001_core, /);
-    expect((await runInboxd(["migrate"], env)).stdout).toMatch(/inboxd\.db is current: no migration to apply\n$/);
-    const first = await runInboxd(["dns"], env);
-    expect(first.stderr).toContain("inboxd dns: the DKIM keys did not exist yet: made now in");
-    expect(first.stdout).toStartWith("; DNS records for inboxd.test");
+    // The database as the engine names it: the data dir's file, or PostgreSQL's host and database.
+    const [database, first] = onPostgres ? ["PostgreSQL [^:]+:\\d+/\\w+", "0001_mail"] : [".*inboxd\\.db", "0001_core"];
+    expect((await runInboxd(["migrate"], env)).stdout).toMatch(new RegExp(`^applied \\d+ migrations to ${database}: ${first}, `));
+    expect((await runInboxd(["migrate"], env)).stdout).toMatch(new RegExp(`${database} is current: no migration to apply\n$`));
+    const made = await runInboxd(["dns"], env);
+    expect(made.stderr).toContain("inboxd dns: the DKIM keys did not exist yet: made now in");
+    expect(made.stdout).toStartWith("; DNS records for inboxd.test");
     expect((await runInboxd(["dns"], env)).stderr).not.toContain("did not exist yet");
   }, 30_000);
 });

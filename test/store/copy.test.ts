@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { canonical, copyProgress } from "../../src/store/copy";
 import { register, repoRoot, startTestServer, tempDir, type TestServer } from "../harness";
-import { postgresTestsSkipped, testPostgres } from "../peers/postgres";
+import { postgresTestsSkipped, startPostgresCluster } from "../peers/postgres";
 import { sendMail } from "../smtp/mail-client";
 import { createInbox, validSend } from "../messages/helpers";
 
@@ -119,7 +119,8 @@ describe("inboxd db copy", () => {
   }, 60_000);
 
   test.skipIf(Boolean(postgresTestsSkipped))("to PostgreSQL, started there, and back to a data dir: the same answers each time", async () => {
-    const postgres = await testPostgres();
+    // A cluster of its own, also in the suite's PostgreSQL run: the copy starts servers of both engines.
+    const postgres = await startPostgresCluster();
     try {
       const url = await postgres.createDatabase("inboxd_copy");
       const toPostgres = await runCopy({ INBOXD_DATA_DIR: source.dataDir }, url);
@@ -147,7 +148,7 @@ describe("inboxd db copy", () => {
         await copy.stop();
       }
     } finally {
-      await postgres.close();
+      postgres.stop();
     }
   }, 120_000);
 
