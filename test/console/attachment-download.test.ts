@@ -49,7 +49,8 @@ beforeAll(async () => {
   const list = await eventually("the message is stored", async () => (await server.api.get(`/v1/inboxes/${owner.inbox.id}/messages`, owner.apiKey.key)).body, (body) => body?.length === 1);
   messagePath = `/v1/inboxes/${owner.inbox.id}/messages/${list[0].id}`;
   attachments = (await server.api.get(messagePath, owner.apiKey.key)).body.attachments;
-});
+  // A server on a database of its own, two accounts, and a message analysed: more than the default 5 s on a busy machine.
+}, 30_000);
 
 afterAll(() => server?.cleanup());
 

@@ -135,7 +135,8 @@ describe.skipIf(binaryMissing !== undefined)(`two appliances mail each other${bi
         expect(result, `signature ${index} of ${source.name}'s message`).toMatchObject({ exitCode: 0, output: "signature ok" });
       }
     }
-  });
+    // Four runs of a Python verifier, each starting its interpreter: seconds on a busy machine.
+  }, 30_000);
 });
 
 /**
