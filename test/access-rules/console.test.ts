@@ -3,8 +3,8 @@
 // get a refusal for a bad value, and remove one (asked first, in place).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Page } from "playwright-core";
-import { register, startTestServer, testPassword, type Registered, type TestServer } from "../harness";
-import { chromiumMissing, launchBrowser, type Browser } from "../console/browser";
+import { register, startTestServer, type Registered, type TestServer } from "../harness";
+import { chromiumMissing, launchBrowser, signedInPage, type Browser } from "../console/browser";
 
 const stepTimeout = 20_000;
 let server: TestServer;
@@ -16,13 +16,7 @@ beforeAll(async () => {
   if (chromiumMissing) return;
   [server, browser] = await Promise.all([startTestServer(), launchBrowser()]);
   account = await register(server.api);
-  page = await browser.context.newPage();
-  page.setDefaultTimeout(10_000);
-  await page.goto(server.api.baseUrl);
-  await page.getByLabel("Email").fill(account.user.email);
-  await page.getByLabel("Password").fill(testPassword);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("list", { name: "Inboxes" }).waitFor();
+  page = await signedInPage(browser, server.api.baseUrl, account);
 }, stepTimeout);
 
 afterAll(async () => {

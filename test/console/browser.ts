@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll } from "bun:test";
-import { repoRoot, startChildServer, testEnv, type ChildServer } from "../harness";
+import { repoRoot, startChildServer, testEnv, testPassword, type ChildServer, type Registered } from "../harness";
 
 export const chromiumPath = "/usr/bin/chromium";
 export const binaryPath = join(repoRoot, "dist/inboxd");
@@ -37,6 +37,18 @@ export function compiledServerInEmptyFolder(): () => ChildServer {
 export interface Browser {
   context: BrowserContext;
   close(): Promise<void>;
+}
+
+/** A new page of `browser` signed in to the console at `baseUrl` as `account`, its inbox list shown. */
+export async function signedInPage(browser: Browser, baseUrl: string, account: Registered): Promise<Page> {
+  const page = await browser.context.newPage();
+  page.setDefaultTimeout(10_000);
+  await page.goto(baseUrl);
+  await page.getByLabel("Email").fill(account.user.email);
+  await page.getByLabel("Password").fill(testPassword);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("list", { name: "Inboxes" }).waitFor();
+  return page;
 }
 
 /** Headless, offline-minded (no background requests of its own, which would muddy request assertions), in a fresh profile. */

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Page } from "playwright-core";
-import { eventually, register, startTestServer, testPassword, type Registered, type TestServer } from "../harness";
+import { eventually, register, startTestServer, type Registered, type TestServer } from "../harness";
 import { sendMail } from "../smtp/mail-client";
-import { chromiumMissing, launchBrowser, type Browser } from "./browser";
+import { chromiumMissing, launchBrowser, signedInPage, type Browser } from "./browser";
 
 const stepTimeout = 30_000;
 /** After the frame's load event: time for any late fetch (CSS backgrounds, media) to reach the listener. */
@@ -85,13 +85,7 @@ beforeAll(async () => {
   if (chromiumMissing) return;
   [server, browser, tracker] = await Promise.all([startTestServer(), launchBrowser(), startTracker()]);
   account = await register(server.api);
-  page = await browser.context.newPage();
-  page.setDefaultTimeout(10_000);
-  await page.goto(server.api.baseUrl);
-  await page.getByLabel("Email").fill(account.user.email);
-  await page.getByLabel("Password").fill(testPassword);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("list", { name: "Inboxes" }).waitFor();
+  page = await signedInPage(browser, server.api.baseUrl, account);
 }, stepTimeout);
 
 afterAll(async () => {
