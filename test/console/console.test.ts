@@ -13,6 +13,7 @@ import { eventually, repoRoot, startChildServer, testEnv, testPassword, type Api
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
 import { sendMail } from "../smtp/mail-client";
+import { deliveryStatusReport } from "../peers/delivery-status";
 import { binaryMissing, binaryPath, chromiumMissing, launchBrowser, screenshotDir, seriousAxeViolations, sidewaysScrolling, type Browser } from "./browser";
 
 const missing = chromiumMissing ?? binaryMissing;
@@ -37,31 +38,6 @@ const dialogs: string[] = [];
 const readmeScreenshot = join(repoRoot, "docs/console.png");
 const onePixelPng = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 const onePagePdf = "%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 100]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n";
-
-/** RFC 3464: a remote server's report that mail it accepted for `recipient` could not be delivered after all. */
-const bounceReport = (recipient: string) =>
-  [
-    "From: MAILER-DAEMON@mx.remote.test",
-    "Subject: Undelivered Mail Returned to Sender",
-    "MIME-Version: 1.0",
-    'Content-Type: multipart/report; report-type=delivery-status; boundary="b1"',
-    "",
-    "--b1",
-    "Content-Type: text/plain",
-    "",
-    "Your message could not be delivered.",
-    "--b1",
-    "Content-Type: message/delivery-status",
-    "",
-    "Reporting-MTA: dns; mx.remote.test",
-    "",
-    `Final-Recipient: rfc822; ${recipient}`,
-    "Action: failed",
-    "Status: 5.1.1",
-    "Diagnostic-Code: smtp; 550 5.1.1 mailbox unavailable",
-    "--b1--",
-    "",
-  ].join("\r\n");
 
 const shot = (name: string) => page.screenshot({ path: join(screenshotDir, `${name}.png`), fullPage: true });
 
@@ -596,7 +572,7 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
       // Every table with rows in it: a sent message's deliveries, a suppression (a remote server's bounce report), an access rule, a webhook's attempt.
       const sent = (await api.get(`/v1/inboxes/${inboxes.firstId}/messages?query=Going`, apiKey)).body[0];
       const bounced = (await api.get("/v1/deliveries?domain=remote.test", apiKey)).body[0];
-      await sendMail(server.smtpPort!, { from: "", to: [`bounces+${bounced.id}@mx.inboxd.test`], raw: bounceReport(bounced.recipient) });
+      await sendMail(server.smtpPort!, { from: "", to: [`bounces+${bounced.id}@mx.inboxd.test`], raw: deliveryStatusReport({ recipients: [{ address: bounced.recipient, action: "failed", status: "5.1.1" }] }) });
       expect((await api.post("/v1/access-rules", { direction: "receive", action: "block", value: "a-rather-long-sender-name@spam-from-far-away.example" }, apiKey)).status).toBe(201);
       const webhook = (await api.post("/v1/webhooks", { url: hooks.url("/events"), events: ["inbox.created"] }, apiKey)).body;
       await api.post(`/v1/webhooks/${webhook.id}/test`, undefined, apiKey);

@@ -3,6 +3,7 @@ import SMTPConnection from "nodemailer/lib/smtp-connection";
 import { parseReturnPath, returnPathFor } from "../../src/outbound/return-path";
 import { processReturnedReport } from "../../src/outbound/returned-report";
 import { startOutboundWorld, type OutboundWorld } from "./world";
+import { deliveryStatusReport, type ReportedRecipient } from "../peers/delivery-status";
 
 let w: OutboundWorld;
 beforeAll(async () => {
@@ -28,37 +29,9 @@ async function delivered(to: string[]): Promise<Delivered> {
   return { messageId: sent.id, deliveryId, returnPath: received.mailFrom, headers: received.raw.toString().split("\r\n\r\n")[0]! };
 }
 
-/** RFC 3464 / RFC 6522: what a remote MTA sends when mail it accepted cannot be delivered after all. */
-function dsn(original: Delivered, recipients: { address: string; action: string; status: string }[]): Buffer {
-  const groups = recipients.map((r) => `Final-Recipient: rfc822; ${r.address}\r\nAction: ${r.action}\r\nStatus: ${r.status}\r\nDiagnostic-Code: smtp; 550 ${r.status} mailbox unavailable\r\n`);
-  return Buffer.from(
-    [
-      "From: MAILER-DAEMON@mx.remote.test (Mail Delivery System)",
-      `To: ${original.returnPath}`,
-      "Subject: Undelivered Mail Returned to Sender",
-      "MIME-Version: 1.0",
-      'Content-Type: multipart/report; report-type=delivery-status; boundary="b1"',
-      "",
-      "--b1",
-      "Content-Type: text/plain",
-      "",
-      "Your message could not be delivered.",
-      "--b1",
-      "Content-Type: message/delivery-status",
-      "",
-      "Reporting-MTA: dns; mx.remote.test",
-      "",
-      groups.join("\r\n"),
-      "--b1",
-      "Content-Type: text/rfc822-headers",
-      "",
-      original.headers,
-      "",
-      "--b1--",
-      "",
-    ].join("\r\n"),
-  );
-}
+/** What a remote MTA sends when mail it accepted cannot be delivered after all, about `original`. */
+const dsn = (original: Delivered, recipients: ReportedRecipient[]): Buffer =>
+  Buffer.from(deliveryStatusReport({ to: original.returnPath, recipients, originalHeaders: original.headers }));
 
 /** RFC 5965: a spam complaint a mailbox provider forwards from its feedback loop. */
 function arf(original: Delivered, feedbackType: string, recipient?: string): Buffer {
