@@ -54,7 +54,7 @@ describe.skipIf(Boolean(pebbleMissing))("ACME certificates (pebble)", () => {
     await server?.cleanup();
     await pebble?.stop();
     await dns?.close();
-  });
+  }, 30_000);
 
   const issued = (name: string) => server.app.store.certificates.list().then((rows) => rows.find((row) => row.name === name));
 

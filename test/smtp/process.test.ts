@@ -198,5 +198,6 @@ describe("single executable", () => {
     } finally {
       expect(await child.kill("SIGTERM")).toBe(0);
     }
-  });
+    // A whole process starts, registers and takes a message: seconds on a busy machine.
+  }, 30_000);
 });
