@@ -244,7 +244,6 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
     .transactionBatched(async (tx) => {
     // The inbox may have been deleted while the message was composed.
     const inbox = await requireInbox(tx, organizationId, draft.inbox.id);
-    const rateLimit = await takeSend(app, tx, organizationId, now);
     const row = sentRow(inbox, draft, await assignThread(tx, inbox, draft, now), messageId, now);
     const attachments = attachmentRows(row.id, draft.attachments, attachmentBlobIds);
     await tx.messages.insert(row, source, attachments);
@@ -262,6 +261,10 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
       else deliveries.push(remoteDelivery(row, recipient, refusal, now));
     }
     await tx.messages.insertDeliveries(deliveries);
+    // The organization's send window and its events are locked until the commit (on PostgreSQL, a
+    // row lock and an advisory lock): taken last, so that its concurrent sends wait for each other's
+    // commits only, not for each other's whole transactions.
+    const rateLimit = await takeSend(app, tx, organizationId, now);
     await tx.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries, app.config.deliveryRetryDelays) }, now);
     // A suppressed or refused recipient is rejected at once: the response already says so (docs/api.md, Messages).
     const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", now));
