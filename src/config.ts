@@ -271,6 +271,8 @@ export function configWarnings(config: Config, env: Record<string, string | unde
   const unknown = [...new Set([...Object.keys(env), ...Object.keys(file)])].filter((name) => name.startsWith("INBOXD_") && !known.includes(name) && !OTHER_PROGRAMS_VARIABLES.includes(name));
   const warnings = unknown.sort().map((name) => `${name} is not a setting of inboxd and is ignored${suggestion(name, known)}`);
   if (!config.hostname.includes(".")) warnings.push(`INBOXD_HOSTNAME is '${config.hostname}', not a fully qualified name: receivers and TLS need one (e.g. mx.example.com)`);
+  // Addresses in a one-label domain (bob@vm) are refused by receivers and by inboxd's own sends.
+  if (!config.mailDomain.includes(".")) warnings.push(`INBOXD_MAIL_DOMAIN is '${config.mailDomain}', not a domain with a dot: inboxes there cannot send or receive mail (set e.g. example.com)`);
   return warnings;
 }
 

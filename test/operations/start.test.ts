@@ -44,8 +44,8 @@ describe("settings", () => {
     expect(stdout).toBe("");
   });
 
-  test("an unknown INBOXD_ variable and a single-label host name are warned about at start, with the closest name", async () => {
-    const child = keep(await startChildServer(testEnv(freshDir(), { INBOXD_SMTP_MAX_CONECTIONS: "5", INBOXD_HOSTNAME: "mailhost" }), { command: inboxdCommand() }));
+  test("an unknown INBOXD_ variable, a single-label host name and mail domain are warned about at start, with the closest name", async () => {
+    const child = keep(await startChildServer(testEnv(freshDir(), { INBOXD_SMTP_MAX_CONECTIONS: "5", INBOXD_HOSTNAME: "mailhost", INBOXD_MAIL_DOMAIN: "mail" }), { command: inboxdCommand() }));
         const warnings = child
       .output()
       .split("\n")
@@ -53,6 +53,7 @@ describe("settings", () => {
       .map((line) => JSON.parse(line).event);
     expect(warnings).toContain("INBOXD_SMTP_MAX_CONECTIONS is not a setting of inboxd and is ignored (did you mean INBOXD_SMTP_MAX_CONNECTIONS?)");
     expect(warnings.some((warning: string) => warning.startsWith("INBOXD_HOSTNAME is 'mailhost', not a fully qualified name"))).toBe(true);
+    expect(warnings.some((warning: string) => warning.startsWith("INBOXD_MAIL_DOMAIN is 'mail', not a domain with a dot"))).toBe(true);
   });
 });
 
