@@ -109,7 +109,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
       unhold(claim.id);
       if (analysed) await releasePrepared(app, analysed.prepared);
     }
-    for (const claim of claims) hold(claim.id, claim.raw.length);
+    for (const claim of claims) hold(claim.id, claim.size);
     waiting = waiting.concat(claims);
   }
 
@@ -189,7 +189,9 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     const { envelope } = claim;
     let analysed: Analysis;
     try {
-      analysed = await analysis.analyze(claim.raw, identityOf(envelope));
+      // Read after the claim's commit, so that a large message's read holds neither the
+      // connection nor the event loop in one piece.
+      analysed = await analysis.analyze(await acceptedSource(claim), identityOf(envelope));
     } catch (error) {
       const hopeless = (error as Error).name === "MessageLimitError" || claim.attempts >= maxAttempts;
       log.warn(hopeless ? "inbound message could not be analysed; stored as it came" : "inbound message not analysed; tried again later", { transaction: envelope.transaction, attempts: claim.attempts, error: (error as Error).message });
@@ -214,14 +216,19 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
    * sender from MAIL FROM, no fields read from it, and temperror for each authentication method.
    */
   async function unanalysed(claim: AcceptedInbound): Promise<Analysis> {
-    const source = await store.acceptedInbound.source(claim.id);
-    if (!source) throw new Error(`accepted message ${claim.id} is gone`);
+    const source = await acceptedSource(claim);
     const { mailFrom } = claim.envelope;
     return {
       parsed: { from: mailFrom || undefined, to: [], cc: [], references: [], subject: "", attachments: [] },
       raw: withoutForgedAuthenticationResults(source, app.config.hostname),
       ...temporaryError(app.config.hostname),
     };
+  }
+
+  async function acceptedSource(claim: AcceptedInbound): Promise<Buffer> {
+    const source = await store.acceptedInbound.source(claim.id);
+    if (!source) throw new Error(`accepted message ${claim.id} is gone`);
+    return source;
   }
 
   /** Claimed but never started (the queue stopped): due again now, the analysis not counted. */

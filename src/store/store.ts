@@ -283,7 +283,8 @@ export interface InboundEnvelope {
 export interface AcceptedInbound {
   id: number;
   envelope: InboundEnvelope;
-  raw: Buffer;
+  /** Bytes of the message, read with `source` after the claim's transaction (a large one takes many turns). */
+  size: number;
   /** Analyses started, this one included. */
   attempts: number;
 }
@@ -299,7 +300,10 @@ export interface AcceptedInboundStore {
   due(now: number, skip: ReadonlySet<number>, limit: number): Promise<{ id: number; size: number; attempts: number }[]>;
   /** Counts an analysis before it starts and reads its row; `retryAt`: when it is due again should its outcome never be recorded. */
   claim(id: number, retryAt: number): Promise<AcceptedInbound | undefined>;
-  /** The message as accepted, read again (an analysis that failed took its bytes). */
+  /**
+   * The message as accepted. Large ones are read a chunk per turn of the event loop on the
+   * embedded engine: read whole, 20 MB held the event loop for over 100 ms.
+   */
   source(id: number): Promise<Buffer | undefined>;
   /** Undoes `claim` for an analysis that never started (the queue stopped). */
   release(id: number, now: number): Promise<void>;

@@ -37,11 +37,11 @@ export function acceptedInboundStore(db: PgDb, blobs: PgBlobs, leases: Leases): 
     },
     /** And leases the row to this node until the analysis is stored or given back (./leases.ts). */
     async claim(id: number, retryAt: number): Promise<AcceptedInbound | undefined> {
-      const row = await firstRow<{ envelope: InboundEnvelope; raw: Buffer; blobId: string | null; attempts: number }>(db, sql`
+      const row = await firstRow<{ envelope: InboundEnvelope; size: number; attempts: number }>(db, sql`
         UPDATE accepted_inbound SET attempts = attempts + 1, next_attempt_at = ${retryAt}, claimed_by = ${leases.holder}, lease_until = ${leases.until()}
-        WHERE id = ${id} RETURNING envelope, raw, blob_id AS "blobId", attempts`);
+        WHERE id = ${id} RETURNING envelope, size, attempts`);
       if (!row) return undefined;
-      return { id, envelope: row.envelope, raw: await sourceOf(row), attempts: row.attempts };
+      return { id, envelope: row.envelope, size: row.size, attempts: row.attempts };
     },
     async source(id: number): Promise<Buffer | undefined> {
       const row = await firstRow<{ raw: Buffer; blobId: string | null }>(db, sql`SELECT raw, blob_id AS "blobId" FROM accepted_inbound WHERE id = ${id}`);

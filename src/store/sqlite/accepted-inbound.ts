@@ -18,16 +18,15 @@ export const acceptedInboundStore = (db: Db, blobs: BlobStore) => {
     SELECT id, size, attempts FROM accepted_inbound
     WHERE next_attempt_at <= ?1 AND id NOT IN (SELECT value FROM json_each(?2))
     ORDER BY next_attempt_at, id LIMIT ?3`);
-  const claim = sqlite.query<{ envelope: string; raw: Uint8Array; blobId: string | null; attempts: number }, [number, number]>(
-    "UPDATE accepted_inbound SET attempts = attempts + 1, next_attempt_at = ?2 WHERE id = ?1 RETURNING envelope, raw, blob_id AS blobId, attempts",
+  const claim = sqlite.query<{ envelope: string; size: number; attempts: number }, [number, number]>(
+    "UPDATE accepted_inbound SET attempts = attempts + 1, next_attempt_at = ?2 WHERE id = ?1 RETURNING envelope, size, attempts",
   );
-  const source = sqlite.query<{ raw: Uint8Array; blobId: string | null }, [number]>("SELECT raw, blob_id AS blobId FROM accepted_inbound WHERE id = ?1");
+  const source = sqlite.query<{ raw: Uint8Array; blobId: string | null; size: number }, [number]>("SELECT raw, blob_id AS blobId, size FROM accepted_inbound WHERE id = ?1");
   const release = sqlite.query<never, [number, number]>("UPDATE accepted_inbound SET attempts = attempts - 1, next_attempt_at = ?2 WHERE id = ?1");
   const remove = sqlite.query<{ blobId: string | null }, [number]>("DELETE FROM accepted_inbound WHERE id = ?1 RETURNING blob_id AS blobId");
   const dropChunks = sqlite.query<never, [string]>("DELETE FROM blob_chunks WHERE blob_id = ?1");
   const resume = sqlite.query<never, [number]>("UPDATE accepted_inbound SET next_attempt_at = ?1 WHERE next_attempt_at > ?1");
 
-  const sourceOf = (row: { raw: Uint8Array; blobId: string | null }): Buffer => (row.blobId ? blobs.read(row.blobId) : Buffer.from(row.raw.buffer, row.raw.byteOffset, row.raw.byteLength));
 
   return {
     backlog: (): QueueBacklog => backlog.get()!,
@@ -40,11 +39,12 @@ export const acceptedInboundStore = (db: Db, blobs: BlobStore) => {
     claim(id: number, retryAt: number): AcceptedInbound | undefined {
       const row = claim.get(id, retryAt);
       if (!row) return undefined;
-      return { id, envelope: JSON.parse(row.envelope) as InboundEnvelope, raw: sourceOf(row), attempts: row.attempts };
+      return { id, envelope: JSON.parse(row.envelope) as InboundEnvelope, size: row.size, attempts: row.attempts };
     },
-    source(id: number): Buffer | undefined {
+    async source(id: number): Promise<Buffer | undefined> {
       const row = source.get(id);
-      return row ? sourceOf(row) : undefined;
+      if (!row) return undefined;
+      return row.blobId ? blobs.readInTurns(row.blobId, row.size) : Buffer.from(row.raw.buffer, row.raw.byteOffset, row.raw.byteLength);
     },
     release(id: number, now: number) {
       release.run(id, now);

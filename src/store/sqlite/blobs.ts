@@ -31,6 +31,7 @@ export function blobStore(sqlite: Database, inConnectionTurn: <T>(write: () => T
   const dropChunks = sqlite.query<never, [string]>("DELETE FROM blob_chunks WHERE blob_id = ?1");
   const stillStaged = sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM staged_blobs WHERE blob_id = ?1");
   const chunksOf = sqlite.query<{ bytes: Uint8Array }, [string]>("SELECT bytes FROM blob_chunks WHERE blob_id = ?1 ORDER BY seq");
+  const chunkAt = sqlite.query<{ bytes: Uint8Array }, [string, number]>("SELECT bytes FROM blob_chunks WHERE blob_id = ?1 AND seq = ?2");
   const orphans = sqlite.query<{ blobId: string }, []>("SELECT blob_id AS blobId FROM staged_blobs");
 
   /** Writes in a turn of the event loop of its own (takeTurn), committed without waiting for the disk. */
@@ -81,6 +82,23 @@ export function blobStore(sqlite: Database, inConnectionTurn: <T>(write: () => T
     },
     read(blobId: string): Buffer {
       return Buffer.concat(chunksOf.all(blobId).map((row) => row.bytes));
+    },
+    /**
+     * As `read`, a chunk per turn of the event loop (takeTurn), into one buffer of `size` bytes:
+     * no slice holds the loop longer than a chunk's copy. Its own buffer, so that it can move to
+     * another thread without a copy.
+     */
+    async readInTurns(blobId: string, size: number): Promise<Buffer> {
+      const whole = Buffer.allocUnsafeSlow(size);
+      let filled = 0;
+      for (let seq = 0; filled < size; seq++) {
+        await takeTurn();
+        const chunk = await inConnectionTurn(() => chunkAt.get(blobId, seq));
+        if (!chunk || filled + chunk.bytes.byteLength > size) throw new Error(`blob ${blobId} does not hold ${size} bytes`);
+        whole.set(chunk.bytes, filled);
+        filled += chunk.bytes.byteLength;
+      }
+      return whole;
     },
     /** At start: the blobs of writers that a crash stopped before their message was stored. */
     removeOrphans(): number {
