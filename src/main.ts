@@ -4,12 +4,7 @@ import { resolve } from "node:path";
 import { openApp } from "./app";
 import { ConfigError, configWarnings, loadConfig, parseFlags, settingsHelp, type Config } from "./config";
 import { backupDatabase, databaseLabel, restoreDatabase, StoreInUseError } from "./store/index";
-import { formatFindings, runDoctor } from "./doctor/command";
 import { apiCaller } from "./mcp/api-caller";
-import { serveMcpOverStdio } from "./mcp/server";
-import { serviceDnsZone } from "./outbound/dns-command";
-import { copyDatabase, copyProgress } from "./store/copy";
-import { carryOverSecretKey, parseCopyTarget, sourceEndpoint, targetEndpoint } from "./store/copy-endpoints";
 import { checkBeforeStart, startServices } from "./serve";
 import { version } from "./version";
 
@@ -22,6 +17,8 @@ type Command = {
   run(config: Config, args: string[], flags: Record<string, string>): Promise<number>;
 };
 
+// Each command but serve loads its modules when it runs (`await import`): the server's memory
+// holds no doctor, database copy or MCP client.
 const commands: Record<string, Command> = {
   serve: {
     usage: "inboxd [serve] [--flag value ...]",
@@ -47,6 +44,7 @@ const commands: Record<string, Command> = {
     summary: "print the DNS records of INBOXD_MAIL_DOMAIN (MX, SPF, DKIM, DMARC) as zone-file lines",
     details: "Makes the DKIM keys first when the data dir has none yet (and says so); while inboxd runs, reads them beside it.",
     async run(config) {
+      const { serviceDnsZone } = await import("./outbound/dns-command");
       const { zone, keysMadeNow } = await serviceDnsZone(config);
       // Said on stderr: the zone on stdout stays fit to redirect into a zone file.
       if (keysMadeNow) process.stderr.write(`inboxd dns: the DKIM keys did not exist yet: made now in ${config.dataDir}; inboxd serve signs with them once these records are published\n`);
@@ -59,6 +57,7 @@ const commands: Record<string, Command> = {
     summary: "check this server's DNS, reverse DNS, port 25, certificate, data dir and clock",
     details: "One line per check, with what to do under each failure; exit code 1 when any failed.",
     async run(config) {
+      const { formatFindings, runDoctor } = await import("./doctor/command");
       const findings = await runDoctor(config);
       process.stdout.write(formatFindings(findings));
       return findings.every((finding) => finding.ok) ? 0 : 1;
@@ -99,6 +98,8 @@ const commands: Record<string, Command> = {
     ownFlags: ["--to"],
     async run(config, [action], flags) {
       if (action !== "copy") throw new ConfigError("db: the one action is copy (inboxd db copy --to TARGET)");
+      const { carryOverSecretKey, parseCopyTarget, sourceEndpoint, targetEndpoint } = await import("./store/copy-endpoints");
+      const { copyDatabase, copyProgress } = await import("./store/copy");
       const target = parseCopyTarget(flags["--to"]);
       const now = Date.now();
       const from = await sourceEndpoint(config, now);
@@ -126,6 +127,7 @@ const commands: Record<string, Command> = {
     details: "Speaks the Model Context Protocol over stdio until stdin closes; every tool is a call of the API at INBOXD_URL with INBOXD_API_KEY (docs/mcp.md). Nothing but MCP messages goes to stdout.",
     async run(config) {
       if (!config.apiKey) throw new ConfigError("INBOXD_API_KEY: inboxd mcp needs an API key of the organization (ik_...)");
+      const { serveMcpOverStdio } = await import("./mcp/server");
       await serveMcpOverStdio(apiCaller(fetch, config.url, config.apiKey));
       return 0;
     },
@@ -172,6 +174,12 @@ async function serve(config: Config): Promise<number> {
   // logged, and the server keeps serving (start-up failures above still stop it).
   process.on("uncaughtException", (error) => app.log.error("uncaught exception; still serving", { error }));
   process.on("unhandledRejection", (error) => app.log.error("unhandled rejection; still serving", { error }));
+  // What ran only to start (migrations, building the routes, the modules' set-up) is not needed
+  // again: JavaScriptCore drops its compiled code (a later call compiles it again) and returns the
+  // start's garbage, about 5 MB of the idle server's memory (docs/benchmarks.md, "Memory").
+  // Deprecated in bun-types, yet the one call that reaches the engine's footprint shrink:
+  // Bun.gc(true) freed nothing measurable here.
+  Bun.shrink();
   await new Promise<void>((resolve) => {
     const shutdown = (signal: string) => {
       app.log.info("shutting down", { signal });

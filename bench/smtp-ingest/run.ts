@@ -6,7 +6,8 @@
 // Two modes: (a) connections reused (smtp-source -d), 20 sessions; (b) one message per
 // connection, 100 sessions. In mode (a) a 21st session times each end of data to its 250 (p50,
 // p99), and inboxd's rate counts until every message is analysed and visible through the API.
-// inboxd's resident memory is printed idle (after start) and loaded (the most seen during (a)).
+// inboxd's resident memory is printed idle (after start, once its threads that start on demand have
+// stopped, beside the bare smtp-server's) and loaded (the most seen during (a)).
 // Installs Debian's postfix for smtp-source/smtp-sink when missing.
 // Run: bun bench/smtp-ingest/run.ts [messages]   (BENCH_PROFILE=1: inboxd writes a CPU profile of
 // its main thread, as Markdown and as a .cpuprofile for Chrome's DevTools)
@@ -15,6 +16,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "nod
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { register, startChildServer, tempDir, testEnv } from "../../test/harness";
+import { describeResident, resident, untilAtRest } from "../../test/hardening/resident-memory";
 import { startDnsServer } from "../../test/peers/dns-server";
 import { freePort, postmasterPid, processTreeCpuSeconds, waitForPort } from "../lib";
 import { startPostgresCluster, type PostgresCluster } from "../../test/peers/postgres";
@@ -166,9 +168,9 @@ try {
     [targets[3]!, inboxd],
     [targets[4]!, inboxdPostgres],
   ]);
-  // Idle: started, one account and inbox, nothing received yet.
-  await Bun.sleep(2_000);
-  const idleRss = rssMb(inboxd.proc.pid);
+  // Idle: started, one account and inbox, nothing received yet, the threads that start on demand stopped.
+  await untilAtRest(inboxd.proc.pid);
+  const idle = { inboxd: resident(inboxd.proc.pid), bare: resident(bare.proc.pid) };
   for (const target of targets) await send(target, file, warmUp, modes[0].args);
 
   const load = () => loadavg().map((n) => n.toFixed(1)).join(" ");
@@ -210,7 +212,7 @@ try {
     if (m === 0) console.log(`    inboxd analysed and visible / prototype stored ${((100 * inboxdVisibleRate) / rates[2]).toFixed(0).padStart(4)} %   (target ≥ 100 %)`);
     console.log(`    inboxd on PostgreSQL / on SQLite ${((100 * rates[4]!) / rates[3]!).toFixed(0).padStart(3)} %   (accepted; both durable before the 250)`);
   }
-  console.log(`  inboxd resident memory: idle ${idleRss.toFixed(0)} MB (target ≤ 80 MB), loaded ${loadedRss.toFixed(0)} MB at most during (a)`);
+  console.log(`  inboxd resident memory: idle ${describeResident(idle.inboxd)} beside the bare smtp-server's ${describeResident(idle.bare)} (target ≤ 80 MB for the executable), loaded ${loadedRss.toFixed(0)} MB at most during (a)`);
   console.log(`  load average ${load()} at the end`);
   const stored = storedMessages(dataDir);
   const expected = expectedOf.get(targets[3]!)!;

@@ -8,7 +8,6 @@
 import type { App } from "../app";
 import { iso } from "../clock";
 import type { RunningPart } from "../running-part";
-import { issueCertificate } from "./acme";
 import { certificateNames } from "./names";
 import type { ServedCertificates } from "./served";
 
@@ -39,6 +38,9 @@ export function startCertificateRenewal(app: App, served: ServedCertificates): R
       try {
         // A name not published yet (a custom domain's mta-sts host without its CNAME) fails here, not at the CA, whose failed validations are rate-limited.
         if ((await app.resolver.lookupHostAddresses(row.name)).length === 0) throw new Error(`${row.name} has no A/AAAA record: publish it (or a CNAME to the mail host) first`);
+        // acme-client and its X.509 and HTTP libraries load with the first issuance: about 5 MB of
+        // resident memory that a server whose certificates last it for months does not hold idle.
+        const { issueCertificate } = await import("./acme");
         const issued = await issueCertificate(app, row.name);
         const nextAttemptAt = renewalTime(issued.notBefore, issued.notAfter);
         await app.store.certificates.recordIssued(row.name, { ...issued, nextAttemptAt }, app.clock.now());

@@ -25,14 +25,14 @@ export async function runDoctor(config: Config, now: number = Date.now()): Promi
 
   /** With INBOXD_ACME_EMAIL: each certificate inboxd obtains, as the running server left it in the database. */
   async function acmeFindings(config: Config): Promise<Finding[]> {
-    const store = openStoreReadOnly(config);
+    const store = await openStoreReadOnly(config);
     const rows = store ? await store.certificates.list().finally(() => store.close()) : [];
     if (rows.length === 0) return [{ ok: false, check: "ACME certificates", detail: "none requested yet", fix: "start inboxd with INBOXD_ACME_EMAIL set; it requests them at once" }];
     return rows.map((row) => checkAcmeCertificate(row, now));
   }
 
   async function domainFindings(config: Config): Promise<Finding[]> {
-    const store = openStoreReadOnly(config);
+    const store = await openStoreReadOnly(config);
     if (!store) return [{ ok: false, check: `${config.mailDomain}: DKIM`, detail: `no database in ${config.dataDir} yet, so no DKIM keys`, fix: "run `inboxd dns` (or start inboxd once) to make the keys, then publish what it prints" }];
     try {
       const domains = [config.mailDomain.toLowerCase(), ...(await store.domains.verifiedNames())];

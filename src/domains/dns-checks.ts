@@ -1,11 +1,11 @@
 /**
  * Look-ups of a custom domain's records, each answering one question: is this record published
  * so that the rest of the world sees what inboxd needs? Protocol code: a resolver and plain
- * values in, an outcome out.
+ * values in, an outcome out. mailauth (SPF, DKIM key look-ups) loads with the first check that
+ * needs it: with the MIME and domain-list libraries it brings, several MB of memory that a server
+ * checking no domain does not hold.
  */
 import { createPublicKey } from "node:crypto";
-import { spf } from "mailauth/lib/spf";
-import { getPublicKey } from "mailauth/lib/tools";
 import { DnsLookupError, isNullMx, type Resolver } from "../dns/resolver";
 import type { RecordKey, RecordSpec, ServerIdentity } from "./records";
 
@@ -70,6 +70,7 @@ export async function checkSpf(resolver: Resolver, domain: string, server: Serve
   const addresses = await serverAddresses(resolver, server);
   if (!Array.isArray(addresses)) return addresses;
   const hostname = server.hostname;
+  const { spf } = await import("mailauth/lib/spf");
   for (const ip of addresses) {
     const result = await spf({ sender: `postmaster@${domain}`, ip, helo: hostname, mta: hostname, resolver: resolver.forMailauth, maxElapsedTime: 10_000 });
     const detail = (result.status.comment || "").replace(`${hostname}: `, "");
@@ -103,6 +104,7 @@ function spkiOf(key: Pick<RecordKey, "algorithm" | "publicKeyBase64">) {
 export async function checkDkim(resolver: Resolver, name: string, key: RecordKey): Promise<CheckOutcome> {
   let published;
   try {
+    const { getPublicKey } = await import("mailauth/lib/tools");
     published = await getPublicKey("DKIM", name, 1024, resolver.forMailauth);
   } catch (error) {
     const code = (error as { code?: string }).code;

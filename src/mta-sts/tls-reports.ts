@@ -6,7 +6,6 @@
 import type { App } from "../app";
 import { iso } from "../clock";
 import { newId } from "../ids";
-import { parseTlsReportMessage } from "./tls-report";
 
 const LOCAL_PART = "tlsrpt";
 
@@ -16,6 +15,7 @@ export const isTlsReportAddress = (app: App, address: string) => address.toLower
 
 /** Stores the report a message holds; a message that holds none is dropped with a log line. */
 export async function receiveTlsReport(app: App, raw: Buffer): Promise<void> {
+  const { parseTlsReportMessage } = await import("./tls-report");
   const report = await parseTlsReportMessage(raw).catch(() => null);
   if (!report) {
     app.log.info("tls report ignored", { reason: "no readable RFC 8460 report in the message", bytes: raw.length });

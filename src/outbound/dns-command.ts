@@ -15,7 +15,7 @@ export async function serviceDnsZone(config: Config): Promise<{ zone: string; ke
     app = await openApp(config);
   } catch (error) {
     if (!(error instanceof StoreInUseError)) throw error;
-    const store = openStoreReadOnly(config)!;
+    const store = (await openStoreReadOnly(config))!;
     try {
       return { zone: zoneFileLines(config, await serviceDomainRecords(config, store)), keysMadeNow: false };
     } finally {

@@ -5,7 +5,7 @@
  * message, and nothing is ever sent back (no DSN answers a DSN, RFC 3464 §2.2.1 / RFC 5321 §6.1).
  */
 import type { App } from "../app";
-import { parseReport, type ArfReport, type DsnReport } from "../mail/reports";
+import type { ArfReport, DsnReport } from "../mail/reports";
 import { normalizeMessageId } from "../messages/threading";
 import type { Aggregates, DeliveryRecord, Transaction } from "../store";
 import { moveMessage, settleMessage, suppress } from "./outcome";
@@ -19,6 +19,7 @@ const COMPLAINT_TYPES = new Set(["abuse", "fraud", "virus", "other"]);
 
 /** Matches a report sent to `bounces+<deliveryId>@…` to its delivery and acts on it. */
 export async function processReturnedReport(app: App, deliveryId: string, raw: Buffer): Promise<ReturnedReportOutcome> {
+  const { parseReport } = await import("../mail/reports");
   const report = await parseReport(raw).catch(() => null);
   if (!report) return "ignored";
   return app.store.transaction(async (tx): Promise<ReturnedReportOutcome> => {

@@ -6,12 +6,13 @@
  * instead took its CPU per message from 0.3 to 1 ms, and the queue sent a fifth to a half fewer
  * messages a second (bench/outbound).
  * With one core, or when no thread can run, they are made on this thread. A thread that stops is
- * replaced, as in every pool (../workers/pool).
+ * replaced, as in every pool (../workers/pool). The threads start with the first message to sign
+ * and stop after a minute without one, which gives their heaps back to a server that sends nothing.
  */
 import { availableParallelism } from "node:os";
 import { signMessage, type RsaEngine, type SignOptions, type SigningKey } from "../dkim/sign";
 import type { Logger } from "../log";
-import { startWorkerPool, type WorkerPool } from "../workers/pool";
+import { startOnDemandPool, type OnDemandPool } from "../workers/pool";
 import { asBuffer } from "../workers/transfer";
 import { workerUrl } from "../workers/url";
 
@@ -36,9 +37,15 @@ export const defaultSigningThreads = () => (availableParallelism() > 1 ? availab
 /** The key sets a signing thread was sent: a key set is the array SigningKeys hands out, the same object while it is cached. */
 type SentKeySets = WeakSet<SigningKey[]>;
 
-/** Signing threads, started on first use; `threads` 0 signs on this thread. `rsaEngine`: INBOXD_DKIM_RSA. */
-export function createSigner(log: Logger, threads = defaultSigningThreads(), rsaEngine: RsaEngine = "auto"): Signer {
-  let pool: WorkerPool<SignProtocol, SentKeySets> | undefined;
+/** How long the threads stay without a message to sign before they stop (the next one starts them again). */
+const IDLE_THREADS_MS = 60_000;
+
+/**
+ * Signing threads, started on first use; `threads` 0 signs on this thread. `rsaEngine`:
+ * INBOXD_DKIM_RSA. `idleThreadsMs`: a minute unless given (tests).
+ */
+export function createSigner(log: Logger, threads = defaultSigningThreads(), rsaEngine: RsaEngine = "auto", idleThreadsMs = IDLE_THREADS_MS): Signer & Pick<OnDemandPool<SignProtocol>, "threadsRunning"> {
+  const pool = startOnDemandPool<SignProtocol, SentKeySets>({ name: "DKIM signing", url: workerUrl("outbound/sign-worker.ts"), threads, setup: { rsaEngine }, notes: (): SentKeySets => new WeakSet(), log, idleMs: idleThreadsMs });
   let closed = false;
   const keySetIds = new WeakMap<SigningKey[], number>();
   let nextKeySetId = 1;
@@ -55,12 +62,12 @@ export function createSigner(log: Logger, threads = defaultSigningThreads(), rsa
   return {
     sign(raw, options) {
       if (closed) return signHere(raw, options);
-      pool ??= startWorkerPool({ name: "DKIM signing", url: workerUrl("outbound/sign-worker.ts"), threads, setup: { rsaEngine }, notes: (): SentKeySets => new WeakSet(), log });
       return pool.run({ message: (sent) => request(raw, options, sent), here: () => signHere(raw, options) }).then(asBuffer);
     },
+    threadsRunning: () => pool.threadsRunning(),
     close() {
       closed = true;
-      pool?.close();
+      pool.close();
     },
   };
 }

@@ -8,10 +8,10 @@
 // analysis and stop after a minute without one: each holds a heap of its own (about 23 MB), which
 // a server that receives no mail for a while gives back.
 import type { Logger } from "../log";
-import { startWorkerPool, type WorkerPool } from "../workers/pool";
+import { startOnDemandPool } from "../workers/pool";
 import { transferable } from "../workers/transfer";
 import { workerUrl } from "../workers/url";
-import { analyzeMessage, type Analysis, type AnalysisSettings } from "./analyze";
+import type { Analysis, AnalysisSettings } from "./analyze";
 import { analysisSettings, revivedAnalysis, type AnalysisProtocol } from "./analysis-protocol";
 import type { SmtpIdentity } from "./authenticate";
 
@@ -55,32 +55,20 @@ export function createAnalysisPool(options: AnalysisPoolOptions): AnalysisPool {
     // On the main thread nothing can stop the work itself; the deadline still frees the session.
     return new Promise<Analysis>((resolve, reject) => {
       const timer = setTimeout(() => reject(overDeadline(options.timeoutMs)), options.timeoutMs);
-      analyzeMessage(raw, identity, settings!)
+      // The parser and mailauth load on this thread only for an analysis that runs here (no thread
+      // configured, or none could start): about 10 MB that the server's main thread does not hold.
+      import("./analyze")
+        .then(({ analyzeMessage }) => analyzeMessage(raw, identity, settings!))
         .then(resolve, reject)
         .finally(() => clearTimeout(timer));
     });
   };
-  let threads: WorkerPool<AnalysisProtocol> | undefined;
-  let pending = 0;
-  let idleTimer: ReturnType<typeof setTimeout> | undefined;
-  const stopThreads = () => {
-    clearTimeout(idleTimer);
-    threads?.close();
-    threads = undefined;
-  };
+  const threads = startOnDemandPool<AnalysisProtocol>({ name: "smtp analysis", url: workerUrl("smtp/analysis-worker.ts"), threads: options.workers, setup, log: options.log, idleMs: options.idleThreadsMs ?? IDLE_THREADS_MS });
   const deadline = { ms: options.timeoutMs, error: () => overDeadline(options.timeoutMs) };
   return {
-    analyze(raw, identity) {
-      clearTimeout(idleTimer);
-      pending++;
-      threads ??= startWorkerPool<AnalysisProtocol>({ name: "smtp analysis", url: workerUrl("smtp/analysis-worker.ts"), threads: options.workers, setup, log: options.log });
-      const analysis = threads.run({ message: () => ({ raw, identity }), here: () => analyzeHere(raw, identity), transfer: transferable([raw]), deadline });
-      return analysis.then(revivedAnalysis).finally(() => {
-        if (--pending === 0) idleTimer = setTimeout(stopThreads, options.idleThreadsMs ?? IDLE_THREADS_MS).unref();
-      });
-    },
-    threadsRunning: () => threads !== undefined,
-    close: stopThreads,
+    analyze: (raw, identity) => threads.run({ message: () => ({ raw, identity }), here: () => analyzeHere(raw, identity), transfer: transferable([raw]), deadline }).then(revivedAnalysis),
+    threadsRunning: () => threads.threadsRunning(),
+    close: () => threads.close(),
   };
 }
 

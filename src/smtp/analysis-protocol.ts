@@ -2,7 +2,7 @@
 import { configuredResolver } from "../dns/resolver";
 import { asBuffer } from "../workers/transfer";
 import type { Analysis, AnalysisSettings } from "./analyze";
-import type { SmtpIdentity } from "./authenticate";
+import type { AuthenticationOutcome, SmtpIdentity } from "./authenticate";
 import { cachingResolver } from "./dns-cache";
 
 export interface AnalysisProtocol {
@@ -20,4 +20,11 @@ export function analysisSettings(setup: AnalysisProtocol["setup"]): AnalysisSett
 export function revivedAnalysis(analysis: Analysis): Analysis {
   const attachments = analysis.parsed.attachments.map((attachment) => ({ ...attachment, content: asBuffer(attachment.content) }));
   return { ...analysis, raw: asBuffer(analysis.raw), parsed: { ...analysis.parsed, attachments } };
+}
+
+/** The outcome recorded when authentication could not run (RFC 8601 §2.7.1: temperror for each method). */
+export function temporaryError(authservId: string): AuthenticationOutcome {
+  const authentication = { spf: "temperror", dkim: "temperror", dmarc: "temperror", arc: "temperror" };
+  const methods = Object.entries(authentication).map(([method, word]) => `${method}=${word}`);
+  return { authentication, field: `Authentication-Results: ${authservId};\r\n ${methods.join(";\r\n ")}\r\n`, dmarcRejects: false };
 }

@@ -5,6 +5,7 @@ import type { DNSResolver } from "mailauth";
 import { parseMessage, type ParsedMessage } from "../mail/parse";
 import type { ReceivedContent } from "../messages/receive";
 import { authenticateMessage, type AuthenticationOutcome, type SmtpIdentity } from "./authenticate";
+import { temporaryError } from "./analysis-protocol";
 import { withoutForgedAuthenticationResults } from "./trace";
 
 export interface Analysis extends AuthenticationOutcome {
@@ -31,11 +32,4 @@ export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settin
 
 function storedContent({ messageId, inReplyTo, references, from, fromName, to, cc, subject, text, html, attachments }: ParsedMessage): ReceivedContent {
   return { messageId, inReplyTo, references, from, fromName, to, cc, subject, text, html, attachments };
-}
-
-/** The outcome recorded when authentication could not run (RFC 8601 §2.7.1: temperror for each method). */
-export function temporaryError(authservId: string): AuthenticationOutcome {
-  const authentication = { spf: "temperror", dkim: "temperror", dmarc: "temperror", arc: "temperror" };
-  const methods = Object.entries(authentication).map(([method, word]) => `${method}=${word}`);
-  return { authentication, field: `Authentication-Results: ${authservId};\r\n ${methods.join(";\r\n ")}\r\n`, dmarcRejects: false };
 }

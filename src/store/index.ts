@@ -5,7 +5,7 @@
  */
 import { resolve } from "node:path";
 import type { Config } from "../config";
-import { openPostgresStore, openPostgresStoreReadOnly, type PostgresStoreOptions } from "./postgres/index";
+import type { PostgresStoreOptions } from "./postgres/index";
 import { openSqliteStore, openSqliteStoreReadOnly } from "./sqlite/index";
 import type { Store } from "./store";
 
@@ -15,16 +15,23 @@ export { DataDirLockedError as StoreInUseError } from "./sqlite/open";
 // `inboxd backup` and `inboxd restore`: the embedded engine's files, with the secret key beside them.
 export { backupDatabase, restoreDatabase } from "./sqlite/backup";
 
+/**
+ * The PostgreSQL engine loads only where INBOXD_DATABASE_URL names a database: its aggregates and
+ * drizzle's pg dialect are resident memory that an embedded installation would hold for nothing.
+ */
+const postgresEngine = () => import("./postgres/index");
+
 /** The configured engine's store, migrated, with its secrets: for the running server and the commands that write. */
-export function openStore(config: Config, options: Parameters<typeof openSqliteStore>[1] & Pick<PostgresStoreOptions, "onWake">): Promise<Store> {
+export async function openStore(config: Config, options: Parameters<typeof openSqliteStore>[1] & Pick<PostgresStoreOptions, "onWake">): Promise<Store> {
+  if (config.databaseUrl) return (await postgresEngine()).openPostgresStore(config, options);
   // Other nodes' wake-ups exist on a shared database only: one process holds an embedded one.
   const { onWake: _onWake, ...embedded } = options;
-  return config.databaseUrl ? openPostgresStore(config, options) : Promise.resolve(openSqliteStore(config, embedded));
+  return openSqliteStore(config, embedded);
 }
 
 /** For reading beside a running server (`inboxd dns`, `inboxd doctor`); undefined when the data dir holds no database yet. */
-export function openStoreReadOnly(config: Pick<Config, "dataDir" | "databaseUrl">): Store | undefined {
-  return config.databaseUrl ? openPostgresStoreReadOnly(config) : openSqliteStoreReadOnly(config);
+export async function openStoreReadOnly(config: Pick<Config, "dataDir" | "databaseUrl">): Promise<Store | undefined> {
+  return config.databaseUrl ? (await postgresEngine()).openPostgresStoreReadOnly(config) : openSqliteStoreReadOnly(config);
 }
 
 /** The database as messages name it: the SQLite file, or the PostgreSQL host and database without credentials. */

@@ -8,6 +8,7 @@
  *   would fail alike), and its requests, which never ran, run on this thread instead, as every
  *   request does once no thread is left, or when none was asked for;
  * - a request past its deadline has its thread replaced: the one way to stop work running on it.
+ * A pool on demand (startOnDemandPool) runs no thread while it has no request.
  */
 import type { Logger } from "../log";
 
@@ -72,6 +73,39 @@ export function startWorkerPool<P extends WorkerProtocol, Notes = undefined>(opt
       const closed = new Error(`the ${options.name} workers were closed`);
       for (const thread of threads.splice(0)) thread.end(closed);
     },
+  };
+}
+
+export interface OnDemandPool<P extends WorkerProtocol, Notes = undefined> extends WorkerPool<P, Notes> {
+  /** Whether its threads run now: they start with a request and end once idle. */
+  threadsRunning(): boolean;
+}
+
+/**
+ * A pool whose threads start with its first request and end once none came for `idleMs`, to start
+ * again with the next: each thread holds a heap of its own (an analysis thread about 23 MB), which
+ * a server at rest gives back. Closed, it ends its threads, and requests from then on start them again.
+ */
+export function startOnDemandPool<P extends WorkerProtocol, Notes = undefined>(options: WorkerPoolOptions<P, Notes> & { idleMs: number }): OnDemandPool<P, Notes> {
+  let pool: WorkerPool<P, Notes> | undefined;
+  let pending = 0;
+  let idleTimer: Timer | undefined;
+  const end = () => {
+    clearTimeout(idleTimer);
+    pool?.close();
+    pool = undefined;
+  };
+  return {
+    run(request) {
+      clearTimeout(idleTimer);
+      pending++;
+      pool ??= startWorkerPool(options);
+      return pool.run(request).finally(() => {
+        if (--pending === 0) idleTimer = setTimeout(end, options.idleMs).unref();
+      });
+    },
+    threadsRunning: () => pool !== undefined,
+    close: end,
   };
 }
 

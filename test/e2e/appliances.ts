@@ -174,7 +174,7 @@ export class Appliance {
    * the running process, as `inboxd dns` reads it). No API route returns a message's source.
    */
   async rawSource(messageId: string): Promise<Buffer> {
-    const store = openStoreReadOnly({ dataDir: this.dataDir, databaseUrl: this.env.INBOXD_DATABASE_URL || undefined })!;
+    const store = (await openStoreReadOnly({ dataDir: this.dataDir, databaseUrl: this.env.INBOXD_DATABASE_URL || undefined }))!;
     try {
       const raw = await store.messages.rawSource(messageId);
       if (!raw) throw new Error(`${this.name}: no source for ${messageId}`);

@@ -1,10 +1,11 @@
 // WAL checkpoints while inboxd serves: made by a thread of their own, never inside a commit on the
-// event loop; commits checkpoint again once the server stops. The store's maintenance part (what
+// event loop, which runs while there are writes to copy; commits checkpoint again once the server stops. The store's maintenance part (what
 // the server starts first) runs here on a connection of the test's own, whose setting it checks.
 import { afterAll, expect, test } from "bun:test";
 import { rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../src/log";
+import { startCheckpoints } from "../../src/store/sqlite/checkpoints";
 import { createStore } from "../../src/store/sqlite/index";
 import { migrate } from "../../src/store/sqlite/migrate";
 import { openDatabase } from "../../src/store/sqlite/open";
@@ -56,4 +57,28 @@ test("once the checkpoint thread stops, commits checkpoint the WAL themselves ag
   await maintenance.stop();
   expect(autocheckpoint(sqlite)).toBe(1000);
   close();
+});
+
+test("the checkpoint thread starts with a write and stops once nothing was written for its idle time", async () => {
+  const dataDir = tempDir("checkpoints");
+  dirs.push(dataDir);
+  const { sqlite, close } = openDatabase(dataDir);
+  migrate(sqlite, Date.now());
+  const checkpoints = startCheckpoints(sqlite, dataDir, createLogger("text", "silent"), { idleThreadMs: 300 });
+  const databaseFile = join(dataDir, "inboxd.db");
+  try {
+    // The start's own writes (the migrations) are copied first; then the thread ends.
+    await until(() => checkpoints.threadRunning());
+    await until(() => !checkpoints.threadRunning());
+    sqlite.exec("CREATE TABLE filler (b BLOB)");
+    const before = statSync(databaseFile).size;
+    sqlite.query("INSERT INTO filler VALUES (?)").run(Buffer.alloc(1024 * 1024));
+    await until(() => checkpoints.threadRunning());
+    await until(() => statSync(databaseFile).size >= before + 1024 * 1024);
+    await until(() => !checkpoints.threadRunning());
+    expect(autocheckpoint(sqlite)).toBe(0);
+  } finally {
+    await checkpoints.stop();
+    close();
+  }
 });

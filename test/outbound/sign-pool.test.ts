@@ -39,3 +39,21 @@ test("a refusal comes back as a rejected promise, from a thread and from the mai
   await expect(onThreads.sign(withoutFrom, options)).rejects.toThrow(/has no From field/);
   await expect(onMainThread.sign(withoutFrom, options)).rejects.toThrow(/has no From field/);
 });
+
+test("the threads start with the first message to sign, stop after their idle time, and start again with the next", async () => {
+  const signer = createSigner(log, 2, "auto", 300);
+  const options = { domain: DOMAIN, keys, signTime };
+  const expected = signMessage(MESSAGE, { ...options, rsaEngine: "builtin" });
+  try {
+    expect(signer.threadsRunning()).toBe(false);
+    expect(Buffer.from(await signer.sign(MESSAGE, options)).equals(expected)).toBe(true);
+    expect(signer.threadsRunning()).toBe(true);
+    for (const deadline = Date.now() + 5_000; signer.threadsRunning() && Date.now() < deadline; ) await Bun.sleep(25);
+    expect(signer.threadsRunning()).toBe(false);
+    // The new threads are sent the key set again.
+    expect(Buffer.from(await signer.sign(MESSAGE, options)).equals(expected)).toBe(true);
+    expect(signer.threadsRunning()).toBe(true);
+  } finally {
+    signer.close();
+  }
+});

@@ -10,7 +10,6 @@
 import { Elysia } from "elysia";
 import type { App } from "../../app";
 import { apiCaller, type RequestHandler } from "../../mcp/api-caller";
-import { handleMcpPost } from "../../mcp/server";
 import { apiKeyGuard, bearerToken } from "../auth";
 
 /** Stateless: no server-initiated stream to GET, no session to DELETE (Streamable HTTP allows 405 for both). */
@@ -21,6 +20,14 @@ const hidden = { detail: { hide: true } };
 export const mcpRoutes = (app: App, handle: RequestHandler) =>
   new Elysia()
     .use(apiKeyGuard(app))
-    .post("/mcp", ({ request, body, headers }) => handleMcpPost(request, body, apiCaller(handle, new URL(request.url).origin, bearerToken(headers.authorization))), hidden)
+    .post(
+      "/mcp",
+      async ({ request, body, headers }) => {
+        // The MCP SDK and zod load with the first MCP request: about 6 MB that a server no agent talks to does not hold.
+        const { handleMcpPost } = await import("../../mcp/server");
+        return handleMcpPost(request, body, apiCaller(handle, new URL(request.url).origin, bearerToken(headers.authorization)));
+      },
+      hidden,
+    )
     .get("/mcp", postOnly, hidden)
     .delete("/mcp", postOnly, hidden);
