@@ -8,8 +8,11 @@
 export interface Reservation {
   /** Makes this holder's share at least `bytes`; false, and nothing added, when the budget is spent. */
   cover(bytes: number): boolean;
-  /** Returns the whole share; later calls do nothing. */
-  release(): void;
+  /**
+   * Returns the whole share; later calls do nothing. A large share leaves a collection behind it
+   * (collectSoon), unless its holder freed what it held itself (`collect: false`, after discard).
+   */
+  release(options?: { collect: boolean }): void;
 }
 
 export interface InFlightBudget {
@@ -54,10 +57,10 @@ export function inFlightBudget(limitBytes: number): InFlightBudget {
           used += more;
           return true;
         },
-        release() {
+        release({ collect } = { collect: true }) {
           if (released) return;
           released = true;
-          if (held >= COLLECT_AFTER_BYTES) collectSoon();
+          if (collect && held >= COLLECT_AFTER_BYTES) collectSoon();
           used -= held;
           held = 0;
         },
@@ -65,4 +68,20 @@ export function inFlightBudget(limitBytes: number): InFlightBudget {
     },
     inUse: () => used,
   };
+}
+
+/** Below this, a buffer is left to the collector: freeing it at once saves little. */
+const DISCARD_AFTER_BYTES = 1024 * 1024;
+
+/**
+ * Frees the memory of large buffers whose holder is done with them, at once and without a
+ * collection (each full collection holds the event loop 50-150 ms under a flood of large
+ * messages). Only a view that covers its whole ArrayBuffer is freed: the buffer is transferred
+ * to nothing (ArrayBuffer.prototype.transfer(0)), so every view of it reads as empty after.
+ * Call it only where nothing else can still hold the bytes.
+ */
+export function discard(views: Iterable<Uint8Array>): void {
+  for (const view of views) {
+    if (view.byteLength >= DISCARD_AFTER_BYTES && view.byteOffset === 0 && view.byteLength === view.buffer.byteLength) (view.buffer as ArrayBuffer).transfer(0);
+  }
 }

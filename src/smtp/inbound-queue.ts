@@ -19,13 +19,14 @@
  * are spent is stored as it came, unanalysed, rather than lost.
  */
 import type { App } from "../app";
-import type { Reservation } from "../memory/in-flight";
+import { discard, type Reservation } from "../memory/in-flight";
 import { releasePrepared, type PreparedContent } from "../messages/receive";
 import { startQueue, type Claiming } from "../queue/engine";
 import type { Queue } from "../queue/running";
 import type { AcceptedInbound, Transaction } from "../store";
 import type { AnalysisPool } from "./analysis-pool";
-import { temporaryError, type Analysis } from "./analyze";
+import type { Analysis } from "./analyze";
+import { temporaryError } from "./analysis-protocol";
 import { identityOf, logCopies, prepareCopies, storeCopies, type StoredCopy } from "./inbound-copies";
 import { withoutForgedAuthenticationResults } from "./trace";
 
@@ -106,8 +107,13 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     });
     for (const { finished, copies } of stored) logCopies(app, finished.claim.envelope, finished.analysed!.analysis, copies);
     for (const { claim, analysed } of finished) {
-      unhold(claim.id);
-      if (analysed) await releasePrepared(app, analysed.prepared);
+      if (analysed) {
+        await releasePrepared(app, analysed.prepared);
+        // Stored, or to be analysed again from the database: the message and its decoded
+        // attachments are freed here, which spares the collection its release would cause.
+        discard([analysed.analysis.raw, ...analysed.analysis.parsed.attachments.map((attachment) => attachment.content)]);
+      }
+      unhold(claim.id, { collect: !analysed });
     }
     for (const claim of claims) hold(claim.id, claim.size);
     waiting = waiting.concat(claims);
@@ -159,10 +165,10 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     heldBytes += bytes;
   }
 
-  function unhold(id: number) {
+  function unhold(id: number, release?: { collect: boolean }) {
     heldBytes -= held.get(id) ?? 0;
     held.delete(id);
-    reservations.get(id)?.release();
+    reservations.get(id)?.release(release);
     reservations.delete(id);
   }
 

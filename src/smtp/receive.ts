@@ -7,7 +7,7 @@ import type { SMTPServerDataStream, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
 import { parseAddress } from "../mail/address";
 import { headerOverLimit } from "../mail/limits";
-import type { Reservation } from "../memory/in-flight";
+import { discard, type Reservation } from "../memory/in-flight";
 import { releasePrepared } from "../messages/receive";
 import { processReturnedReport } from "../outbound/returned-report";
 import { receiveTlsReport } from "../mta-sts/tls-reports";
@@ -121,7 +121,12 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
   if (envelope.recipients.length === 0) return "Report accepted";
   envelope.recipients = await admittedRecipients(app, envelope, data.raw);
   if (app.config.dmarcEnforce) await analyseAndStore(receiver, envelope, data.raw);
-  else await acceptForAnalysis(receiver, envelope, data.raw);
+  else {
+    await acceptForAnalysis(receiver, envelope, data.raw);
+    // On disk and in the queue's hands: this copy of the bytes is freed before the 250, not by a
+    // collection after it (../memory/in-flight discard).
+    discard([data.raw]);
+  }
   return `Message accepted as ${envelope.transaction}`;
 }
 

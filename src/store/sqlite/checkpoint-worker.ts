@@ -13,6 +13,6 @@ serveRequests<CheckpointProtocol>({
   },
   handle(request) {
     if (request === "close") sqlite.close();
-    else checkpointWal(sqlite);
+    else checkpointWal(sqlite, request === "checkpoint at rest");
   },
 });

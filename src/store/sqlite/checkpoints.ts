@@ -5,18 +5,24 @@
  * hundred milliseconds. While inboxd serves, a worker thread with its own connection checkpoints
  * instead (./checkpoint-worker) and commits on the event loop do none. A thread that stops is
  * replaced, as in every pool (../../workers/pool); should none load, commits checkpoint again.
+ * The thread starts with the first write and stops once nothing was written for a while: its
+ * heap is about 4 MB of an idle server's resident memory.
  */
 import type { Database } from "bun:sqlite";
 import type { Logger } from "../../log";
 import type { RunningPart } from "../../running-part";
-import { startWorkerPool } from "../../workers/pool";
+import { startWorkerPool, type WorkerPool } from "../../workers/pool";
 import { workerUrl } from "../../workers/url";
 import { setCheckpointOnCommit } from "./open";
 
 export interface CheckpointProtocol {
   setup: { dataDir: string };
-  /** "close": the thread's connection closes, before the server's: the last one to close removes the WAL. */
-  request: "checkpoint" | "close";
+  /**
+   * "checkpoint at rest": nothing was written for WRITER_REST_MS, so a WAL grown large may be
+   * emptied (./open checkpointWal). "close": the thread's connection closes, before the server's:
+   * the last one to close removes the WAL.
+   */
+  request: "checkpoint" | "checkpoint at rest" | "close";
   reply: void;
 }
 
@@ -24,38 +30,80 @@ export interface CheckpointProtocol {
 const INTERVAL_MS = 250;
 /** How long stopping waits for a checkpoint in progress. */
 const STOP_TIMEOUT_MS = 5000;
+/** How long the thread stays after the last write (the next write starts it again). */
+const IDLE_THREAD_MS = 10_000;
+/** How long after the last write the writer counts as resting. */
+const WRITER_REST_MS = 1000;
 
-export function startCheckpoints(sqlite: Database, dataDir: string, log: Logger): RunningPart {
-  const threads = startWorkerPool<CheckpointProtocol>({ name: "wal checkpoint", url: workerUrl("store/sqlite/checkpoint-worker.ts"), threads: 1, setup: { dataDir }, log });
+export interface Checkpoints extends RunningPart {
+  /** Whether the thread runs now: it starts with a write and stops once idle. */
+  threadRunning(): boolean;
+}
+
+export function startCheckpoints(sqlite: Database, dataDir: string, log: Logger, options: { idleThreadMs?: number } = {}): Checkpoints {
+  const idleThreadMs = options.idleThreadMs ?? IDLE_THREAD_MS;
+  let threads: WorkerPool<CheckpointProtocol> | undefined;
   let running = true;
   let next: Timer | undefined;
+  let current: Promise<void> | undefined;
+  // Rows this connection inserted, updated or deleted since it opened, triggers' included: every
+  // write of the server is on this connection, so a count that moved means a WAL to copy. Unknown
+  // at first: the first turn copies whatever the start left in the WAL, schema changes included,
+  // which count no row.
+  const totalChanges = sqlite.query<{ changes: number }, []>("SELECT total_changes() AS changes");
+  let changesSeen = -1;
+  let lastWriteAt = performance.now();
   setCheckpointOnCommit(sqlite, false);
   // Where no thread can load, commits checkpoint the WAL themselves again.
   const checkpointOnCommit = async () => {
     running = false;
     setCheckpointOnCommit(sqlite, true);
   };
-  const checkpoint = () =>
-    threads
-      .run({ message: () => "checkpoint", here: checkpointOnCommit })
+  const onThread = (request: CheckpointProtocol["request"]) => {
+    threads ??= startWorkerPool<CheckpointProtocol>({ name: "wal checkpoint", url: workerUrl("store/sqlite/checkpoint-worker.ts"), threads: 1, setup: { dataDir }, log });
+    return threads.run({ message: () => request, here: request === "close" ? async () => {} : checkpointOnCommit });
+  };
+  /** The thread's connection closes before the thread ends, waited for at most STOP_TIMEOUT_MS. */
+  const stopThread = async () => {
+    if (!threads) return;
+    // Until the thread has closed its connection, this timer keeps the process alive: shutdown waits for it.
+    let timeout: Timer | undefined;
+    const closed = onThread("close").catch((error: Error) => log.warn("wal checkpoint thread did not close its connection", { error: error.message }));
+    await Promise.race([closed, new Promise((resolve) => (timeout = setTimeout(resolve, STOP_TIMEOUT_MS)))]);
+    clearTimeout(timeout);
+    threads.close();
+    threads = undefined;
+  };
+  const turn = async () => {
+    const { changes } = totalChanges.get()!;
+    if (changes !== changesSeen) {
+      changesSeen = changes;
+      lastWriteAt = performance.now();
+    }
+    // Every turn until idleThreadMs after the last write checkpoints (one that a reader held back
+    // is made again at the next); then the thread stops until the next write.
+    const sinceWrite = performance.now() - lastWriteAt;
+    if (sinceWrite < idleThreadMs) await onThread(sinceWrite < WRITER_REST_MS ? "checkpoint" : "checkpoint at rest");
+    else await stopThread();
+  };
+  const schedule = () => {
+    current = turn()
       .catch((error: Error) => log.warn("wal checkpoint failed", { error: error.message }))
       // The server's listeners keep the process alive; this timer never does by itself.
       .finally(() => {
-        if (running) next = setTimeout(checkpoint, INTERVAL_MS).unref();
+        if (running) next = setTimeout(schedule, INTERVAL_MS).unref();
       });
-  checkpoint();
+  };
+  schedule();
   return {
     name: "wal-checkpoints",
+    threadRunning: () => threads !== undefined,
     async stop() {
       running = false;
       clearTimeout(next);
+      await current;
       setCheckpointOnCommit(sqlite, true);
-      // Until the thread has closed its connection, this timer keeps the process alive: shutdown waits for it.
-      let timeout: Timer | undefined;
-      const closed = threads.run({ message: () => "close", here: async () => {} }).catch((error: Error) => log.warn("wal checkpoint thread did not close its connection", { error: error.message }));
-      await Promise.race([closed, new Promise((resolve) => (timeout = setTimeout(resolve, STOP_TIMEOUT_MS)))]);
-      clearTimeout(timeout);
-      threads.close();
+      await stopThread();
     },
   };
 }

@@ -13,9 +13,14 @@ const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 const CHECKPOINT_ON_COMMIT_PAGES = 1000;
 /**
  * Past this many pages (64 MiB of 4 KiB pages) a WAL that never emptied under a steady stream of
- * commits is emptied by a RESTART checkpoint, which holds the writer for the last pages only.
+ * commits is emptied by a RESTART checkpoint once the writer rests. A RESTART holds every writer
+ * until it has copied the last pages and synced the database file: under a flood of large
+ * messages (60 MB/s into the WAL) that held the event loop's commits, and with them every SMTP
+ * session and request, for 300-500 ms each time (test/hardening/memory-in-flight.test.ts).
  */
 const RESTART_WAL_PAGES = 16 * 1024;
+/** Past this many pages (1 GiB) the WAL is emptied even while writes go on: the disk comes first. */
+const RESTART_BUSY_WAL_PAGES = 256 * 1024;
 
 export interface OpenedDatabase {
   sqlite: Database;
@@ -232,9 +237,10 @@ export function openCheckpointConnection(dataDir: string): Database {
 /**
  * Copies what the WAL holds into the database file. PASSIVE neither waits for the writer nor
  * holds it up; the writer starts the WAL over at its next transaction once all of it is copied.
- * A WAL that grew past RESTART_WAL_PAGES because that moment never came is emptied by RESTART.
+ * A WAL that grew past RESTART_WAL_PAGES because that moment never came is emptied by RESTART
+ * when the writer rests (`writerResting`), or past RESTART_BUSY_WAL_PAGES whatever it does.
  */
-export function checkpointWal(sqlite: Database): void {
+export function checkpointWal(sqlite: Database, writerResting: boolean): void {
   const { log } = sqlite.query<{ log: number }, []>("PRAGMA wal_checkpoint(PASSIVE)").get()!;
-  if (log > RESTART_WAL_PAGES) sqlite.query("PRAGMA wal_checkpoint(RESTART)").get();
+  if (log > (writerResting ? RESTART_WAL_PAGES : RESTART_BUSY_WAL_PAGES)) sqlite.query("PRAGMA wal_checkpoint(RESTART)").get();
 }
