@@ -1,6 +1,6 @@
 /** Drafts as the API shows them: every field present, null where the draft has no value yet. */
 import { iso } from "../clock";
-import type { DraftAttachmentSummary, DraftRecord, DraftStatus } from "../store";
+import type { DraftAttachmentSummary, DraftRecord } from "../store";
 
 export interface DraftAttachment {
   name: string | null;
@@ -8,23 +8,12 @@ export interface DraftAttachment {
   size: number;
 }
 
-export interface Draft {
-  id: string;
-  inboxId: string;
-  threadId: string | null;
-  inReplyToMessageId: string | null;
-  to: string[];
-  cc: string[];
-  bcc: string[];
-  subject: string | null;
-  text: string | null;
-  html: string | null;
-  labels: string[];
+/** The record's content fields as they are, its times in ISO 8601, and its attachments summarised. */
+type DraftFields = Pick<DraftRecord, "id" | "inboxId" | "threadId" | "inReplyToMessageId" | "to" | "cc" | "bcc" | "subject" | "text" | "html" | "labels" | "status" | "messageId" | "failureReason">;
+
+export interface Draft extends DraftFields {
   attachments: DraftAttachment[];
   sendAt: string | null;
-  status: DraftStatus;
-  messageId: string | null;
-  failureReason: string | null;
   createdAt: string;
   updatedAt: string;
   _id: string;
