@@ -294,8 +294,7 @@ export async function startChildServer(env: Record<string, string>, options: { c
       }
     }
   };
-  void collect(proc.stdout as ReadableStream<Uint8Array>);
-  void collect(proc.stderr as ReadableStream<Uint8Array>);
+  const collected = Promise.all([collect(proc.stdout as ReadableStream<Uint8Array>), collect(proc.stderr as ReadableStream<Uint8Array>)]);
   const deadline = Date.now() + (options.timeoutMs ?? 15_000);
   while (!ready) {
     if (proc.exitCode !== null) throw new Error(`inboxd exited with ${proc.exitCode} before listening:\n${output}`);
@@ -315,7 +314,10 @@ export async function startChildServer(env: Record<string, string>, options: { c
     output: () => output,
     async kill(signal = "SIGTERM") {
       proc.kill(signal);
-      return await proc.exited;
+      const code = await proc.exited;
+      // Its last lines may still be in the pipe when the exit is seen.
+      await collected;
+      return code;
     },
   };
 }
