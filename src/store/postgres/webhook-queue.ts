@@ -2,6 +2,11 @@
  * The webhook queue's claims and tries, as ../sqlite/webhook-queue.ts, for several nodes at once:
  * due deliveries are read with FOR UPDATE SKIP LOCKED in the turn's transaction and held by a
  * lease (./leases.ts) from the claim until the outcome is recorded.
+ *
+ * Deleting a webhook locks its row FOR UPDATE and then, by cascade, its deliveries and attempts;
+ * so every statement here that writes a delivery or an attempt holds its webhook first (FOR KEY
+ * SHARE, which the inserts' foreign-key checks take anyway). Taken in the other order, a delete
+ * and a turn each wait for the other, and PostgreSQL aborts one of them as a deadlock.
  */
 import { sql } from "drizzle-orm";
 import { testEventIdPrefix } from "../../events/names";
@@ -18,6 +23,11 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
   const wholePayload = payloadReader(db, blobs);
   const setDelivery = (deliveryId: number, status: string, nextAttemptAt: number | null, now: number) =>
     db.execute(sql`UPDATE webhook_deliveries SET status = ${status}, next_attempt_at = ${nextAttemptAt}, claimed_by = NULL, lease_until = NULL, updated_at = ${now} WHERE id = ${deliveryId}`);
+  /** Held until the transaction ends; a webhook being deleted is waited for, and then its rows are gone. */
+  const holdWebhooksOf = (deliveryIds: number[]) =>
+    db.execute(sql`
+      SELECT 1 FROM webhooks WHERE id IN (SELECT webhook_id FROM webhook_deliveries WHERE id IN ${numbersOf(deliveryIds)})
+      ORDER BY id FOR KEY SHARE`);
 
   return {
     async backlog(): Promise<QueueBacklog> {
@@ -28,8 +38,9 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
       return row?.dueAt ?? undefined;
     },
     /**
-     * Ordered by due time, then creation order, as on SQLite. Each delivery is locked as it is read
-     * (the webhook and event rows are not): another node claiming at the same moment passes it over.
+     * Ordered by due time, then creation order, as on SQLite. Each delivery is locked as it is read,
+     * and its webhook held (the event row is not): another node claiming at the same moment passes
+     * it over, and so does this one a webhook being deleted.
      * A delivery whose earlier claim was never finished (`claimed_by` set: its node died, and its
      * lease ran out) has that try closed here, as a restart closes them on SQLite. A delivery of a
      * disabled webhook (a test event aside: those reach it still) is discarded here: its event's
@@ -48,7 +59,8 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
           AND d.id NOT IN ${numbersOf(skipDeliveryIds)}
         ORDER BY d.next_attempt_at, d.id
         LIMIT ${limit}
-        FOR UPDATE OF d SKIP LOCKED`);
+        FOR UPDATE OF d SKIP LOCKED
+        FOR KEY SHARE OF w SKIP LOCKED`);
       const abandoned = rows.filter((row) => row.abandoned).map((row) => row.deliveryId);
       if (abandoned.length > 0) await closeUnfinished(db, sql`delivery_id IN ${numbersOf(abandoned)}`, now);
       const discarded = rows.filter((row) => !row.enabled && !row.eventId.startsWith(testEventIdPrefix));
@@ -69,6 +81,8 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
       }
     },
     async releaseAttempts(attempts: ClaimedAttempt[]): Promise<void> {
+      if (attempts.length === 0) return;
+      await holdWebhooksOf(attempts.map((a) => a.deliveryId));
       for (const a of attempts) {
         await db.execute(sql`DELETE FROM webhook_attempts WHERE id = ${a.id}`);
         await db.execute(sql`
@@ -85,6 +99,8 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
       return new Set(rows.map((row) => row.id));
     },
     async recordOutcomes(outcomes: AttemptOutcome[]): Promise<void> {
+      if (outcomes.length === 0) return;
+      await holdWebhooksOf(outcomes.map((o) => o.deliveryId));
       for (const o of outcomes) {
         await db.execute(sql`
           UPDATE webhook_attempts SET status_code = ${o.statusCode}, response = ${o.response}, success = ${o.success}, error = ${o.error}, finished_at = ${o.finishedAt}
