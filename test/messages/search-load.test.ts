@@ -68,9 +68,6 @@ async function smtpTransaction(to: string): Promise<void> {
   }
 }
 
-/** One turn of the event loop: a walk takes at most one slice per turn. */
-const loopTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 const max = (values: number[]) => Math.max(...values);
 const round = (values: number[]) => values.map(Math.round);
 
@@ -146,11 +143,20 @@ describe("regular-expression walks under load", () => {
       }
     });
     const options = { query: "/\\d{2}x?y/", page: 1, per: 20, budgetMs: 10_000, organizationId, walksPerOrganization: 1 };
-    const walk = searchMessages(server.app.store, inbox.id, options);
-    // Two slices read the match but not the 2,000 messages behind it; then its inbox goes.
-    await loopTurn();
-    await loopTurn();
-    await server.app.store.inboxes.delete(organizationId, inbox.id);
+    // The walk is held once it has found its matches and before it reads their page; meanwhile the inbox goes.
+    const { store } = server.app;
+    const found = Promise.withResolvers<string[]>();
+    const deleted = Promise.withResolvers<void>();
+    const summaries = async (ids: string[]) => {
+      found.resolve(ids);
+      await deleted.promise;
+      return store.messageSearch.summaries(ids);
+    };
+    const held: typeof store = Object.assign(Object.create(store), { messageSearch: Object.assign(Object.create(store.messageSearch), { summaries }) });
+    const walk = searchMessages(held, inbox.id, options);
+    expect(await found.promise).toHaveLength(1);
+    await store.inboxes.delete(organizationId, inbox.id);
+    deleted.resolve();
     expect(await walk).toStrictEqual([]);
   }, 60_000);
 });
