@@ -2,6 +2,7 @@
 /** CLI entry: the only place that wires parts together. */
 import { resolve } from "node:path";
 import { openApp } from "./app";
+import { exitOnceWritten } from "./exit";
 import { ConfigError, configWarnings, loadConfig, parseFlags, settingsHelp, type Config } from "./config";
 import { backupDatabase, databaseLabel, restoreDatabase, StoreInUseError } from "./store/index";
 import { apiCaller } from "./mcp/api-caller";
@@ -169,6 +170,16 @@ async function serve(config: Config): Promise<number> {
   await checkBeforeStart(config);
   const app = await openApp(config);
   for (const warning of configWarnings(config, process.env)) app.log.warn(warning);
+  // Taken before anything starts: a stop asked for during the start (systemd stopping the unit
+  // at once) comes once the start is done, instead of the signal's default, an exit mid-start.
+  const stopAsked = new Promise<void>((resolve) => {
+    const shutdown = (signal: string) => {
+      app.log.info("shutting down", { signal });
+      resolve();
+    };
+    process.once("SIGTERM", () => shutdown("SIGTERM"));
+    process.once("SIGINT", () => shutdown("SIGINT"));
+  });
   const running = await startServices(app);
   // A stray error in one connection's callback must not end every other connection and queue:
   // logged, and the server keeps serving (start-up failures above still stop it).
@@ -180,17 +191,15 @@ async function serve(config: Config): Promise<number> {
   // Deprecated in bun-types, yet the one call that reaches the engine's footprint shrink:
   // Bun.gc(true) freed nothing measurable here.
   Bun.shrink();
-  await new Promise<void>((resolve) => {
-    const shutdown = (signal: string) => {
-      app.log.info("shutting down", { signal });
-      resolve();
-    };
-    process.once("SIGTERM", () => shutdown("SIGTERM"));
-    process.once("SIGINT", () => shutdown("SIGINT"));
-  });
+  await stopAsked;
+  // The listeners close first, and the worker threads do not keep the process alive: without
+  // this timer, a part still finishing (a checkpoint on its thread) would see the process end
+  // under it, with exit 0 and the rest of the stop undone.
+  const keepAlive = setInterval(() => {}, 60_000);
   await running.stop();
   app.close();
   app.log.info("stopped");
+  clearInterval(keepAlive);
   return 0;
 }
 
@@ -220,13 +229,10 @@ function progressReporter(file: string) {
   return Object.assign(report, { finish: () => drawn && process.stderr.write("\n") });
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (error) => {
-    // One line, naming the setting at fault; exit 2 so that systemd does not restart into it again.
-    if (error instanceof ConfigError) process.stderr.write(`inboxd: ${error.message}\n`);
-    else if (error instanceof StoreInUseError) process.stderr.write(`inboxd: ${error.message}\n`);
-    else process.stderr.write(`inboxd: ${error instanceof Error ? error.message : String(error)}${process.env.INBOXD_LOG_LEVEL === "debug" && error instanceof Error ? `\n${error.stack}` : ""}\n`);
-    process.exit(error instanceof ConfigError || error instanceof StoreInUseError ? 2 : 1);
-  },
-);
+main(process.argv.slice(2)).then(exitOnceWritten, (error) => {
+  // One line, naming the setting at fault; exit 2 so that systemd does not restart into it again.
+  if (error instanceof ConfigError) process.stderr.write(`inboxd: ${error.message}\n`);
+  else if (error instanceof StoreInUseError) process.stderr.write(`inboxd: ${error.message}\n`);
+  else process.stderr.write(`inboxd: ${error instanceof Error ? error.message : String(error)}${process.env.INBOXD_LOG_LEVEL === "debug" && error instanceof Error ? `\n${error.stack}` : ""}\n`);
+  exitOnceWritten(error instanceof ConfigError || error instanceof StoreInUseError ? 2 : 1);
+});

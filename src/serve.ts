@@ -152,7 +152,10 @@ export async function startServices(app: App): Promise<Running> {
     httpPort: parts.find((p) => p.name === "http")!.address!.port,
     parts,
     async stop() {
-      for (const part of [...parts].reverse()) await part.stop();
+      for (const part of [...parts].reverse()) {
+        app.log.debug("stopping", { part: part.name });
+        await part.stop();
+      }
     },
   };
 }
