@@ -6,7 +6,7 @@
 import { Database } from "bun:sqlite";
 import { SQL } from "bun";
 import { afterAll } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openApp, type App } from "../src/app";
@@ -365,4 +365,14 @@ export async function runInboxd(args: string[], env: Record<string, string> = {}
   const child = Bun.spawn([...inboxdCommand(), ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
   const [stdout, stderr, exitCode] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
   return { stdout, stderr, exitCode };
+}
+
+/**
+ * The runtime's own settings (allocator, JavaScript engine) that the packaged systemd unit sets,
+ * read from packaging/inboxd.service: memory is measured on inboxd as it is installed.
+ */
+export function packagedRuntimeEnv(): Record<string, string> {
+  const unit = readFileSync(join(repoRoot, "packaging/inboxd.service"), "utf8");
+  const settings = [...unit.matchAll(/^Environment=((?:MIMALLOC|BUN_JSC)_\w+)=(.*)$/gm)];
+  return Object.fromEntries(settings.map(([, name, value]) => [name!, value!]));
 }

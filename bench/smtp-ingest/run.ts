@@ -15,7 +15,7 @@ import { Database } from "bun:sqlite";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { register, startChildServer, tempDir, testEnv } from "../../test/harness";
+import { packagedRuntimeEnv, register, startChildServer, tempDir, testEnv } from "../../test/harness";
 import { describeResident, resident, untilAtRest } from "../../test/hardening/resident-memory";
 import { startDnsServer } from "../../test/peers/dns-server";
 import { freePort, postmasterPid, processTreeCpuSeconds, waitForPort } from "../lib";
@@ -98,6 +98,7 @@ async function startReference(script: string, ...args: string[]) {
 async function startInboxd(dataDir: string, dnsServer: string, engine: Record<string, string> = {}, withAccount = true) {
   mkdirSync(dataDir, { recursive: true });
   const env = testEnv(dataDir, {
+    ...packagedRuntimeEnv(),
     ...engine,
     INBOXD_DNS_SERVERS: dnsServer,
     // The references have neither, and mode (b) opens 100 connections from one address.

@@ -8,12 +8,10 @@
 import { expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { onPostgres, register, repoRoot, scratch, sqliteOnly, startChildServer, testEnv } from "../harness";
+import { onPostgres, packagedRuntimeEnv, register, repoRoot, scratch, sqliteOnly, startChildServer, testEnv } from "../harness";
 import { describeResident, resident, untilAtRest, type Resident } from "./resident-memory";
 
 const IDLE_BOUND_MB = 80;
-/** As packaging/inboxd.service runs it. */
-const unitEnvironment = { MIMALLOC_PURGE_DELAY: "0" };
 const executable = join(repoRoot, "dist/inboxd");
 const space = scratch();
 
@@ -34,9 +32,9 @@ test.skipIf(!existsSync(executable) || onPostgres)(title, async () => {
   const referenceFile = join(space.dir(), "reference");
   const build = Bun.spawnSync([process.execPath, "build", "--compile", join(import.meta.dir, "idle-reference-server.ts"), "--outfile", referenceFile], { cwd: repoRoot, stdout: "ignore", stderr: "pipe" });
   if (build.exitCode !== 0) throw new Error(`compiling the reference: ${build.stderr.toString()}`);
-  const reference = Bun.spawn([referenceFile], { env: { ...process.env, ...unitEnvironment }, stdout: "pipe", stderr: "inherit" });
+  const reference = Bun.spawn([referenceFile], { env: { ...process.env, ...packagedRuntimeEnv() }, stdout: "pipe", stderr: "inherit" });
   try {
-    const child = space.keep(await startChildServer(testEnv(space.dir(), unitEnvironment), { command: [executable] }));
+    const child = space.keep(await startChildServer(testEnv(space.dir(), packagedRuntimeEnv()), { command: [executable] }));
     await register(child.api);
     const reader = reference.stdout.getReader();
     for (let text = ""; !text.includes("\n"); ) text += new TextDecoder().decode((await reader.read()).value);

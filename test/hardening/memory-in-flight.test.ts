@@ -7,7 +7,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { eventually, inboxdCommand, register, scratch, startChildServer, testEnv } from "../harness";
+import { eventually, inboxdCommand, packagedRuntimeEnv, register, scratch, startChildServer, testEnv } from "../harness";
 import { startDnsServer } from "../peers/dns-server";
 import { sendMail } from "../smtp/mail-client";
 
@@ -44,8 +44,6 @@ async function untilAccepted<T>(attempt: () => Promise<T>, isTemporary: (error: 
   }
 }
 
-/** As packaging/inboxd.service runs it. */
-const unitEnvironment = { MIMALLOC_PURGE_DELAY: "0" };
 
 /**
  * The issue's 100 ms, with room for CI: on its 2 cores the test's own clients (20 SMTP streams and
@@ -57,7 +55,7 @@ const HEALTH_BOUND_MS = 150;
 const PEAK_BOUND_MB = 400;
 
 test("20 x 20 MB inbound and 10 x 18 MB sends at once: deferred, retried, all stored, peak RSS and /health bounded", async () => {
-  const child = space.keep(await startChildServer(testEnv(space.dir(), { INBOXD_DNS_SERVERS: dns.address, ...unitEnvironment }), { command: inboxdCommand() }));
+  const child = space.keep(await startChildServer(testEnv(space.dir(), { INBOXD_DNS_SERVERS: dns.address, ...packagedRuntimeEnv() }), { command: inboxdCommand() }));
   const { api } = child;
   const { apiKey: key, inbox } = await register(api);
   const apiKey = key.key;

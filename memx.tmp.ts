@@ -1,0 +1,44 @@
+// temporary: loaded-RSS experiment. bun ./memx.tmp.ts N [extra env JSON] [bun flags...]
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { register, startChildServer, tempDir, testEnv } from "./test/harness";
+import { resident, describeResident, untilAtRest } from "./test/hardening/resident-memory";
+import { startDnsServer } from "./test/peers/dns-server";
+import { benchMessage, senderDomain } from "./bench/smtp-ingest/message";
+
+const n = Number(process.argv[2] ?? 20000);
+const extra = JSON.parse(process.argv[3] ?? "{}");
+const flags = process.argv.slice(4);
+const recipient = "bench@inboxd.test";
+const work = tempDir("memx");
+const dataDir = join(work, "data"); mkdirSync(dataDir);
+const dns = await startDnsServer();
+const message = await benchMessage(recipient);
+const file = join(work, "m.eml"); writeFileSync(file, message.file);
+dns.set(senderDomain, "TXT", ["v=spf1 ip4:127.0.0.1 -all"]);
+dns.set(`_dmarc.${senderDomain}`, "TXT", ["v=DMARC1; p=reject"]);
+dns.set(message.dkimRecord.name, "TXT", [message.dkimRecord.value]);
+const silent = await Bun.udpSocket({ hostname: "127.0.0.1", port: 0 });
+const acceptOnly = !!process.env.ACCEPT_ONLY;
+const env = testEnv(dataDir, { INBOXD_DNS_SERVERS: acceptOnly ? `127.0.0.1:${silent.port}` : dns.address, INBOXD_SMTP_GREETING_DELAY_MS: "100", INBOXD_SMTP_MAX_CONNECTIONS: "1000", INBOXD_SMTP_MAX_CONNECTIONS_PER_IP: "1000", ...extra });
+const child = await startChildServer(env, { command: [process.execPath, ...flags, join(import.meta.dir, "src/main.ts")] });
+const { apiKey } = await register(child.api);
+const inbox = await child.api.post("/v1/inboxes", { email: recipient }, apiKey.key);
+const pid = child.proc.pid;
+await untilAtRest(pid);
+console.log("idle", describeResident(resident(pid)));
+let peak = 0, peakAnon = 0;
+const sampler = setInterval(() => { const r = resident(pid); if (r.vmRss > peak) { peak = r.vmRss; peakAnon = r.rssAnon; } }, 100);
+const t0 = performance.now();
+const p = Bun.spawn(["smtp-source", "-4", "-d", "-s", "20", "-m", String(n), "-F", file, "-f", `news@${senderDomain}`, "-t", recipient, `127.0.0.1:${child.smtpPort}`]);
+await p.exited;
+const smaps = readFileSync(`/proc/${pid}/smaps`, "utf8");
+{ const rows: [string, number][] = []; let cur = ""; for (const line of smaps.split("\n")) { if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) cur = line; else if (line.startsWith("Rss:")) { const kb = Number(line.split(/\s+/)[1]); if (kb > 2048) rows.push([cur, kb]); } } rows.sort((a, b) => b[1] - a[1]); writeFileSync("/tmp/memx-smaps.txt", rows.map(([m, kb]) => `${(kb/1024).toFixed(1)} MB  ${m}`).join("\n")); }
+const acc = n / ((performance.now() - t0) / 1000);
+const visible = async (c: number) => { const page = await child.api.get(`/v1/inboxes/${inbox.body.id}/messages?per=1&page=${c}`, apiKey.key); return page.status === 200 && page.body.length === 1; };
+while (!acceptOnly && !(await visible(n))) await Bun.sleep(200);
+const vis = n / ((performance.now() - t0) / 1000);
+clearInterval(sampler);
+console.log(`accepted ${acc.toFixed(0)}/s visible ${vis.toFixed(0)}/s peak ${peak.toFixed(0)} MB (anon ${peakAnon.toFixed(0)}) after`, describeResident(resident(pid)));
+await child.kill("SIGTERM");
+await dns.close();
