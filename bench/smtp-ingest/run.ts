@@ -15,31 +15,23 @@ import { Database } from "bun:sqlite";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { packagedRuntimeEnv, register, startChildServer, tempDir, testEnv } from "../../test/harness";
+import { register, startChildServer, tempDir } from "../../test/harness";
 import { describeResident, resident, untilAtRest } from "../../test/hardening/resident-memory";
 import { startDnsServer } from "../../test/peers/dns-server";
 import { freePort, postmasterPid, processTreeCpuSeconds, waitForPort } from "../lib";
 import { startPostgresCluster, type PostgresCluster } from "../../test/peers/postgres";
 import { percentile, startLatencyProbe } from "./latency-probe";
 import { benchMessage, senderDomain } from "./message";
+import { benchInboxdEnv, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference } from "./peers";
 
 const messages = Number(process.argv[2] ?? 20_000);
 const profileDir = join(tmpdir(), "inboxd-smtp-ingest-profile");
 const warmUp = 1_000;
-const recipient = "bench@inboxd.test";
 const modes = [
   { name: "(a) connections reused, 20 sessions", args: ["-d", "-s", "20"], target: 35 },
   { name: "(b) one message per connection, 100 sessions", args: ["-s", "100"], target: 90 },
 ];
 
-function ensureSmtpSource(): void {
-  if (Bun.which("smtp-source") && Bun.which("smtp-sink")) return;
-  console.log("installing Debian's postfix for smtp-source and smtp-sink (no mail system configured, no daemon started)");
-  const install = Bun.spawnSync(["sh", "-c", "echo 'postfix postfix/main_mailer_type select No configuration' | debconf-set-selections && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postfix"], { stdout: "ignore", stderr: "inherit" });
-  if (install.exitCode !== 0 || !Bun.which("smtp-source")) throw new Error("smtp-source is missing and postfix could not be installed (apt-get install postfix, as root)");
-}
-
-/** `databasePid`: a database server in processes of its own (PostgreSQL), whose CPU counts with the target's. */
 type Target = { name: string; port: number; pid: number; databasePid?: number };
 
 // This machine may be shared: beside the rate, the CPU time each server spent per message (all
@@ -66,10 +58,8 @@ function cpuByThread(pid: number): Record<string, number> {
 async function send(target: Target, file: string, count: number, args: string[]) {
   const cpuBefore = cpuOf(target);
   const started = performance.now();
-  const proc = Bun.spawn(["smtp-source", "-4", ...args, "-m", String(count), "-F", file, "-f", `news@${senderDomain}`, "-t", recipient, `127.0.0.1:${target.port}`], { stdout: "pipe", stderr: "pipe" });
-  const code = await proc.exited;
+  await runSmtpSource(target.port, file, count, args);
   const seconds = (performance.now() - started) / 1000;
-  if (code !== 0) throw new Error(`smtp-source failed (${code}): ${await new Response(proc.stderr).text()}`);
   const cpuMicros = Object.entries(cpuOf(target)).map(([kind, total]) => [kind, ((total - (cpuBefore[kind] ?? 0)) * 1e6) / count] as const);
   return { rate: count / seconds, cpuMicros: cpuMicros.reduce((sum, [, micros]) => sum + micros, 0), byThread: cpuMicros };
 }
@@ -80,32 +70,10 @@ function cpuOf(target: Target): Record<string, number> {
   return byKind;
 }
 
-/** Resident memory of a process now (VmRSS), in MB. */
-function rssMb(pid: number): number {
-  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
-}
-
-/** A reference server of this folder in a child process, once it printed its port. */
-async function startReference(script: string, ...args: string[]) {
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, script), ...args], { stdout: "pipe", stderr: "inherit" });
-  const reader = proc.stdout.getReader();
-  let text = "";
-  while (!text.includes("\n")) text += new TextDecoder().decode((await reader.read()).value);
-  return { proc, port: Number(text.trim()) };
-}
-
 /** `withAccount` false: a further node of a database that has the account and inbox already. */
 async function startInboxd(dataDir: string, dnsServer: string, engine: Record<string, string> = {}, withAccount = true) {
   mkdirSync(dataDir, { recursive: true });
-  const env = testEnv(dataDir, {
-    ...packagedRuntimeEnv(),
-    ...engine,
-    INBOXD_DNS_SERVERS: dnsServer,
-    // The references have neither, and mode (b) opens 100 connections from one address.
-    INBOXD_SMTP_GREETING_DELAY_MS: "100",
-    INBOXD_SMTP_MAX_CONNECTIONS: "1000",
-    INBOXD_SMTP_MAX_CONNECTIONS_PER_IP: "1000",
-  });
+  const env = benchInboxdEnv(dataDir, dnsServer, engine);
   const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`] : [];
   const child = await startChildServer(env, { command: [process.execPath, ...profile, join(import.meta.dir, "../../src/main.ts")] });
   if (!withAccount) return { ...child, visible: async (_count: number) => false };

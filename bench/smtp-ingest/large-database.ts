@@ -1,0 +1,107 @@
+// bench/smtp-ingest/large-database: inboxd's resident memory under steady inbound mail once its
+// database holds many messages (the issue asks for at most 150 MB after 1 M). The stored
+// messages are seeded through the store (the same rows, threads, search index and triggers as
+// received mail; ~2 kB of text each, bench/search/seed.ts), then inboxd starts on that database
+// as the packaged unit runs it and smtp-source sends mode (a) of ./run.ts (20 reused sessions);
+// in the same run, a bare smtp-server that discards takes the same load. Printed: inboxd's
+// resident memory idle on the large database, the most seen until every sent message is stored,
+// and the reference's.
+// Run: bun bench/smtp-ingest/large-database.ts [stored messages, 1000000] [sent, 20000]
+import { Database } from "bun:sqlite";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { openApp } from "../../src/app";
+import { loadConfig } from "../../src/config";
+import { insertInbox } from "../../src/inboxes/service";
+import { createStore } from "../../src/store/sqlite/index";
+import { describeResident, resident, untilAtRest } from "../../test/hardening/resident-memory";
+import { seedOrganization, startChildServer, tempDir, testEnv } from "../../test/harness";
+import { startDnsServer } from "../../test/peers/dns-server";
+import { corpus, seedMessages } from "../search/seed";
+import { benchMessage, senderDomain } from "./message";
+import { benchInboxdEnv, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference } from "./peers";
+
+const stored = Number(process.argv[2] ?? 1_000_000);
+const sent = Number(process.argv[3] ?? 20_000);
+const sessions = ["-d", "-s", "20"];
+
+/** Messages in the database: the look at the end, once smtp-source is done (a count walks an index). */
+function storedMessages(dataDir: string): number {
+  const db = new Database(join(dataDir, "inboxd.db"), { readonly: true });
+  try {
+    return db.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
+  } finally {
+    db.close();
+  }
+}
+
+/** The most VmRSS seen, sampled every 100 ms while `during` runs. */
+async function peakResident(pid: number, during: () => Promise<void>): Promise<number> {
+  let peak = rssMb(pid);
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 100);
+  try {
+    await during();
+  } finally {
+    clearInterval(sampler);
+  }
+  return peak;
+}
+
+async function seed(dataDir: string): Promise<void> {
+  const app = await openApp(loadConfig(testEnv(dataDir)));
+  try {
+    const { organizationId } = await seedOrganization(app);
+    const created = await app.store.transaction((tx) => insertInbox(app, tx, organizationId, { email: recipient }));
+    const inbox = (await app.store.inboxes.findByEmail(created.email))!;
+    const sqlite = new Database(join(dataDir, "inboxd.db"), { strict: true });
+    // Seeding only: the per-commit fsync is skipped.
+    sqlite.exec("PRAGMA synchronous = OFF");
+    const started = performance.now();
+    await seedMessages({ store: createStore(sqlite), clock: app.clock }, inbox, stored, corpus(), (done) => {
+      if (done % 100_000 === 0) process.stderr.write(`  seeded ${done.toLocaleString("en-US")}\n`);
+    });
+    sqlite.close();
+    console.log(`  seeded ${stored.toLocaleString("en-US")} messages in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  } finally {
+    app.close();
+  }
+}
+
+ensureSmtpSource();
+const work = tempDir("smtp-ingest-large");
+const dataDir = join(work, "data");
+mkdirSync(dataDir);
+const dns = await startDnsServer();
+const bare = await startReference("bare-server.ts");
+let inboxd: Awaited<ReturnType<typeof startChildServer>> | undefined;
+try {
+  const message = await benchMessage(recipient);
+  const file = join(work, "message.eml");
+  writeFileSync(file, message.file);
+  dns.set(senderDomain, "TXT", ["v=spf1 ip4:127.0.0.1 -all"]);
+  dns.set(`_dmarc.${senderDomain}`, "TXT", ["v=DMARC1; p=reject"]);
+  dns.set(message.dkimRecord.name, "TXT", [message.dkimRecord.value]);
+  console.log(`smtp-ingest on a large database: ${stored.toLocaleString("en-US")} messages stored, then ${sent.toLocaleString("en-US")} sent over 20 reused sessions; load average ${loadavg()[0]!.toFixed(1)}`);
+  await seed(dataDir);
+  inboxd = await startChildServer(benchInboxdEnv(dataDir, dns.address));
+  await untilAtRest(inboxd.proc.pid);
+  const idle = resident(inboxd.proc.pid);
+  const bareIdle = resident(bare.proc.pid);
+  const target = stored + sent;
+  const started = performance.now();
+  const loaded = await peakResident(inboxd.proc.pid, async () => {
+    await runSmtpSource(inboxd!.smtpPort!, file, sent, sessions);
+    while (storedMessages(dataDir) < target) await Bun.sleep(1000);
+  });
+  const seconds = (performance.now() - started) / 1000;
+  const bareLoaded = await peakResident(bare.proc.pid, () => runSmtpSource(bare.port, file, sent, sessions));
+  console.log(`  inboxd idle on the large database: ${describeResident(idle)}; the bare smtp-server idle: ${describeResident(bareIdle)}`);
+  console.log(`  under steady load, the most resident: inboxd ${loaded.toFixed(0)} MB (target ≤ 150 MB), the bare smtp-server ${bareLoaded.toFixed(0)} MB`);
+  console.log(`  inboxd stored all ${sent.toLocaleString("en-US")} in ${seconds.toFixed(0)} s (${Math.round(sent / seconds)} msg/s analysed and stored); after: ${describeResident(resident(inboxd.proc.pid))}; load average ${loadavg()[0]!.toFixed(1)}`);
+} finally {
+  await inboxd?.kill("SIGTERM");
+  bare.proc.kill();
+  await dns.close();
+  rmSync(work, { recursive: true, force: true });
+}

@@ -1,0 +1,51 @@
+// What bench/smtp-ingest's scripts share: Postfix's smtp-source, the reference servers of this
+// folder in processes of their own, and resident memory read from /proc.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { packagedRuntimeEnv, testEnv } from "../../test/harness";
+import { senderDomain } from "./message";
+
+export const recipient = "bench@inboxd.test";
+
+export function ensureSmtpSource(): void {
+  if (Bun.which("smtp-source") && Bun.which("smtp-sink")) return;
+  console.log("installing Debian's postfix for smtp-source and smtp-sink (no mail system configured, no daemon started)");
+  const install = Bun.spawnSync(["sh", "-c", "echo 'postfix postfix/main_mailer_type select No configuration' | debconf-set-selections && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postfix"], { stdout: "ignore", stderr: "inherit" });
+  if (install.exitCode !== 0 || !Bun.which("smtp-source")) throw new Error("smtp-source is missing and postfix could not be installed (apt-get install postfix, as root)");
+}
+
+
+/** Resident memory of a process now (VmRSS), in MB. */
+export function rssMb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+}
+
+/** A reference server of this folder in a child process, once it printed its port. */
+export async function startReference(script: string, ...args: string[]) {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, script), ...args], { stdout: "pipe", stderr: "inherit" });
+  const reader = proc.stdout.getReader();
+  let text = "";
+  while (!text.includes("\n")) text += new TextDecoder().decode((await reader.read()).value);
+  return { proc, port: Number(text.trim()) };
+}
+
+
+/** smtp-source sends `count` copies of `file` to 127.0.0.1:`port`; throws if it saw anything but success. */
+export async function runSmtpSource(port: number, file: string, count: number, args: string[]): Promise<void> {
+  const proc = Bun.spawn(["smtp-source", "-4", ...args, "-m", String(count), "-F", file, "-f", `news@${senderDomain}`, "-t", recipient, `127.0.0.1:${port}`], { stdout: "pipe", stderr: "pipe" });
+  const code = await proc.exited;
+  if (code !== 0) throw new Error(`smtp-source failed (${code}): ${await new Response(proc.stderr).text()}`);
+}
+
+/** inboxd's settings in these benchmarks: as the packaged unit runs it, with the references' greeting wait and room for mode (b)'s connections. */
+export function benchInboxdEnv(dataDir: string, dnsServer: string, engine: Record<string, string> = {}): Record<string, string> {
+  return testEnv(dataDir, {
+    ...packagedRuntimeEnv(),
+    ...engine,
+    INBOXD_DNS_SERVERS: dnsServer,
+    // The references have neither, and mode (b) opens 100 connections from one address.
+    INBOXD_SMTP_GREETING_DELAY_MS: "100",
+    INBOXD_SMTP_MAX_CONNECTIONS: "1000",
+    INBOXD_SMTP_MAX_CONNECTIONS_PER_IP: "1000",
+  });
+}
