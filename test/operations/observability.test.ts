@@ -96,7 +96,9 @@ describe("log lines", () => {
     expect((await attempt()).status).toBe(401);
     expect((await attempt()).status).toBe(401);
     expect((await attempt()).status).toBe(429);
-    await eventually("the lockout line", () => linesOf("login lockout"), (lines) => lines.length > 0);
+    // The lockout is logged when the second attempt is counted, before its password is checked and
+    // its own failure logged: both lines are waited for, not the lockout alone.
+    await eventually("the lockout line and both failures", () => [linesOf("login lockout").length, linesOf("login failed").length], ([lockouts, failures]) => lockouts > 0 && failures >= 2);
     expect(linesOf("login failed").length).toBe(2);
     expect(linesOf("login failed")[0]).toMatchObject({ level: "warn", clientIp: "127.0.0.1" });
     expect(child.output()).not.toContain("wrong password here");
