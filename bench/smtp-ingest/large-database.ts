@@ -22,22 +22,12 @@ import { seedOrganization, startChildServer, tempDir, testEnv } from "../../test
 import { startDnsServer } from "../../test/peers/dns-server";
 import { corpus, seedMessages } from "../search/seed";
 import { benchMessage, senderDomain } from "./message";
-import { benchInboxdEnv, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference } from "./peers";
+import { benchInboxdEnv, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, storedMessages } from "./peers";
 
 const stored = Number(process.argv[2] ?? 1_000_000);
 const sent = Number(process.argv[3] ?? 20_000);
 const keptDataDir = process.argv[4];
 const sessions = ["-d", "-s", "20"];
-
-/** Messages in the database: the look at the end, once smtp-source is done (a count walks an index). */
-function storedMessages(dataDir: string): number {
-  const db = new Database(join(dataDir, "inboxd.db"), { readonly: true });
-  try {
-    return db.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
-  } finally {
-    db.close();
-  }
-}
 
 /** The most VmRSS seen, sampled every 100 ms while `during` runs. */
 async function peakResident(pid: number, during: () => Promise<void>): Promise<number> {

@@ -1,5 +1,6 @@
 // What bench/smtp-ingest's scripts share: Postfix's smtp-source, the reference servers of this
 // folder in processes of their own, and resident memory read from /proc.
+import { Database } from "bun:sqlite";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { packagedRuntimeEnv, testEnv } from "../../test/harness";
@@ -48,4 +49,14 @@ export function benchInboxdEnv(dataDir: string, dnsServer: string, engine: Recor
     INBOXD_SMTP_MAX_CONNECTIONS: "1000",
     INBOXD_SMTP_MAX_CONNECTIONS_PER_IP: "1000",
   });
+}
+
+/** Messages an inboxd data dir on SQLite holds (a count walks an index: not for a tight loop). */
+export function storedMessages(dataDir: string): number {
+  const db = new Database(join(dataDir, "inboxd.db"), { readonly: true });
+  try {
+    return db.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
+  } finally {
+    db.close();
+  }
 }

@@ -11,7 +11,6 @@
 // Installs Debian's postfix for smtp-source/smtp-sink when missing.
 // Run: bun bench/smtp-ingest/run.ts [messages]   (BENCH_PROFILE=1: inboxd writes a CPU profile of
 // its main thread, as Markdown and as a .cpuprofile for Chrome's DevTools)
-import { Database } from "bun:sqlite";
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,7 +21,7 @@ import { freePort, postmasterPid, processTreeCpuSeconds, waitForPort } from "../
 import { startPostgresCluster, type PostgresCluster } from "../../test/peers/postgres";
 import { percentile, startLatencyProbe } from "./latency-probe";
 import { benchMessage, senderDomain } from "./message";
-import { benchInboxdEnv, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference } from "./peers";
+import { benchInboxdEnv, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, storedMessages } from "./peers";
 
 const messages = Number(process.argv[2] ?? 20_000);
 const profileDir = join(tmpdir(), "inboxd-smtp-ingest-profile");
@@ -86,15 +85,6 @@ async function startInboxd(dataDir: string, dnsServer: string, engine: Record<st
     return page.status === 200 && page.body.length === 1;
   };
   return { ...child, visible };
-}
-
-function storedMessages(dataDir: string): number {
-  const db = new Database(join(dataDir, "inboxd.db"), { readonly: true });
-  try {
-    return db.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
-  } finally {
-    db.close();
-  }
 }
 
 ensureSmtpSource();
