@@ -10,7 +10,7 @@
 // there and used again by the next run with the same directory.
 // Run: bun bench/smtp-ingest/large-database.ts [stored messages, 1000000] [sent, 20000] [data dir to keep]
 import { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { openApp } from "../../src/app";
@@ -21,8 +21,7 @@ import { describeResident, resident, untilAtRest } from "../../test/hardening/re
 import { seedOrganization, startChildServer, tempDir, testEnv } from "../../test/harness";
 import { startDnsServer } from "../../test/peers/dns-server";
 import { corpus, seedMessages } from "../search/seed";
-import { benchMessage, senderDomain } from "./message";
-import { benchInboxdEnv, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, storedMessages } from "./peers";
+import { benchInboxdEnv, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, writeBenchMessage, storedMessages } from "./peers";
 
 const stored = Number(process.argv[2] ?? 1_000_000);
 const sent = Number(process.argv[3] ?? 20_000);
@@ -70,12 +69,7 @@ const dns = await startDnsServer();
 const bare = await startReference("bare-server.ts");
 let inboxd: Awaited<ReturnType<typeof startChildServer>> | undefined;
 try {
-  const message = await benchMessage(recipient);
-  const file = join(work, "message.eml");
-  writeFileSync(file, message.file);
-  dns.set(senderDomain, "TXT", ["v=spf1 ip4:127.0.0.1 -all"]);
-  dns.set(`_dmarc.${senderDomain}`, "TXT", ["v=DMARC1; p=reject"]);
-  dns.set(message.dkimRecord.name, "TXT", [message.dkimRecord.value]);
+  const { file } = await writeBenchMessage(work, dns);
   console.log(`smtp-ingest on a large database: ${(seeded ? storedMessages(dataDir) : stored).toLocaleString("en-US")} messages stored, then ${sent.toLocaleString("en-US")} sent over 20 reused sessions; load average ${loadavg()[0]!.toFixed(1)}`);
   if (!seeded) await seed(dataDir);
   const before = storedMessages(dataDir);

@@ -1,10 +1,11 @@
 // What bench/smtp-ingest's scripts share: Postfix's smtp-source, the reference servers of this
 // folder in processes of their own, and resident memory read from /proc.
 import { Database } from "bun:sqlite";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { packagedRuntimeEnv, testEnv } from "../../test/harness";
-import { senderDomain } from "./message";
+import type { startDnsServer } from "../../test/peers/dns-server";
+import { benchMessage, senderDomain } from "./message";
 
 export const recipient = "bench@inboxd.test";
 
@@ -59,4 +60,15 @@ export function storedMessages(dataDir: string): number {
   } finally {
     db.close();
   }
+}
+
+/** The bench message written to `dir` for smtp-source, with the sender's SPF, DMARC and DKIM records published on `dns`. */
+export async function writeBenchMessage(dir: string, dns: Awaited<ReturnType<typeof startDnsServer>>) {
+  const message = await benchMessage(recipient);
+  const file = join(dir, "message.eml");
+  writeFileSync(file, message.file);
+  dns.set(senderDomain, "TXT", ["v=spf1 ip4:127.0.0.1 -all"]);
+  dns.set(`_dmarc.${senderDomain}`, "TXT", ["v=DMARC1; p=reject"]);
+  dns.set(message.dkimRecord.name, "TXT", [message.dkimRecord.value]);
+  return { message, file };
 }

@@ -11,7 +11,7 @@
 // Installs Debian's postfix for smtp-source/smtp-sink when missing.
 // Run: bun bench/smtp-ingest/run.ts [messages]   (BENCH_PROFILE=1: inboxd writes a CPU profile of
 // its main thread, as Markdown and as a .cpuprofile for Chrome's DevTools)
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { register, startChildServer, tempDir } from "../../test/harness";
@@ -20,8 +20,8 @@ import { startDnsServer } from "../../test/peers/dns-server";
 import { freePort, postmasterPid, processTreeCpuSeconds, waitForPort } from "../lib";
 import { startPostgresCluster, type PostgresCluster } from "../../test/peers/postgres";
 import { percentile, startLatencyProbe } from "./latency-probe";
-import { benchMessage, senderDomain } from "./message";
-import { benchInboxdEnv, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, storedMessages } from "./peers";
+import { senderDomain } from "./message";
+import { benchInboxdEnv, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, writeBenchMessage, storedMessages } from "./peers";
 
 const messages = Number(process.argv[2] ?? 20_000);
 const profileDir = join(tmpdir(), "inboxd-smtp-ingest-profile");
@@ -104,12 +104,7 @@ let cluster: PostgresCluster | undefined;
 let inboxdPostgres: Awaited<ReturnType<typeof startInboxd>> | undefined;
 let secondNode: Awaited<ReturnType<typeof startInboxd>> | undefined;
 try {
-  const message = await benchMessage(recipient);
-  const file = join(work, "message.eml");
-  writeFileSync(file, message.file);
-  dns.set(senderDomain, "TXT", ["v=spf1 ip4:127.0.0.1 -all"]);
-  dns.set(`_dmarc.${senderDomain}`, "TXT", ["v=DMARC1; p=reject"]);
-  dns.set(message.dkimRecord.name, "TXT", [message.dkimRecord.value]);
+  const { message, file } = await writeBenchMessage(work, dns);
   inboxd = await startInboxd(dataDir, dns.address);
   cluster = await startPostgresCluster({ durable: true });
   // Every node of one database holds the same key.
