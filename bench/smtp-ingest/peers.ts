@@ -1,5 +1,6 @@
-// What bench/smtp-ingest's scripts share: Postfix's smtp-source, the reference servers of this
-// folder in processes of their own, and resident memory read from /proc.
+// What bench/smtp-ingest's scripts share: Postfix's smtp-source and the message it sends, the
+// reference servers of this folder in processes of their own, inboxd's settings, and what is read
+// of a run (resident memory from /proc, stored messages).
 import { Database } from "bun:sqlite";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,7 +17,6 @@ export function ensureSmtpSource(): void {
   if (install.exitCode !== 0 || !Bun.which("smtp-source")) throw new Error("smtp-source is missing and postfix could not be installed (apt-get install postfix, as root)");
 }
 
-
 /** Resident memory of a process now (VmRSS), in MB. */
 export function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
@@ -30,7 +30,6 @@ export async function startReference(script: string, ...args: string[]) {
   while (!text.includes("\n")) text += new TextDecoder().decode((await reader.read()).value);
   return { proc, port: Number(text.trim()) };
 }
-
 
 /** smtp-source sends `count` copies of `file` to 127.0.0.1:`port`; throws if it saw anything but success. */
 export async function runSmtpSource(port: number, file: string, count: number, args: string[]): Promise<void> {
