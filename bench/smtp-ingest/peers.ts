@@ -57,7 +57,7 @@ const metricsToken = "bench-metrics";
 /**
  * Whether inboxd's inbound queue is empty: every message it accepted analysed and stored. Read
  * from its metrics (`inboxd_inbound_queue_depth`), which count the queue's rows. The API answers
- * the same question only by paging past every stored message, which took a fifth of the event
+ * the same question only by paging past every stored message, which took a tenth of the event
  * loop from the analysis when asked every 200 ms: the scripts wait on this, then ask the API once.
  */
 export async function inboundQueueEmpty(httpPort: number): Promise<boolean> {
