@@ -39,6 +39,13 @@ const maxClaimed = 64;
 /** Claimed at most while mail arrives (InboundPace.busy). */
 const maxClaimedWhileBusy = 4;
 const maxClaimedBytes = 32 * 1024 * 1024;
+/**
+ * A message up to this size is read in the transaction that claims it, so that its analysis starts
+ * without waiting for a turn on the connection: read after the commit, each waited behind the next
+ * turn's transaction, and the analysis threads ran dry while it stored a batch. Larger ones are
+ * read after the commit, a chunk per turn of the event loop (store: acceptedInbound.source).
+ */
+const readWithClaimBytes = 64 * 1024;
 /** Analyses under way at once, per analysis thread: enough to overlap one's DNS waits with another's parse. */
 const analysesPerThread = 8;
 /** Longest wait before analysed messages are stored, so that several share one commit. */
@@ -64,6 +71,12 @@ export class InboundPace {
   }
 }
 
+/** A claimed row, and its message when the claim read it (readWithClaimBytes). */
+interface Claimed {
+  claim: AcceptedInbound;
+  source?: Buffer;
+}
+
 interface Finished {
   claim: AcceptedInbound;
   /** Analysed (or given up on: stored as it came) and its copies prepared; absent: tried again later. */
@@ -74,7 +87,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
   const { store, clock, log } = app;
   const concurrency = Math.max(1, analysisThreads) * analysesPerThread;
   /** Claimed and committed, waiting for an analysis slot, oldest first. */
-  let waiting: AcceptedInbound[] = [];
+  let waiting: Claimed[] = [];
   /** Every row claimed whose outcome is not recorded yet, and their bytes. */
   const held = new Map<number, number>();
   let heldBytes = 0;
@@ -115,7 +128,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
       }
       unhold(claim.id, { collect: !analysed });
     }
-    for (const claim of claims) hold(claim.id, claim.size);
+    for (const { claim } of claims) hold(claim.id, claim.size);
     waiting = waiting.concat(claims);
   }
 
@@ -137,10 +150,10 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
   const room = () => (pace.busy() ? maxClaimedWhileBusy : maxClaimed) - held.size;
 
   /** Claims due rows up to the limits, each analysis counted before it starts. */
-  async function claimDue(tx: Transaction, now: number): Promise<AcceptedInbound[]> {
+  async function claimDue(tx: Transaction, now: number): Promise<Claimed[]> {
     const free = room();
     if (free <= 0) return [];
-    const claims: AcceptedInbound[] = [];
+    const claims: Claimed[] = [];
     let bytes = heldBytes;
     for (const { id, size, attempts } of await tx.acceptedInbound.due(now, new Set(held.keys()), free)) {
       if (bytes + size > maxClaimedBytes && held.size + claims.length > 0) break;
@@ -154,7 +167,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
         reservations.delete(id);
         continue;
       }
-      claims.push(claim);
+      claims.push({ claim, source: size <= readWithClaimBytes ? await tx.acceptedInbound.source(id) : undefined });
       bytes += size;
     }
     return claims;
@@ -191,13 +204,13 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
   }
 
   /** Never rejects: a failure is an outcome (analysed again later, or stored unanalysed). */
-  async function analyseOne(claim: AcceptedInbound): Promise<Finished> {
+  async function analyseOne({ claim, source }: Claimed): Promise<Finished> {
     const { envelope } = claim;
     let analysed: Analysis;
     try {
-      // Read after the claim's commit, so that a large message's read holds neither the
+      // A large message is read after the claim's commit, so that its read holds neither the
       // connection nor the event loop in one piece.
-      analysed = await analysis.analyze(await acceptedSource(claim), identityOf(envelope));
+      analysed = await analysis.analyze(source ?? (await acceptedSource(claim)), identityOf(envelope));
     } catch (error) {
       const hopeless = (error as Error).name === "MessageLimitError" || claim.attempts >= maxAttempts;
       log.warn(hopeless ? "inbound message could not be analysed; stored as it came" : "inbound message not analysed; tried again later", { transaction: envelope.transaction, attempts: claim.attempts, error: (error as Error).message });
@@ -243,9 +256,9 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     waiting = [];
     const now = clock.now();
     await store.transaction(async (tx) => {
-      for (const claim of unstarted) await tx.acceptedInbound.release(claim.id, now);
+      for (const { claim } of unstarted) await tx.acceptedInbound.release(claim.id, now);
     });
-    for (const claim of unstarted) unhold(claim.id);
+    for (const { claim } of unstarted) unhold(claim.id);
   }
 
   return startQueue<Finished>(app, "inbound", {
