@@ -21,24 +21,12 @@ import { describeResident, resident, untilAtRest } from "../../test/hardening/re
 import { seedOrganization, startChildServer, tempDir, testEnv } from "../../test/harness";
 import { startDnsServer } from "../../test/peers/dns-server";
 import { corpus, seedMessages } from "../search/seed";
-import { benchInboxdEnv, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, writeBenchMessage, storedMessages } from "./peers";
+import { benchInboxdEnv, ensureSmtpSource, peakResident, recipient, runSmtpSource, startReference, writeBenchMessage, storedMessages } from "./peers";
 
 const stored = Number(process.argv[2] ?? 1_000_000);
 const sent = Number(process.argv[3] ?? 20_000);
 const keptDataDir = process.argv[4];
 const sessions = ["-d", "-s", "20"];
-
-/** The most VmRSS seen, sampled every 100 ms while `during` runs. */
-async function peakResident(pid: number, during: () => Promise<void>): Promise<number> {
-  let peak = rssMb(pid);
-  const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 100);
-  try {
-    await during();
-  } finally {
-    clearInterval(sampler);
-  }
-  return peak;
-}
 
 async function seed(dataDir: string): Promise<void> {
   const app = await openApp(loadConfig(testEnv(dataDir)));

@@ -2,7 +2,7 @@
 // reference servers of this folder in processes of their own, inboxd's settings, and what is read
 // of a run (resident memory from /proc, stored messages).
 import { Database } from "bun:sqlite";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { packagedRuntimeEnv, testEnv } from "../../test/harness";
 import type { startDnsServer } from "../../test/peers/dns-server";
@@ -20,6 +20,38 @@ export function ensureSmtpSource(): void {
 /** Resident memory of a process now (VmRSS), in MB. */
 export function rssMb(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+}
+
+/** The most VmRSS seen, sampled every 100 ms while `during` runs. */
+export async function peakResident(pid: number, during: () => Promise<void>): Promise<number> {
+  let peak = rssMb(pid);
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 100);
+  try {
+    await during();
+  } finally {
+    clearInterval(sampler);
+  }
+  return peak;
+}
+
+// This machine may be shared: beside a rate, the CPU time a server spent (all its threads, from
+// /proc), which other load on the machine does not inflate much.
+const clockTicks = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim() || 100);
+function cpuSeconds(statPath: string): number {
+  const stat = readFileSync(statPath, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks; // utime and stime, fields 14 and 15
+}
+
+/** CPU seconds of a process by kind of thread: its event loop, its Workers, and the runtime's own by thread name (JIT, GC, I/O pool). */
+export function cpuByThread(pid: number): Record<string, number> {
+  const byKind: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+    const kind = Number(tid) === pid ? "event loop" : comm === "Worker" ? "workers (analysis, WAL checkpoints)" : `runtime: ${comm}`;
+    byKind[kind] = (byKind[kind] ?? 0) + cpuSeconds(`/proc/${pid}/task/${tid}/stat`);
+  }
+  return byKind;
 }
 
 /** A reference server of this folder in a child process, once it printed its port. */
@@ -55,16 +87,16 @@ export function benchInboxdEnv(dataDir: string, dnsServer: string, engine: Recor
 const metricsToken = "bench-metrics";
 
 /**
- * Whether inboxd's inbound queue is empty: every message it accepted analysed and stored. Read
- * from its metrics (`inboxd_inbound_queue_depth`), which count the queue's rows. The API answers
- * the same question only by paging past every stored message, which took a tenth of the event
- * loop from the analysis when asked every 200 ms: the scripts wait on this, then ask the API once.
+ * Messages inboxd accepted and has not analysed and stored yet, from its metrics
+ * (`inboxd_inbound_queue_depth`, a count of the queue's rows). The API tells whether the last
+ * message shows only by paging past every stored message, which took a tenth of the event loop
+ * from the analysis when asked every 200 ms: the scripts wait for 0 here, then ask the API once.
  */
-export async function inboundQueueEmpty(httpPort: number): Promise<boolean> {
+export async function inboundQueueDepth(httpPort: number): Promise<number> {
   const response = await fetch(`http://127.0.0.1:${httpPort}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } });
   const depth = /^inboxd_inbound_queue_depth (\d+)$/m.exec(await response.text());
   if (!depth) throw new Error(`inboxd's metrics (${response.status}) have no inbound queue depth`);
-  return depth[1] === "0";
+  return Number(depth[1]);
 }
 
 /** Messages an inboxd data dir on SQLite holds (a count walks an index: not for a tight loop). */

@@ -11,7 +11,7 @@
 // Installs Debian's postfix for smtp-source/smtp-sink when missing.
 // Run: bun bench/smtp-ingest/run.ts [messages]   (BENCH_PROFILE=1: inboxd writes a CPU profile of
 // its main thread, as Markdown and as a .cpuprofile for Chrome's DevTools)
-import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { register, startChildServer, tempDir } from "../../test/harness";
@@ -21,7 +21,7 @@ import { freePort, postmasterPid, processTreeCpuSeconds, waitForPort } from "../
 import { startPostgresCluster, type PostgresCluster } from "../../test/peers/postgres";
 import { percentile, startLatencyProbe } from "./latency-probe";
 import { senderDomain } from "./message";
-import { benchInboxdEnv, inboundQueueEmpty, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, writeBenchMessage, storedMessages } from "./peers";
+import { benchInboxdEnv, cpuByThread, inboundQueueDepth, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, writeBenchMessage, storedMessages } from "./peers";
 
 const messages = Number(process.argv[2] ?? 20_000);
 const profileDir = join(tmpdir(), "inboxd-smtp-ingest-profile");
@@ -32,26 +32,6 @@ const modes = [
 ];
 
 type Target = { name: string; port: number; pid: number; databasePid?: number };
-
-// This machine may be shared: beside the rate, the CPU time each server spent per message (all
-// its threads, from /proc), which other load on the machine does not inflate much.
-const clockTicks = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim() || 100);
-function cpuSeconds(statPath: string): number {
-  const stat = readFileSync(statPath, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks; // utime and stime, fields 14 and 15
-}
-
-/** CPU seconds of a process by kind of thread: its event loop, its Workers, and the runtime's own by thread name (JIT, GC, I/O pool). */
-function cpuByThread(pid: number): Record<string, number> {
-  const byKind: Record<string, number> = {};
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
-    const kind = Number(tid) === pid ? "event loop" : comm === "Worker" ? "workers (analysis, WAL checkpoints)" : `runtime: ${comm}`;
-    byKind[kind] = (byKind[kind] ?? 0) + cpuSeconds(`/proc/${pid}/task/${tid}/stat`);
-  }
-  return byKind;
-}
 
 /** One smtp-source run against a target; throws if smtp-source saw anything but success. */
 async function send(target: Target, file: string, count: number, args: string[]) {
@@ -81,7 +61,7 @@ async function startInboxd(dataDir: string, dnsServer: string, engine: Record<st
   if (inbox.status !== 201) throw new Error(`creating the inbox: ${inbox.status} ${JSON.stringify(inbox.body)}`);
   /** Whether the API lists at least `count` messages in the inbox (the page holding the count-th has it), asked once the inbound queue is empty. */
   const visible = async (count: number) => {
-    if (!(await inboundQueueEmpty(child.httpPort))) return false;
+    if ((await inboundQueueDepth(child.httpPort)) > 0) return false;
     const page = await child.api.get(`/v1/inboxes/${inbox.body.id}/messages?per=1&page=${count}`, apiKey.key);
     return page.status === 200 && page.body.length === 1;
   };
