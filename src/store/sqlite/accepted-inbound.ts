@@ -12,7 +12,12 @@ export const acceptedInboundStore = (db: Db, blobs: BlobStore) => {
   const insert = sqlite.query<never, [string, Uint8Array, string | null, number, number]>(
     "INSERT INTO accepted_inbound (envelope, raw, blob_id, size, next_attempt_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
   );
-  const backlog = sqlite.query<QueueBacklog, []>("SELECT count(*) AS depth, min(created_at) AS oldestCreatedAt FROM accepted_inbound");
+  // The oldest row is the first by id (acceptance order), found through the primary key: min(created_at)
+  // read every row, each stored behind its message's bytes (4 ms for 8,000 rows, 41 ms for 100,000 in
+  // memory), on the event loop at every metrics scrape while a backlog waited.
+  const backlog = sqlite.query<QueueBacklog, []>(
+    "SELECT (SELECT count(*) FROM accepted_inbound) AS depth, (SELECT created_at FROM accepted_inbound ORDER BY id LIMIT 1) AS oldestCreatedAt",
+  );
   const nextDueAfter = sqlite.query<{ dueAt: number | null }, [number]>("SELECT min(next_attempt_at) AS dueAt FROM accepted_inbound WHERE next_attempt_at > ?1");
   const due = sqlite.query<{ id: number; size: number; attempts: number }, [number, string, number]>(`
     SELECT id, size, attempts FROM accepted_inbound
