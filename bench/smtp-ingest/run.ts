@@ -21,7 +21,7 @@ import { freePort, postmasterPid, processTreeCpuSeconds, waitForPort } from "../
 import { startPostgresCluster, type PostgresCluster } from "../../test/peers/postgres";
 import { percentile, startLatencyProbe } from "./latency-probe";
 import { senderDomain } from "./message";
-import { benchInboxdEnv, cpuByThread, inboundQueueDepth, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, writeBenchMessage, storedMessages } from "./peers";
+import { benchInboxdEnv, cpuByThread, inboundQueueDepth, lookIntervalMs, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, writeBenchMessage, storedMessages } from "./peers";
 
 const messages = Number(process.argv[2] ?? 20_000);
 const profileDir = join(tmpdir(), "inboxd-smtp-ingest-profile");
@@ -132,7 +132,7 @@ try {
         const expected = expectedOf.get(target)! + messages + delays.length;
         expectedOf.set(target, expected);
         // Accepted is not yet analysed: the rate that matters to a reader of the API counts until the last one shows there.
-        while (!(await instance.visible(expected))) await Bun.sleep(200);
+        while (!(await instance.visible(expected))) await Bun.sleep(lookIntervalMs);
         clearInterval(sampler);
         const visibleRate = (messages + delays.length) / ((performance.now() - started) / 1000);
         if (isInboxd) inboxdVisibleRate = visibleRate;
@@ -162,7 +162,7 @@ try {
   const [one, two] = await Promise.all([send(targets[4]!, file, messages / 2, half), send(second, file, messages / 2, half)]);
   const accepted = messages / ((performance.now() - started) / 1000);
   const expectedOnPostgres = expectedOf.get(targets[4]!)! + warmUp + messages;
-  while (!(await inboxdPostgres.visible(expectedOnPostgres))) await Bun.sleep(200);
+  while (!(await inboxdPostgres.visible(expectedOnPostgres))) await Bun.sleep(lookIntervalMs);
   const visible = messages / ((performance.now() - started) / 1000);
   const cpuMicros = (one.cpuMicros + two.cpuMicros) / 2;
   console.log(`  two inboxd nodes on one PostgreSQL, (a) split over both (10 sessions each)`);
