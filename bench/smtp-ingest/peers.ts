@@ -86,16 +86,15 @@ export function benchInboxdEnv(dataDir: string, dnsServer: string, engine: Recor
 
 const metricsToken = "bench-metrics";
 
+/** How often the scripts look at the inbound queue's depth: each scrape of the metrics costs the event loop about 30 ms (the runtime's heap statistics, prom-client's default metrics). */
+export const lookIntervalMs = 1_000;
+
 /**
  * Messages inboxd accepted and has not analysed and stored yet, from its metrics
  * (`inboxd_inbound_queue_depth`, a count of the queue's rows). The API tells whether the last
  * message shows only by paging past every stored message, which took a tenth of the event loop
  * from the analysis when asked every 200 ms: the scripts wait for 0 here, then ask the API once.
- * A scrape costs the event loop too, about 30 ms for the runtime's heap statistics
- * (prom-client's default metrics): the scripts ask once a second (lookIntervalMs).
  */
-export const lookIntervalMs = 1_000;
-
 export async function inboundQueueDepth(httpPort: number): Promise<number> {
   const response = await fetch(`http://127.0.0.1:${httpPort}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } });
   const depth = /^inboxd_inbound_queue_depth (\d+)$/m.exec(await response.text());
