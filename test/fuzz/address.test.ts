@@ -112,7 +112,7 @@ describe("fuzz: parseAddress", () => {
         fc.asyncProperty(fc.string({ unit: fc.constantFrom(..."a.-@\"\\x"), minLength: 900, maxLength: 1024 }), fc.constantFrom("", "@example.com"), async (body, tail) => {
           await withinTime("parseAddress", () => parseAddress(body + tail), 200);
         }),
-        500,
+        { ciRuns: 500 },
       );
     },
     testTimeout(),

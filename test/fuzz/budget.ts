@@ -41,17 +41,18 @@ export function testTimeout(properties = 1): number {
 
 /**
  * Runs one property from the fixed seed; `ciRuns` caps the runs in CI mode (a release run without
- * INBOXD_FUZZ_RUNS is capped by time only). Logs the figures, throws fast-check's report on failure.
+ * INBOXD_FUZZ_RUNS is capped by time only), `minRuns` is what the time limit may not cut it below.
+ * Logs the figures, throws fast-check's report on failure.
  */
-export async function fuzz<Ts>(name: string, property: fc.IRawProperty<Ts>, ciRuns = 10_000): Promise<fc.RunDetails<Ts>> {
+export async function fuzz<Ts>(name: string, property: fc.IRawProperty<Ts>, { ciRuns = 10_000, minRuns = 1 } = {}): Promise<fc.RunDetails<Ts>> {
   const numRuns = runs ?? (isLongRun ? 2 ** 31 - 1 : ciRuns);
   const plugins = Number.isFinite(secondsPerProperty) ? [fc.interruptAfterTimeLimit(secondsPerProperty * 1000)] : [];
   const started = performance.now();
   let details = (await fc.check(property, { seed, numRuns, plugins })) as fc.RunDetails<Ts>;
-  // A loaded machine can spend the whole time limit on the first input of a costly property
-  // (fast-check then fails it, "interrupted after 0 tests"): it still runs once, however long
-  // that takes; the per-call ceilings hold each call.
-  if (details.interrupted && details.numRuns === 0) details = (await fc.check(property, { seed, numRuns: 1 })) as fc.RunDetails<Ts>;
+  // A loaded machine can spend the whole time limit on the first few inputs of a costly property
+  // (fast-check then stops it, "interrupted after 0 tests"): it still runs its least number of
+  // times, however long that takes; the per-call ceilings hold each call.
+  if (details.interrupted && details.numRuns < minRuns) details = (await fc.check(property, { seed, numRuns: minRuns })) as fc.RunDetails<Ts>;
   const elapsed = (performance.now() - started) / 1000;
   console.error(`fuzz ${name}: ${details.numRuns} runs in ${elapsed.toFixed(1)} s (seed ${seed})${details.failed ? " FAILED" : ""}`);
   if (details.failed) {

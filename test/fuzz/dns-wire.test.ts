@@ -155,7 +155,7 @@ describe("fuzz: DNS answers off the wire", () => {
             expect(typeof record.name).toBe("string");
           }
         }),
-        1_000,
+        { ciRuns: 1_000 },
       );
     },
     testTimeout(),
@@ -193,7 +193,7 @@ describe("fuzz: DNS answers off the wire", () => {
             else expect(typeof value).toBe("string");
           }
         }),
-        1_000,
+        { ciRuns: 1_000 },
       );
     },
     testTimeout(),

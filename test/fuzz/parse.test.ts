@@ -108,7 +108,7 @@ describe("fuzz: parseMessage", () => {
           else expect(result.error).toBeInstanceOf(MessageLimitError);
           expect(bytes).toBeLessThan(8 * raw.length + 32 * 1024 * 1024);
         }),
-        40,
+        { ciRuns: 40 },
       );
     },
     testTimeout(),
