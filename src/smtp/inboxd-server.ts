@@ -8,7 +8,8 @@ import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { SMTPServer, type SMTPServerOptions } from "smtp-server";
 import { SMTPConnection, type SMTPConnectionOptions } from "smtp-server/lib/smtp-connection.js";
-import { SMTPStream, type SMTPStreamOptions } from "smtp-server/lib/smtp-stream.js";
+import type { SMTPStreamOptions } from "smtp-server/lib/smtp-stream.js";
+import { IndexedDataStream } from "./data-stream";
 import { hasBareLineBreak } from "./line-breaks";
 
 export interface ConnectionRules {
@@ -175,7 +176,7 @@ class InboxdConnection extends SMTPConnection {
   }
 
   /** The library's parser wiring, with a parser that accepts command lines ending in CRLF only and reports when a command line is under way. */
-  override _createParser(): SMTPStream {
+  override _createParser(): IndexedDataStream {
     const parser = new CrlfCommandStream(
       { maxCommandLength: this._server.options.maxCommandLength },
       { bareLineBreak: () => this.refuseBareLineBreak(), lineStarted: () => this.commandLineStarted() },
@@ -219,7 +220,7 @@ interface CommandStreamEvents {
 }
 
 /** smtp-server's command parser, refusing any chunk of command input with a bare CR or LF, and telling when a command line is under way. */
-class CrlfCommandStream extends SMTPStream {
+class CrlfCommandStream extends IndexedDataStream {
   constructor(
     options: SMTPStreamOptions,
     private readonly events: CommandStreamEvents,
