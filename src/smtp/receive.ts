@@ -7,7 +7,7 @@ import type { SMTPServerDataStream, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
 import { parseAddress } from "../mail/address";
 import { headerOverLimit } from "../mail/limits";
-import { discard, type Reservation } from "../memory/in-flight";
+import type { Reservation } from "../memory/in-flight";
 import { releasePrepared } from "../messages/receive";
 import { processReturnedReport } from "../outbound/returned-report";
 import { receiveTlsReport } from "../mta-sts/tls-reports";
@@ -16,7 +16,7 @@ import type { AnalysisPool } from "./analysis-pool";
 import type { Analysis } from "./analyze";
 import { identityOf, logCopies, prepareCopies, storeCopies } from "./inbound-copies";
 import type { InboundPace } from "./inbound-queue";
-import { dataDefect, type DataDefect } from "./line-breaks";
+import { dataDefects, type DataDefect } from "./line-breaks";
 import type { RecipientTarget } from "./recipients";
 import { SmtpReply } from "./replies";
 import { admittedRecipients } from "./sender-access";
@@ -42,6 +42,8 @@ export interface MessageData {
   oversized: boolean;
   /** The message memory (INBOXD_MESSAGE_MEMORY_MB) was spent while it arrived (the session was told so with 421). */
   overBudget: boolean;
+  /** Why the data must be refused (bare CR or LF, NUL), judged while it arrived; null when complete and sound, or not kept. */
+  defect: DataDefect | null;
 }
 
 /**
@@ -59,9 +61,11 @@ export function readMessageData(stream: SMTPServerDataStream, maxSize: number, m
     let chunks: Buffer[] = [];
     let size = 0;
     let overBudget = false;
+    const defects = dataDefects();
     stream.on("data", (chunk: Buffer) => {
       size += chunk.length;
       if (size > maxSize || overBudget) return;
+      defects.read(chunk);
       if (!memory.cover(size)) {
         overBudget = true;
         exact = undefined;
@@ -69,7 +73,7 @@ export function readMessageData(stream: SMTPServerDataStream, maxSize: number, m
         memory.release();
         return onMemorySpent();
       }
-      if (exact && size <= exact.length) return void chunk.copy(exact, size - chunk.length);
+      if (exact && size <= exact.length) return exact.set(chunk, size - chunk.length);
       if (exact) {
         chunks = [exact.subarray(0, size - chunk.length)];
         exact = undefined;
@@ -78,10 +82,10 @@ export function readMessageData(stream: SMTPServerDataStream, maxSize: number, m
     });
     stream.once("end", () => {
       const oversized = stream.sizeExceeded || size > maxSize;
-      if (oversized || overBudget) return resolve({ raw: Buffer.alloc(0), size, oversized, overBudget });
+      if (oversized || overBudget) return resolve({ raw: Buffer.alloc(0), size, oversized, overBudget, defect: null });
       // A declared size a little over the real one: the message is moved to a buffer of its own size.
       const raw = !exact ? Buffer.concat(chunks, size) : size === exact.length ? exact : Buffer.from(exact.subarray(0, size));
-      resolve({ raw, size, oversized, overBudget });
+      resolve({ raw, size, oversized, overBudget, defect: defects.end() });
     });
     stream.once("error", reject);
     stream.once("close", () => reject(new Error("the connection closed before the end of the data")));
@@ -109,8 +113,7 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
   const { app } = receiver;
   if (data.oversized) throw new SmtpReply(552, "5.3.4", `Message size exceeds the limit of ${app.config.smtpMaxSize} bytes`);
   if (data.overBudget) throw memorySpentReply;
-  const defect = dataDefect(data.raw);
-  if (defect) throw defectReplies[defect];
+  if (data.defect) throw defectReplies[data.defect];
   const overLimit = headerOverLimit(data.raw, app.config.smtpMaxHeaderLines);
   if (overLimit) throw new SmtpReply(552, "5.3.4", `Message header too large: ${overLimit}`);
 
@@ -121,12 +124,7 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
   if (envelope.recipients.length === 0) return "Report accepted";
   envelope.recipients = await admittedRecipients(app, envelope, data.raw);
   if (app.config.dmarcEnforce) await analyseAndStore(receiver, envelope, data.raw);
-  else {
-    await acceptForAnalysis(receiver, envelope, data.raw);
-    // On disk and in the queue's hands: this copy of the bytes is freed before the 250, not by a
-    // collection after it (../memory/in-flight discard).
-    discard([data.raw]);
-  }
+  else await acceptForAnalysis(receiver, envelope, data.raw);
   return `Message accepted as ${envelope.transaction}`;
 }
 
