@@ -1,8 +1,5 @@
 /** Splitting long work on the event loop, so that requests and SMTP sessions run in between. */
 
-/** Resolves in a later turn of the event loop, after the I/O waiting now. */
-export const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 const waiting: (() => void)[] = [];
 let turning = false;
 

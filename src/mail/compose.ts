@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import MailComposer from "nodemailer/lib/mail-composer";
-import { nextTurn } from "../event-loop";
+import { takeTurn } from "../event-loop";
 import { parseAddress } from "./address";
 import { compose7bit } from "./compose-7bit";
 import type { ComposeAttachment, PreparedMessage } from "./prepared-message";
@@ -113,7 +113,7 @@ const ENCODE_SLICE_BYTES = 256 * 1024;
 async function* slicesWithTurns(content: Buffer): AsyncGenerator<Buffer> {
   for (let at = 0; at < content.length; at += ENCODE_SLICE_BYTES) {
     yield content.subarray(at, at + ENCODE_SLICE_BYTES);
-    await nextTurn();
+    await takeTurn();
   }
 }
 

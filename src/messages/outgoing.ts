@@ -2,7 +2,7 @@
  * Checks on what a client asks to send, beyond the types the route schema enforces: addresses,
  * the recipient cap, header-safe text, and attachments whose base64 really decodes.
  */
-import { nextTurn } from "../event-loop";
+import { takeTurn } from "../event-loop";
 import { invalid } from "../errors";
 import { normalizeAddress, parseMailbox, type Mailbox } from "../mail/address";
 import { detectMimeType } from "nodemailer/lib/mime-funcs";
@@ -62,24 +62,37 @@ export function uniqueRecipients(...lists: (string | Mailbox)[][]): string[] {
   return [...seen.values()];
 }
 
+/** Characters of base64 checked and decoded in one turn of the event loop (about 1.5 ms); a multiple of 4. */
+const DECODE_SLICE_CHARS = 1024 * 1024;
+
 /**
  * Base64 (RFC 4648 §4; line breaks allowed, padding optional) that decodes to exactly what was
- * sent: Buffer.from alone skips invalid characters silently, so the bytes are encoded back and
- * compared.
+ * sent: Buffer.from alone skips invalid characters silently, so each slice's bytes are encoded
+ * back and compared. A slice per turn (takeTurn): in one piece, 18 MB took about 50 ms, and the
+ * sends under way decoded theirs in the same turn, one after the other.
  */
-function decodeBase64(field: string, content: string): Buffer {
-  const compact = content.replace(/\s+/g, "");
+async function decodeBase64(field: string, content: string): Promise<Buffer> {
+  const compact = /\s/.test(content) ? content.replace(/\s+/g, "") : content;
+  if (compact.length % 4 === 1) throw invalid(`${field}: must be base64`);
   const padded = compact.length % 4 === 0 ? compact : compact + "=".repeat(4 - (compact.length % 4));
-  const bytes = Buffer.from(padded, "base64");
-  if (compact.length % 4 === 1 || bytes.toString("base64") !== padded) throw invalid(`${field}: must be base64`);
-  return bytes;
+  const bytes = Buffer.allocUnsafe((padded.length / 4) * 3);
+  let filled = 0;
+  for (let at = 0; at < padded.length; at += DECODE_SLICE_CHARS) {
+    await takeTurn();
+    const slice = padded.slice(at, at + DECODE_SLICE_CHARS);
+    const written = bytes.write(slice, filled, "base64");
+    // A character outside the alphabet does not encode back, nor does padding within a slice; at
+    // the end of a slice but the last one, padding does, and is found by the bytes it left out.
+    const whole = at + DECODE_SLICE_CHARS >= padded.length || written === (slice.length / 4) * 3;
+    if (!whole || bytes.toString("base64", filled, filled + written) !== slice) throw invalid(`${field}: must be base64`);
+    filled += written;
+  }
+  return bytes.subarray(0, filled);
 }
 
-/** Each attachment in a turn of its own: checking and decoding 18 MB of base64 takes about 50 ms. */
 export async function decodeAttachments(list: AttachmentInput[]): Promise<OutgoingAttachment[]> {
   const decoded: OutgoingAttachment[] = [];
   for (const [i, attachment] of list.entries()) {
-    await nextTurn();
     const field = `attachments[${i}]`;
     if (attachment.name !== undefined) assertHeaderSafe(`${field}.name`, attachment.name);
     if (attachment.contentType !== undefined && !MEDIA_TYPE.test(attachment.contentType)) {
@@ -88,7 +101,7 @@ export async function decodeAttachments(list: AttachmentInput[]): Promise<Outgoi
     decoded.push({
       name: attachment.name,
       contentType: attachment.contentType ?? detectMimeType(attachment.name ?? "bin"),
-      content: decodeBase64(`${field}.content`, attachment.content),
+      content: await decodeBase64(`${field}.content`, attachment.content),
     });
   }
   return decoded;

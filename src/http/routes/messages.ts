@@ -7,6 +7,7 @@ import { maxPatternLength } from "../../messages/search";
 import { forwardMessage, replyToMessage, sendMessage, type Sent } from "../../messages/send";
 import { maxLabels } from "../../messages/labels";
 import { updateMessage } from "../../messages/update";
+import { withContentEncoded } from "../../messages/present";
 import { getAttachment, getMessage, getMessageSource, listMessages } from "../../messages/service";
 import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
@@ -60,7 +61,7 @@ const listQuery = t.Object({
 export function created(set: { status?: number | string; headers: Record<string, string | number> }, sent: Sent) {
   set.status = 201;
   Object.assign(set.headers, rateLimitHeaders(sent.rateLimit));
-  return sent.message;
+  return withContentEncoded(sent.message);
 }
 
 export const messageRoutes = (app: App) =>
@@ -93,7 +94,7 @@ export const messageRoutes = (app: App) =>
       },
       detail: { summary: "List messages newest first, optionally filtered by query or by label" },
     })
-    .get("/:messageId", ({ organizationId, params }) => getMessage(app, organizationId, params.inboxId, params.messageId), {
+    .get("/:messageId", async ({ organizationId, params }) => withContentEncoded(await getMessage(app, organizationId, params.inboxId, params.messageId)), {
       response: { 200: Message, ...failures(401, [404, "Message not found"]) },
       detail: { summary: "Get a message with every field" },
     })
