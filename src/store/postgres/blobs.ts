@@ -7,10 +7,11 @@
  * node (or of any node once they are old: their node may never come back).
  */
 import { sql } from "drizzle-orm";
+import { takeTurn } from "../../event-loop";
 import { newId } from "../../ids";
 import { chunkedParts, STAGE_THRESHOLD } from "../chunks";
 import type { StoredBytes } from "../store";
-import { likePrefix, rowsOf, type PgDb } from "./db";
+import { firstRow, likePrefix, rowsOf, type PgDb } from "./db";
 
 const EMPTY = new Uint8Array(0);
 
@@ -21,9 +22,23 @@ export function blobsOn(db: PgDb) {
     async claim(blobId: string): Promise<void> {
       await db.execute(sql`DELETE FROM staged_blobs WHERE blob_id = ${blobId}`);
     },
+    /**
+     * A chunk per query and per turn of the event loop (takeTurn), into one buffer: read in one
+     * query, a 20 MB blob's rows were decoded and joined in one turn (20-40 ms), as the embedded
+     * engine's readInTurns avoids too.
+     */
     async read(blobId: string): Promise<Buffer> {
-      const chunks = await rowsOf<{ bytes: Buffer }>(db, sql`SELECT bytes FROM blob_chunks WHERE blob_id = ${blobId} ORDER BY seq`);
-      return Buffer.concat(chunks.map((row) => row.bytes));
+      const [extent] = await rowsOf<{ chunks: number; size: number }>(db, sql`SELECT count(*)::int AS chunks, coalesce(sum(octet_length(bytes)), 0)::int AS size FROM blob_chunks WHERE blob_id = ${blobId}`);
+      const whole = Buffer.allocUnsafe(extent!.size);
+      let filled = 0;
+      for (let seq = 0; seq < extent!.chunks; seq++) {
+        await takeTurn();
+        const chunk = await firstRow<{ bytes: Buffer }>(db, sql`SELECT bytes FROM blob_chunks WHERE blob_id = ${blobId} AND seq = ${seq}`);
+        if (!chunk || filled + chunk.bytes.byteLength > whole.length) throw new Error(`blob ${blobId} lost chunk ${seq} while it was read`);
+        whole.set(chunk.bytes, filled);
+        filled += chunk.bytes.byteLength;
+      }
+      return whole;
     },
   };
 }
