@@ -180,7 +180,7 @@ describe("metrics", () => {
     }
     const samples = parser.exitCode === 0 ? (JSON.parse(parser.stdout.toString()) as Sample[]) : naiveSamples(text);
     const value = (name: string, labels: Record<string, string> = {}) =>
-      samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((sum, s) => sum + s.value, 0);
+      samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((sum, s) => sum + (s.value ?? 0), 0);
     expect(value("inboxd_http_requests_total", { route: "/v1/inboxes/:inboxId/messages", status: "200" })).toBeGreaterThanOrEqual(1);
     expect(value("inboxd_http_request_duration_seconds_count", { route: "/v1/inboxes/:inboxId/messages" })).toBeGreaterThanOrEqual(1);
     expect(value("inboxd_smtp_connections_total")).toBeGreaterThanOrEqual(2);
@@ -196,6 +196,9 @@ describe("metrics", () => {
     expect(value("inboxd_commit_duration_seconds_count")).toBeGreaterThanOrEqual(2);
     expect(value("inboxd_process_resident_memory_bytes")).toBeGreaterThan(10_000_000);
     expect(samples.some((s) => s.name === "inboxd_nodejs_eventloop_lag_seconds")).toBe(true);
+    expect(value("inboxd_nodejs_heap_size_used_bytes")).toBeGreaterThan(0);
+    // Made up by a walk of the whole heap under Bun at every scrape (src/metrics/metrics.ts).
+    expect(samples.filter((s) => s.name.startsWith("inboxd_nodejs_heap_space_size_"))).toEqual([]);
   });
 
   test("without INBOXD_METRICS_TOKEN there is no /metrics on the API port", async () => {
@@ -212,7 +215,8 @@ describe("metrics", () => {
 // Debian's python3-prometheus-client lives beside Debian's python3, which a pyenv on PATH may hide.
 const debianPython = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 
-type Sample = { name: string; labels: Record<string, string>; value: number };
+/** A sample as the Python parser gives it: null for NaN. */
+type Sample = { name: string; labels: Record<string, string>; value: number | null };
 
 // Exit 3: the parser is not installed (the test says so and falls back to reading the lines itself).
 const PARSE_WITH_PROMETHEUS_CLIENT = `
@@ -221,7 +225,8 @@ try:
     from prometheus_client.parser import text_string_to_metric_families
 except ImportError:
     sys.exit(3)
-samples = [{"name": s.name, "labels": s.labels, "value": s.value} for family in text_string_to_metric_families(sys.stdin.read()) for s in family.samples]
+# NaN (the event-loop lag's mean when no delay was sampled since the last scrape) has no JSON form.
+samples = [{"name": s.name, "labels": s.labels, "value": s.value if s.value == s.value else None} for family in text_string_to_metric_families(sys.stdin.read()) for s in family.samples]
 print(json.dumps(samples))
 `;
 
