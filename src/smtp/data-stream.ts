@@ -4,7 +4,7 @@
 // spent in the same turns as every other session's commands and every API request. Here
 // Buffer.indexOf finds each line-start dot (0.6 ms per 20 MB); what happens at one is the
 // library's, case for case and in the same order, so the bytes written to the data stream, the
-// end of the data and the commands that follow it are the same (test/smtp/data-stream.test.ts
+// end of the data and the commands that follow it are the same (test/fuzz/data-stream.test.ts
 // compares the two on any input, cut into any chunks).
 import { SMTPStream } from "smtp-server/lib/smtp-stream.js";
 

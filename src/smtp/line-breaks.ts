@@ -30,7 +30,8 @@ export function dataDefects() {
   const found = { lf: false, cr: false, nul: false };
   return {
     read(chunk: Buffer): void {
-      if (chunk.length === 0) return;
+      // Bare LF decides the reply whatever else follows: the rest of the data need not be looked at.
+      if (chunk.length === 0 || found.lf) return;
       const breaks = bareLineBreaks(chunk, before);
       found.lf ||= breaks.lf;
       found.cr ||= breaks.cr;

@@ -127,16 +127,13 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
         const { memory, declared } = memoryOf.get(session.id) ?? { memory: app.messageMemory.open(), declared: 0 };
         memoryOf.delete(session.id);
         // The memory is held until the reply: the message is in this process until it is committed.
-        const answer = (error: Error | null, text?: string) => {
-          memory.release();
-          callback(error, text);
-        };
         // Nothing reads a message's bytes after its reply (stored, handed to the inbound queue on
         // disk, or refused): they are freed here, which spares the collection the release would
         // cause, 80-120 ms of the event loop after each large message (../memory/in-flight discard).
-        const answerFreeing = (raw: Buffer, error: Error | null, text?: string) => {
-          discard([raw]);
-          memory.release({ collect: false });
+        // Without them (the client left mid-data), the release leaves that collection behind.
+        const answer = (error: Error | null, text?: string, raw?: Buffer) => {
+          if (raw) discard([raw]);
+          memory.release({ collect: !raw });
           callback(error, text);
         };
         const memorySpent = () => {
@@ -149,12 +146,12 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
             receiveMessage(receiver, session, accepted, data).then(
               (text) => {
                 tally(session, "accepted");
-                answerFreeing(data.raw, null, text);
+                answer(null, text, data.raw);
               },
               (error) => {
                 const reply = replyFor(app, error, session.remoteAddress);
                 tally(session, reply.responseCode);
-                answerFreeing(data.raw, reply);
+                answer(reply, undefined, data.raw);
               },
             ),
           // The client left in the middle of the data: there is no one to answer.
