@@ -101,7 +101,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
 
   async function turn(finished: Finished[], now: number, claiming: Claiming) {
     // Woken by an acceptance with nothing to record and no room to claim (mail is arriving): no transaction.
-    if (finished.length === 0 && (claiming === "none" || room() <= 0)) return;
+    if (finished.length === 0 && (claiming === "none" || held.size >= claimLimit())) return;
     // Not waiting for the disk (TransactionOptions.waitForDisk): each message's row was on disk
     // before its 250, and goes in the transaction that stores its copies, so a power loss that
     // took this commit back would leave the row to be analysed again, never a message lost or
@@ -113,7 +113,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
         const copies = outcome.analysed && (await recordAnalysed(tx, outcome.claim, outcome.analysed));
         if (copies) stored.push({ finished: outcome, copies });
       }
-      return { claims: claiming === "none" ? [] : await claimDue(tx, now), stored };
+      return { claims: claiming === "none" ? [] : await claimDue(tx, now, finished), stored };
     }, { waitForDisk: false }).catch((error: unknown) => {
       releaseUnheldReservations();
       throw error;
@@ -146,17 +146,23 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     }
   }
 
-  /** How many more rows may be claimed now. */
-  const room = () => (pace.busy() ? maxClaimedWhileBusy : maxClaimed) - held.size;
+  /** Claimed at most now. */
+  const claimLimit = () => (pace.busy() ? maxClaimedWhileBusy : maxClaimed);
 
-  /** Claims due rows up to the limits, each analysis counted before it starts. */
-  async function claimDue(tx: Transaction, now: number): Promise<Claimed[]> {
-    const free = room();
+  /**
+   * Claims due rows up to the limits, each analysis counted before it starts. The rows whose
+   * outcomes this turn records leave room for others: counted as held, a turn that recorded every
+   * claim could claim none, and with no analysis left to call the next turn, the queue slept until
+   * its idle timeout with rows due (5 s after every burst's end, half of it lost).
+   */
+  async function claimDue(tx: Transaction, now: number, recorded: Finished[]): Promise<Claimed[]> {
+    let count = held.size - recorded.length;
+    let bytes = recorded.reduce((sum, { claim }) => sum - held.get(claim.id)!, heldBytes);
+    const free = claimLimit() - count;
     if (free <= 0) return [];
     const claims: Claimed[] = [];
-    let bytes = heldBytes;
     for (const { id, size, attempts } of await tx.acceptedInbound.due(now, new Set(held.keys()), free)) {
-      if (bytes + size > maxClaimedBytes && held.size + claims.length > 0) break;
+      if (bytes + size > maxClaimedBytes && count > 0) break;
       const reservation = app.messageMemory.open();
       if (!reservation.cover(size)) break;
       reservations.set(id, reservation);
@@ -169,6 +175,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
       }
       claims.push({ claim, source: size <= readWithClaimBytes ? await tx.acceptedInbound.source(id) : undefined });
       bytes += size;
+      count++;
     }
     return claims;
   }
