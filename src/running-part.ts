@@ -8,3 +8,8 @@ export interface RunningPart {
   address?: { host: string; port: number };
   stop(): Promise<void>;
 }
+
+/** Parts that start and stop together, as one. */
+export function runningTogether(name: string, parts: RunningPart[]): RunningPart {
+  return { name, stop: async () => void (await Promise.all(parts.map((part) => part.stop()))) };
+}

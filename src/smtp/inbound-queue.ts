@@ -2,13 +2,13 @@
  * The inbound queue's policy: analysis after acceptance. The SMTP server commits each accepted
  * message with its envelope (store: acceptedInbound) and answers 250; this queue, run by the queue
  * engine (src/queue/engine.ts), claims those rows, has the analysis workers parse and authenticate
- * them, and stores each message's copies, thread, search entry and `message.received` event in the
+ * them, and stores each message's copies, thread and `message.received` event in the
  * transaction that deletes its row. So a crash at any moment between the 250 and that commit
  * leaves the row, analysed again after the restart, and never a copy twice. Like Postfix's queue
  * manager after its cleanup daemon: the reply waits for the disk, not for the CPU.
  *
  * While mail is arriving, the queue takes a small share of the event loop: each message it stores
- * (thread, search entry, event) costs the event loop about as much as accepting one, and the 250s
+ * (thread, event) costs the event loop about as much as accepting one, and the 250s
  * come first. It claims a few messages at a time then, enough to keep the spare core's analysis
  * going, and catches up at full speed once the burst is over (InboundPace).
  *

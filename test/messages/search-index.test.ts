@@ -1,6 +1,7 @@
 /**
- * The search index is written once per transaction (migration 0050): whatever a transaction does
- * with the messages it writes, the index agrees with the messages once it commits.
+ * The search index follows the messages (migration 0050, src/store/sqlite/search-index.ts): whatever
+ * a transaction does with the messages it writes, a search after its commit agrees with them, and
+ * so does the index once it has caught up. Its catch-up in the background: test/store/search-indexing.test.ts.
  */
 import { afterAll, beforeAll, expect, test as bunTest } from "bun:test";
 import { parseMessage } from "../../src/mail/parse";
@@ -40,13 +41,13 @@ async function receive(subject: string) {
 const found = async (phrase: string) => (await store.messageSearch.containing(inbox.id, phrase, 1, 100)).map((row) => row.subject);
 const sql = (statement: string, ...values: string[]) => databaseOf(server.app).query(statement).run(...values);
 
-/** FTS5's own check of an external-content index against its content table, and nothing left waiting. */
+/** FTS5's own check of an external-content index against its content table, and nothing left waiting (a search just caught it up). */
 function expectConsistentIndex() {
   sql("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)");
   expect(databaseOf(server.app).query("SELECT count(*) AS n FROM messages_fts_pending").get()).toEqual({ n: 0 });
 }
 
-test("messages of one batched commit are all indexed when it settles", async () => {
+test("a search finds every message of a batched commit once it settles", async () => {
   const writes = await Promise.all(["alpha batch", "beta batch", "gamma batch"].map(receive));
   await Promise.all(writes.map((write) => store.transactionBatched(write)));
   expect((await found("batch")).sort()).toEqual(["alpha batch", "beta batch", "gamma batch"]);

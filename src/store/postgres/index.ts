@@ -11,6 +11,7 @@ import type { SQL as BunSql } from "bun";
 import { Clock } from "../../clock";
 import type { Config } from "../../config";
 import type { Logger } from "../../log";
+import { runningTogether } from "../../running-part";
 import { keylessBox, type SecretBox } from "../secret-box";
 import type { Aggregates, Store, Transaction, TransactionOptions } from "../store";
 import { accessRulesStore } from "./access-rules";
@@ -119,8 +120,7 @@ export function createPostgresStore(client: BunSql, options: PostgresStoreOption
     // The server runs its own maintenance (autovacuum, checkpoints); a node renews its queue
     // claims and listens for the other nodes' wake-ups.
     startMaintenance(log) {
-      const parts = [startLeaseRenewal(db, leases, log), ...(options.onWake ? [listenForWakeUps(client, options.onWake, log)] : [])];
-      return { name: "database maintenance", stop: async () => void (await Promise.all(parts.map((part) => part.stop()))) };
+      return runningTogether("database maintenance", [startLeaseRenewal(db, leases, log), ...(options.onWake ? [listenForWakeUps(client, options.onWake, log)] : [])]);
     },
     close: () => void client.close(),
   };

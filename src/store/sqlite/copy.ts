@@ -109,8 +109,8 @@ export function copyEndpointOf(sqlite: Database, description: string, close: () 
       })();
     },
     async finish() {
-      // The messages written are listed for the search index by their insert trigger (migrations/0050).
-      sqlite.transaction(() => searchIndexStore(sqlite).catchUp())();
+      // The messages written are noted for the search index by their insert trigger (migrations/0050).
+      sqlite.transaction(() => searchIndexStore(sqlite).indexAll())();
     },
     async close() {
       close();

@@ -8,7 +8,9 @@ import type { Database } from "bun:sqlite";
 import { dirname, resolve } from "node:path";
 import type { Clock } from "../../clock";
 import type { Config } from "../../config";
+import { takeTurn } from "../../event-loop";
 import type { Logger } from "../../log";
+import { runningTogether } from "../../running-part";
 import type { Store, Transaction, TransactionOptions } from "../store";
 import { acceptedInboundStore } from "./accepted-inbound";
 import { accessRulesStore } from "./access-rules";
@@ -34,6 +36,7 @@ import { migrate } from "./migrate";
 import { openDatabase, QUICK_CHECK_WAIT_MS } from "./open";
 import { openDatabaseReadOnly } from "./read-only";
 import { searchIndexStore } from "./search-index";
+import { startSearchIndexing, type SearchIndexing } from "./search-indexing";
 import { openSecrets } from "./secret-key";
 import { keylessBox, type SecretBox } from "../secret-box";
 import { sendWindowsStore } from "./send-windows";
@@ -43,6 +46,9 @@ import { ConnectionTurns } from "./turns";
 import { webhookQueueStore } from "./webhook-queue";
 import { webhooksStore } from "./webhooks";
 import { WebhookSubscriptions } from "./webhook-subscriptions";
+
+/** Messages a search indexes per transaction before it reads, of those still noted for the index. */
+const SEARCH_CATCH_UP_BATCH = 64;
 
 /** Each method of an aggregate as the Store interface has it: returning a Promise. */
 type Asynced<T> = { [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : T[K] };
@@ -119,7 +125,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
     }
   }
 
-  /** BEGIN … COMMIT around `work`, the connection already held; the search index catches up last. */
+  /** BEGIN … COMMIT around `work`, the connection already held. */
   async function atomically<T>(work: () => Promise<T>, waitForDisk: boolean): Promise<T> {
     // `synchronous` cannot change inside a transaction: NORMAL makes this COMMIT skip its fsync.
     if (!waitForDisk) execute("PRAGMA synchronous = NORMAL");
@@ -128,7 +134,6 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
       eventsInTransaction = false;
       try {
         const value = await work();
-        searchIndex.catchUp();
         execute("COMMIT");
         if (eventsInTransaction) options.onEventsCommitted?.();
         return value;
@@ -160,15 +165,36 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
       ),
   });
 
+  const call = <T>(statements: () => T) => turns.call(statements);
+  const searchIndexing: SearchIndexing = {
+    pendingAtMost: () => call(() => searchIndex.pendingAtMost()),
+    // Not waiting for the disk: the messages stay noted until this commit, and a later one syncs it.
+    indexBatch: (limit) => turns.exclusive(() => atomically(async () => searchIndex.indexOldest(limit), false)),
+  };
+  /** Indexes every message noted so far, a batch per turn of the event loop (./search-index.ts). */
+  async function searchIndexCaughtUp() {
+    while (await call(() => searchIndex.pending())) {
+      await searchIndexing.indexBatch(SEARCH_CATCH_UP_BATCH);
+      await takeTurn();
+    }
+  }
+  const search = asynced(aggregates.messageSearch, call);
+
   return {
-    ...asyncAggregates(aggregates, (statements) => turns.call(statements)),
+    ...asyncAggregates(aggregates, call),
+    // A search reads the index once every message committed before it is in it.
+    messageSearch: {
+      ...search,
+      containing: (...args) => searchIndexCaughtUp().then(() => search.containing(...args)),
+      walk: (...args) => searchIndexCaughtUp().then(() => search.walk(...args)),
+    },
     transaction: <T>(work: (tx: Transaction) => Promise<T>, { waitForDisk = true }: TransactionOptions = {}) => turns.exclusive(() => atomically(() => work(tx), waitForDisk)),
     transactionBatched,
     blobs: {
       prepare: (parts, now) => blobs.prepare(parts, now),
       release: (blobIds) => turns.call(() => blobs.release(blobIds)),
     },
-    startMaintenance: (log) => startCheckpoints(sqlite, dirname(sqlite.filename), log),
+    startMaintenance: (log) => runningTogether("database maintenance", [startCheckpoints(sqlite, dirname(sqlite.filename), log), startSearchIndexing(searchIndexing, log)]),
     close: () => sqlite.close(),
   };
 }
