@@ -107,12 +107,14 @@ const setting = <T>(env: string, def: string, parse: Parser<T>, help: string): S
 const machineName = osHostname() || "localhost";
 
 /**
- * One analysis thread per core but one, at most 4; two on two cores. The analysis of a message
- * (parse and authenticate, about 1 ms of CPU) costs more than everything the event loop does for
- * it, which leaves the event loop idle part of the time: on two cores, a second analysis thread
- * took bench/smtp-ingest from about 400 to 550 messages/s with one message per connection.
+ * One analysis thread per core but one, at least one, at most 4: the event loop keeps a core. On
+ * two cores one thread analyses more mail than two (bench/smtp-ingest/catch-up.ts, five pairs:
+ * 395 against 357 msg/s from the first message to the last stored, and 966-1,340 against 698-888
+ * accepted): with the event loop, two analysis threads and their collectors on two cores, each
+ * message cost the analysis 2.2-2.4 ms of CPU instead of 1.4-1.9, and the heap and code of the
+ * second thread held 25-30 MB more under load.
  */
-const defaultSmtpWorkers = (cores: number) => Math.min(4, Math.max(Math.min(cores, 2), cores - 1));
+const defaultSmtpWorkers = (cores: number) => Math.min(4, Math.max(1, cores - 1));
 
 export const settings = {
   httpPort: setting("INBOXD_HTTP_PORT", "8006", port, "HTTP API port (0: any free port)"),
