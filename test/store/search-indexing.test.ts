@@ -12,7 +12,8 @@ import { createLogger } from "../../src/log";
 import { parseMessage } from "../../src/mail/parse";
 import { storeReceivedMessage } from "../../src/messages/receive";
 import type { InboxRecord } from "../../src/store";
-import { SEARCH_INDEX_BATCH, SEARCH_INDEX_BEHIND, SEARCH_INDEX_INTERVAL_MS, startSearchIndexing } from "../../src/store/sqlite/search-indexing";
+import { SEARCH_INDEX_BATCH, searchIndexStore } from "../../src/store/sqlite/search-index";
+import { SEARCH_INDEX_BEHIND, SEARCH_INDEX_INTERVAL_MS, startSearchIndexing } from "../../src/store/sqlite/search-indexing";
 import { closeDatabaseOf, databaseOf, eventually, onPostgres, seedOrganization, sqliteOnly, startTestServer, tempDir, testEnv } from "../harness";
 
 /** SQLite's FTS5 index only: PostgreSQL's trigram indexes are on the messages table itself. */
@@ -23,8 +24,8 @@ const silent = createLogger("json", "silent");
 /** The data dir's App with nothing running: no maintenance, so nothing indexes in the background. */
 const openQuietApp = (dataDir: string) => openApp(loadConfig(testEnv(dataDir)), { clock: new Clock(), log: silent });
 
-async function receive(app: App, inbox: InboxRecord, subject: string) {
-  const raw = Buffer.from(`From: sender@example.com\r\nTo: ${inbox.email}\r\nSubject: ${subject}\r\n\r\nBody of ${subject}.\r\n`);
+async function receive(app: App, inbox: InboxRecord, subject: string, body = `Body of ${subject}.`) {
+  const raw = Buffer.from(`From: sender@example.com\r\nTo: ${inbox.email}\r\nSubject: ${subject}\r\n\r\n${body}\r\n`);
   const parsed = await parseMessage(raw);
   await app.store.transaction((tx) => storeReceivedMessage(app, tx, { inbox, parsed, raw }));
 }
@@ -52,6 +53,25 @@ test("a stored message waits for the index, and a search indexes what waits befo
     expect(found.map((row) => row.subject).sort()).toEqual(["first waiting", "second waiting", "third waiting"]);
     expect(noted(app)).toBe(0);
     expect(indexed(app, "waiting")).toBe(3);
+  } finally {
+    closeDatabaseOf(app);
+    app.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test("a batch stops at its bound of bytes, so that long texts are indexed fewer at a time", async () => {
+  const dataDir = tempDir("search-indexing");
+  const app = await openQuietApp(dataDir);
+  try {
+    const inbox = await withInbox(app);
+    // 50,000 bytes of text each: two fit the batch's 128 KiB, a third does not.
+    for (let n = 0; n < 5; n++) await receive(app, inbox, `long ${n}`, "lorem ipsum ".repeat(50_000 / 12));
+    const sqlite = databaseOf(app);
+    const index = searchIndexStore(sqlite);
+    const batch = () => sqlite.transaction(() => index.indexBatch())();
+    expect([batch(), batch(), batch(), batch()]).toEqual([2, 2, 1, 0]);
+    expect(indexed(app, "lorem")).toBe(5);
   } finally {
     closeDatabaseOf(app);
     app.close();
@@ -88,9 +108,9 @@ test("the background indexes a batch per interval, and back to back while more t
   const indexing = startSearchIndexing(
     {
       pendingAtMost: async () => waiting,
-      async indexBatch(limit) {
+      async indexBatch() {
         batchesAt.push(performance.now());
-        const taken = Math.min(limit, waiting);
+        const taken = Math.min(SEARCH_INDEX_BATCH, waiting);
         waiting -= taken;
         return taken;
       },

@@ -47,9 +47,6 @@ import { webhookQueueStore } from "./webhook-queue";
 import { webhooksStore } from "./webhooks";
 import { WebhookSubscriptions } from "./webhook-subscriptions";
 
-/** Messages a search indexes per transaction before it reads, of those still noted for the index. */
-const SEARCH_CATCH_UP_BATCH = 64;
-
 /** Each method of an aggregate as the Store interface has it: returning a Promise. */
 type Asynced<T> = { [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : T[K] };
 
@@ -169,12 +166,18 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
   const searchIndexing: SearchIndexing = {
     pendingAtMost: () => call(() => searchIndex.pendingAtMost()),
     // Not waiting for the disk: the messages stay noted until this commit, and a later one syncs it.
-    indexBatch: (limit) => turns.exclusive(() => atomically(async () => searchIndex.indexOldest(limit), false)),
+    indexBatch: () => turns.exclusive(() => atomically(async () => searchIndex.indexBatch(), false)),
   };
-  /** Indexes every message noted so far, a batch per turn of the event loop (./search-index.ts). */
+  /**
+   * Indexes every message noted so far, a batch per turn of the event loop (./search-index.ts);
+   * those noted meanwhile are left to the background, so that mail arriving fast cannot hold a search.
+   */
   async function searchIndexCaughtUp() {
-    while (await call(() => searchIndex.pending())) {
-      await searchIndexing.indexBatch(SEARCH_CATCH_UP_BATCH);
+    const noted = await searchIndexing.pendingAtMost();
+    for (let indexed = 0; indexed < noted; ) {
+      const batch = await searchIndexing.indexBatch();
+      if (batch === 0) return;
+      indexed += batch;
       await takeTurn();
     }
   }
@@ -186,7 +189,8 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
     messageSearch: {
       ...search,
       containing: (...args) => searchIndexCaughtUp().then(() => search.containing(...args)),
-      walk: (...args) => searchIndexCaughtUp().then(() => search.walk(...args)),
+      // A walk without a literal reads the messages, not the index.
+      walk: (inboxId, requirement, ...rest) => (requirement ? searchIndexCaughtUp() : Promise.resolve()).then(() => search.walk(inboxId, requirement, ...rest)),
     },
     transaction: <T>(work: (tx: Transaction) => Promise<T>, { waitForDisk = true }: TransactionOptions = {}) => turns.exclusive(() => atomically(() => work(tx), waitForDisk)),
     transactionBatched,
