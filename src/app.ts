@@ -46,6 +46,6 @@ export async function openApp(config: Config, options: { clock?: Clock; log?: Lo
   });
   const eventStreams = new EventStreams(store, clock, log, config);
   const messageMemory = inFlightBudget(config.messageMemoryMb * 1024 * 1024);
-  const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), inboundBacklog: () => store.acceptedInbound.backlog(), messageBytesInFlight: () => messageMemory.inUse(), now: () => clock.now() });
+  const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), inboundBacklog: () => store.acceptedInbound.backlog(), unindexedMessages: () => store.messageSearch.unindexed(), messageBytesInFlight: () => messageMemory.inUse(), now: () => clock.now() });
   return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, eventStreams, close: () => store.close() };
 }

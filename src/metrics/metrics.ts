@@ -8,7 +8,14 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 import type { QueueBacklog } from "../store";
 
 /** What the gauges read at each scrape: the persisted queues' backlog, the message memory in use, and the time now. */
-export type MetricSources = { outboundBacklog: () => Promise<QueueBacklog>; webhookBacklog: () => Promise<QueueBacklog>; inboundBacklog: () => Promise<QueueBacklog>; messageBytesInFlight: () => number; now: () => number };
+export type MetricSources = {
+  outboundBacklog: () => Promise<QueueBacklog>;
+  webhookBacklog: () => Promise<QueueBacklog>;
+  inboundBacklog: () => Promise<QueueBacklog>;
+  unindexedMessages: () => Promise<number>;
+  messageBytesInFlight: () => number;
+  now: () => number;
+};
 
 const LATENCY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -42,6 +49,14 @@ export function createMetrics(sources: MetricSources) {
   backlogGauges("webhook", (s) => s.webhookBacklog());
   // Inbound mail accepted (250 sent) and not analysed yet.
   backlogGauges("inbound", (s) => s.inboundBacklog());
+  new Gauge({
+    name: "inboxd_search_index_backlog",
+    help: "messages stored and not in the search index yet (indexed in the background; a search indexes them first)",
+    registers,
+    async collect() {
+      this.set(await sources.unindexedMessages());
+    },
+  });
   new Gauge({
     name: "inboxd_message_bytes_in_flight",
     help: "message bytes being received, analysed and stored now, against INBOXD_MESSAGE_MEMORY_MB",

@@ -534,6 +534,12 @@ export interface MessageSearchStore {
    * requests, so a message it found may be gone since (its inbox deleted): such are left out.
    */
   summaries(messageIds: string[]): Promise<MessageSummaryRecord[]>;
+  /**
+   * Messages stored and not in the search index yet: the embedded engine indexes them in the
+   * background, and a search first indexes what waits; PostgreSQL's indexes take each row as it
+   * is written (0).
+   */
+  unindexed(): Promise<number>;
 }
 
 export interface SendWindowsStore {

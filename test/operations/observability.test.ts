@@ -194,6 +194,7 @@ describe("metrics", () => {
     expect(value("inboxd_outbound_queue_oldest_age_seconds")).toBeGreaterThan(0);
     expect(value("inboxd_webhook_queue_depth")).toBeGreaterThanOrEqual(1);
     expect(value("inboxd_commit_duration_seconds_count")).toBeGreaterThanOrEqual(2);
+    expect(samples.some((s) => s.name === "inboxd_search_index_backlog")).toBe(true);
     expect(value("inboxd_process_resident_memory_bytes")).toBeGreaterThan(10_000_000);
     expect(samples.some((s) => s.name === "inboxd_nodejs_eventloop_lag_seconds")).toBe(true);
     expect(value("inboxd_nodejs_heap_size_used_bytes")).toBeGreaterThan(0);

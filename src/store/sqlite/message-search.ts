@@ -3,12 +3,12 @@
  * its matches in rowid order, newest first here, so a page stops reading as soon as it is full;
  * rowid order is arrival order, which is the list's created_at order while the clock runs forward.
  */
-import { and, desc, eq, inArray, lt, sql } from "drizzle-orm";
+import { and, count, desc, eq, inArray, lt, sql } from "drizzle-orm";
 import type { LiteralRequirement, SearchableMessage, SearchPosition } from "../store";
 import type { Db } from "./db";
 import { ftsPhrase, ftsQuery, MINIMUM_LITERAL_LENGTH } from "./fts-query";
 import { summaryColumns, type MessageSummaryRow } from "./messages";
-import { messages, messagesFts } from "./schema/index";
+import { messages, messagesFts, messagesFtsPending } from "./schema/index";
 
 /** The last row a walk saw, in (created_at, rowid) descending order. */
 interface Position {
@@ -63,6 +63,7 @@ export const messageSearchStore = (db: Db) => {
 
   return {
     minimumLiteralLength: MINIMUM_LITERAL_LENGTH,
+    unindexed: (): number => db.select({ n: count() }).from(messagesFtsPending).get()!.n,
     containing(inboxId: string, text: string, page: number, per: number, extra = 0, label?: string): MessageSummaryRow[] {
       const { matchingPage } = label === undefined ? all : labeled;
       return matchingPage.all({ inboxId, match: ftsPhrase(text), limit: per + extra, offset: (page - 1) * per, label });
