@@ -13,3 +13,31 @@ export interface RunningPart {
 export function runningTogether(name: string, parts: RunningPart[]): RunningPart {
   return { name, stop: async () => void (await Promise.all(parts.map((part) => part.stop()))) };
 }
+
+/** What a background job's `work` may ask: whether the part is stopping, so that a long run ends early. */
+export type Stopping = () => boolean;
+
+/**
+ * A background job: `work` every `intervalMs`, never two runs at once (a tick during a run is
+ * skipped), a failure given to `onError` and tried again at the next tick. Stopping ends the ticks
+ * and waits for the run in progress, at most `stopWaitMs` when given (a run cut short is due again).
+ */
+export function runEvery(name: string, intervalMs: number, work: (stopping: Stopping) => Promise<void>, onError: (error: unknown) => void, options: { stopWaitMs?: number } = {}): RunningPart {
+  let stopped = false;
+  let run: Promise<void> | undefined;
+  const stopping = () => stopped;
+  const timer = setInterval(() => {
+    run ??= work(stopping)
+      .catch(onError)
+      .finally(() => (run = undefined));
+  }, intervalMs);
+  return {
+    name,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      const { stopWaitMs } = options;
+      await (stopWaitMs === undefined ? run : Promise.race([run, new Promise((resolve) => setTimeout(resolve, stopWaitMs).unref())]));
+    },
+  };
+}

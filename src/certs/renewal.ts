@@ -7,7 +7,7 @@
  */
 import type { App } from "../app";
 import { iso } from "../clock";
-import type { RunningPart } from "../running-part";
+import { runEvery, type RunningPart, type Stopping } from "../running-part";
 import { certificateNames } from "./names";
 import type { ServedCertificates } from "./served";
 
@@ -23,14 +23,11 @@ export const renewalTime = (notBefore: number, notAfter: number) => notBefore + 
 export const backoff = (failures: number) => Math.min(FIRST_BACKOFF_MS * 2 ** (failures - 1), MAX_BACKOFF_MS);
 
 export function startCertificateRenewal(app: App, served: ServedCertificates): RunningPart {
-  let stopped = false;
-  let run: Promise<void> | undefined;
-
-  async function renewDue() {
+  async function renewDue(stopping: Stopping) {
     const names = await certificateNames(app);
     await app.store.certificates.want(names, app.clock.now());
     for (const row of await app.store.certificates.due(app.clock.now())) {
-      if (stopped) return;
+      if (stopping()) return;
       if (!names.includes(row.name.toLowerCase())) continue;
       const started = app.clock.now();
       // Another node's renewal may have claimed this try since `due` read it: one try at a time.
@@ -63,19 +60,6 @@ export function startCertificateRenewal(app: App, served: ServedCertificates): R
     await served.refresh(app);
   }
 
-  const timer = setInterval(() => {
-    run ??= renewDue()
-      .catch((error) => app.log.error("certificate renewal failed", { error }))
-      .finally(() => (run = undefined));
-  }, POLL_INTERVAL_MS);
-
-  return {
-    name: "certificates",
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      // An issuance cut short is due again after ATTEMPT_HOLD_MS.
-      await Promise.race([run, new Promise((resolve) => setTimeout(resolve, app.config.shutdownTimeoutMs).unref())]);
-    },
-  };
+  // An issuance cut short by a stop is due again after ATTEMPT_HOLD_MS.
+  return runEvery("certificates", POLL_INTERVAL_MS, renewDue, (error) => app.log.error("certificate renewal failed", { error }), { stopWaitMs: app.config.shutdownTimeoutMs });
 }

@@ -4,7 +4,7 @@
  * Due times live in the database and come from the App's clock; a short poll finds what is due.
  */
 import type { App } from "../app";
-import type { RunningPart } from "../running-part";
+import { runEvery, type RunningPart, type Stopping } from "../running-part";
 import { nextCheckAt } from "./status";
 import { verifyDomainRecords } from "./verification";
 
@@ -13,12 +13,9 @@ const BATCH_SIZE = 20;
 const CONCURRENT_CHECKS = 4;
 
 export function startDomainChecks(app: App): RunningPart {
-  let stopped = false;
-  let run: Promise<void> | undefined;
-
   /** Claims due domains (moving their next check on first, so a crash mid-check never loops) and checks them. */
-  async function checkDue() {
-    while (!stopped) {
+  async function checkDue(stopping: Stopping) {
+    while (!stopping()) {
       const now = app.clock.now();
       const due = await app.store.transaction(async (tx) => {
         const rows = await tx.domains.due(now, BATCH_SIZE);
@@ -36,19 +33,6 @@ export function startDomainChecks(app: App): RunningPart {
     }
   }
 
-  const timer = setInterval(() => {
-    run ??= checkDue()
-      .catch((error) => app.log.error("domain checks failed", { error }))
-      .finally(() => (run = undefined));
-  }, POLL_INTERVAL_MS);
-
-  return {
-    name: "domain-checks",
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      // Look-ups end within the resolver's timeouts; a check cut short is simply due again after a restart.
-      await Promise.race([run, new Promise((resolve) => setTimeout(resolve, app.config.shutdownTimeoutMs).unref())]);
-    },
-  };
+  // Look-ups end within the resolver's timeouts; a check cut short by a stop is due again after a restart.
+  return runEvery("domain-checks", POLL_INTERVAL_MS, checkDue, (error) => app.log.error("domain checks failed", { error }), { stopWaitMs: app.config.shutdownTimeoutMs });
 }

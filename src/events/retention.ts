@@ -5,7 +5,7 @@
  * old and when the next purge is due; a short real-time tick looks at that clock.
  */
 import type { App } from "../app";
-import type { RunningPart } from "../running-part";
+import { runEvery, type RunningPart, type Stopping } from "../running-part";
 
 const TICK_MS = 1000;
 /** Purges are due this often by the App's clock. */
@@ -15,36 +15,21 @@ const PURGE_BATCH = 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 export function startEventRetention(app: App): RunningPart {
-  let stopped = false;
-  let run: Promise<void> | undefined;
   let nextPurgeAt = app.clock.now();
 
-  async function purge() {
-    const before = app.clock.now() - app.config.eventRetentionDays * DAY_MS;
+  async function purge(stopping: Stopping) {
+    const now = app.clock.now();
+    if (now < nextPurgeAt) return;
+    nextPurgeAt = now + PURGE_INTERVAL_MS;
+    const before = now - app.config.eventRetentionDays * DAY_MS;
     let purged = 0;
     let batch: number;
     do {
       batch = await app.store.events.purge(before, PURGE_BATCH);
       purged += batch;
-    } while (batch === PURGE_BATCH && !stopped);
+    } while (batch === PURGE_BATCH && !stopping());
     if (purged) app.log.info("old events purged", { events: purged, retentionDays: app.config.eventRetentionDays });
   }
 
-  const timer = setInterval(() => {
-    const now = app.clock.now();
-    if (run || now < nextPurgeAt) return;
-    nextPurgeAt = now + PURGE_INTERVAL_MS;
-    run = purge()
-      .catch((error) => app.log.error("event purge failed", { error }))
-      .finally(() => (run = undefined));
-  }, TICK_MS);
-
-  return {
-    name: "event-retention",
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await run;
-    },
-  };
+  return runEvery("event-retention", TICK_MS, purge, (error) => app.log.error("event purge failed", { error }));
 }

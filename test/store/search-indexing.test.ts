@@ -40,10 +40,21 @@ async function withInbox(app: App): Promise<InboxRecord> {
   return (await app.store.inboxes.find(organizationId, id))!;
 }
 
-test("a stored message waits for the index, and a search indexes what waits before it reads", async () => {
+/** `work` on a new data dir's quiet App, removed after. */
+async function withQuietApp(work: (app: App) => Promise<void>) {
   const dataDir = tempDir("search-indexing");
   const app = await openQuietApp(dataDir);
   try {
+    await work(app);
+  } finally {
+    closeDatabaseOf(app);
+    app.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+test("a stored message waits for the index, and a search indexes what waits before it reads", () =>
+  withQuietApp(async (app) => {
     const inbox = await withInbox(app);
     for (const subject of ["first waiting", "second waiting", "third waiting"]) await receive(app, inbox, subject);
     expect(noted(app)).toBe(3);
@@ -54,17 +65,10 @@ test("a stored message waits for the index, and a search indexes what waits befo
     expect(found.map((row) => row.subject).sort()).toEqual(["first waiting", "second waiting", "third waiting"]);
     expect(await app.store.messageSearch.unindexed()).toBe(0);
     expect(indexed(app, "waiting")).toBe(3);
-  } finally {
-    closeDatabaseOf(app);
-    app.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test("a batch stops at its bound of bytes, so that long texts are indexed fewer at a time", async () => {
-  const dataDir = tempDir("search-indexing");
-  const app = await openQuietApp(dataDir);
-  try {
+test("a batch stops at its bound of bytes, so that long texts are indexed fewer at a time", () =>
+  withQuietApp(async (app) => {
     const inbox = await withInbox(app);
     // 50,000 bytes of text each: two fit the batch's 128 KiB, a third does not.
     for (let n = 0; n < 5; n++) await receive(app, inbox, `long ${n}`, "lorem ipsum ".repeat(50_000 / 12));
@@ -73,12 +77,7 @@ test("a batch stops at its bound of bytes, so that long texts are indexed fewer 
     const batch = () => sqlite.transaction(() => index.indexBatch())();
     expect([batch(), batch(), batch(), batch()]).toEqual([2, 2, 1, 0]);
     expect(indexed(app, "lorem")).toBe(5);
-  } finally {
-    closeDatabaseOf(app);
-    app.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-});
+  }));
 
 test("what waits for the index when the process stops is indexed in the background after its next start, with no search", async () => {
   const dataDir = tempDir("search-indexing");

@@ -19,7 +19,7 @@ import { sql, type SQL } from "drizzle-orm";
 import type { Clock } from "../../clock";
 import { randomToken } from "../../ids";
 import type { Logger } from "../../log";
-import type { RunningPart } from "../../running-part";
+import { runEvery, type RunningPart } from "../../running-part";
 import { likePrefix, type PgDb } from "./db";
 
 /**
@@ -92,17 +92,7 @@ export function heldByEarlierRuns(leases: Leases, column: string): SQL {
 
 /** Renews this run's leases every RENEW_EVERY_MS while the server runs. */
 export function startLeaseRenewal(db: PgDb, leases: Leases, log: Logger): RunningPart {
-  let renewing: Promise<void> | undefined;
-  const timer = setInterval(() => {
-    renewing ??= renewLeases(db, leases)
-      .catch((error) => log.error("renewing this node's queue claims failed; other nodes take them over should it go on failing", { error }))
-      .finally(() => (renewing = undefined));
-  }, RENEW_EVERY_MS);
-  return {
-    name: "queue-leases",
-    async stop() {
-      clearInterval(timer);
-      await renewing;
-    },
-  };
+  return runEvery("queue-leases", RENEW_EVERY_MS, () => renewLeases(db, leases), (error) =>
+    log.error("renewing this node's queue claims failed; other nodes take them over should it go on failing", { error }),
+  );
 }

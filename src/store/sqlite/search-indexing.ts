@@ -10,7 +10,7 @@
  */
 import { takeTurn } from "../../event-loop";
 import type { Logger } from "../../log";
-import type { RunningPart } from "../../running-part";
+import { runEvery, type RunningPart, type Stopping } from "../../running-part";
 
 export interface SearchIndexing {
   /** An upper bound of the messages that wait for the index. */
@@ -24,28 +24,10 @@ export const SEARCH_INDEX_INTERVAL_MS = 250;
 export const SEARCH_INDEX_BEHIND = 10_000;
 
 export function startSearchIndexing(index: SearchIndexing, log: Logger): RunningPart {
-  let stopped = false;
-  let run: Promise<void> | undefined;
-
-  async function catchUp() {
+  async function catchUp(stopping: Stopping) {
     // A read first: a server at rest writes nothing.
     if ((await index.pendingAtMost()) === 0) return;
-    while (!stopped && (await index.indexBatch()) > 0 && (await index.pendingAtMost()) > SEARCH_INDEX_BEHIND) await takeTurn();
+    while (!stopping() && (await index.indexBatch()) > 0 && (await index.pendingAtMost()) > SEARCH_INDEX_BEHIND) await takeTurn();
   }
-
-  const timer = setInterval(() => {
-    if (run) return;
-    run = catchUp()
-      .catch((error) => log.error("search indexing failed; tried again shortly", { error }))
-      .finally(() => (run = undefined));
-  }, SEARCH_INDEX_INTERVAL_MS);
-
-  return {
-    name: "search-indexing",
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await run;
-    },
-  };
+  return runEvery("search-indexing", SEARCH_INDEX_INTERVAL_MS, catchUp, (error) => log.error("search indexing failed; tried again shortly", { error }));
 }
