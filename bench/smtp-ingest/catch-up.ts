@@ -10,7 +10,7 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { register, startChildServer, tempDir } from "../../test/harness";
 import { startDnsServer } from "../../test/peers/dns-server";
-import { benchInboxdEnv, cpuByThread, ensureSmtpSource, inboundQueueDepth, lookIntervalMs, peakResident, recipient, rssMb, runSmtpSource, storedMessages, writeBenchMessage } from "./peers";
+import { benchInboxdEnv, cpuByThread, ensureSmtpSource, inboundQueueDepth, peakResident, untilInboundQueueEmpty, recipient, rssMb, runSmtpSource, storedMessages, writeBenchMessage } from "./peers";
 
 const messages = Number(process.argv[2] ?? 10_000);
 
@@ -55,7 +55,7 @@ try {
     const backlog = await inboundQueueDepth(inboxd.httpPort);
     console.log(`  burst:    ${burstEnd.seconds.toFixed(1)} s, ${Math.round(messages / burstEnd.seconds)} msg/s accepted; ${burstEnd.description}`);
     const catchUp = phase(pid);
-    while ((await inboundQueueDepth(inboxd.httpPort)) > 0) await Bun.sleep(lookIntervalMs);
+    await untilInboundQueueEmpty(inboxd.httpPort);
     const caughtUp = catchUp();
     console.log(`  catch-up: ${backlog.toLocaleString("en-US")} left at the burst's end, ${caughtUp.seconds.toFixed(1)} s, ${Math.round(backlog / caughtUp.seconds)} msg/s analysed and stored; ${caughtUp.description}`);
     console.log(`  all: ${Math.round(messages / (burstEnd.seconds + caughtUp.seconds))} msg/s from the first message to the last stored`);
