@@ -1,11 +1,11 @@
 // Large sources and attachments are written as chunks ahead of their message's transaction, and
-// event payloads leave attachment contents to the attachments table: everything reads back whole,
-// webhooks send what they sent before, and nothing is left behind by deletes or crashes.
+// event payloads leave attachment contents and message bodies to their tables: everything reads
+// back whole, webhooks send what they sent before, and nothing is left behind by deletes or crashes.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { queryRow, queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
-import { startWebhookReceiver } from "../peers/webhook-receiver";
+import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
 import { sendMail } from "../smtp/mail-client";
 import { openSession } from "../smtp/raw-client";
 import { webhookQueue } from "../webhooks/helpers";
@@ -14,11 +14,12 @@ const receiver = startWebhookReceiver();
 let dns: DnsServer;
 let server: TestServer;
 let apiKey: string;
+let organizationId: string;
 
 beforeAll(async () => {
   dns = await startDnsServer();
   server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address } });
-  apiKey = (await seedOrganization(server.app)).apiKey;
+  ({ apiKey, organizationId } = await seedOrganization(server.app));
 });
 afterAll(async () => {
   await server.cleanup();
@@ -55,6 +56,49 @@ test("a 2 MB message over SMTP is stored in chunks and reads back byte for byte:
   await webhookQueue(server).runDueNow();
   const [delivered] = await receiver.waitFor(1);
   expect(JSON.parse(delivered!.body).data.attachments[0].content).toBe(attachment.content);
+}, 30_000);
+
+/** A message with a text and an HTML part, received over SMTP; the message as the API shows it. */
+async function receiveWithBodies(inbox: { id: string; email: string }, subject: string) {
+  const raw = `From: a@example.net\r\nTo: ${inbox.email}\r\nSubject: ${subject}\r\nMIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nPlain \u00e9t\u00e9 "quoted" ${subject}\r\n--b\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>Rich <b>${subject}</b></p>\r\n--b--\r\n`;
+  await sendMail(server.smtpPort, { from: "a@example.net", to: [inbox.email], raw });
+  const [listed] = (await server.api.get(`/v1/inboxes/${inbox.id}/messages`, apiKey)).body;
+  return (await server.api.get(`/v1/inboxes/${inbox.id}/messages/${listed.id}`, apiKey)).body as { id: string; text: string; html: string; subject: string };
+}
+
+/** The inbox's message.received events as the event stream reads them. */
+const receivedEvents = async (inboxId: string) => (await server.app.store.events.readAfter(organizationId, { afterId: null, types: ["message.received"], inboxId, limit: 10, maxChars: 1_000_000 })).events;
+
+const deliveredFor = (hook: WebhookReceiver, messageId: string) => hook.requests.map((request) => JSON.parse(request.body)).find((body) => body.messageId === messageId);
+
+test("a message event is stored without the message's text and HTML, and its webhook and the stream carry them as before", async () => {
+  const hook = startWebhookReceiver();
+  try {
+    const inbox = await newInbox();
+    await server.api.post("/v1/webhooks", { url: hook.url("/bodies"), events: ["message.received"] }, apiKey);
+    const message = await receiveWithBodies(inbox, "bodies");
+    expect(message.text).toContain("Plain été");
+    expect(message.html).toContain("<b>bodies</b>");
+    const stored = (await queryRow<{ payload: string }>(server.app, "SELECT payload FROM events WHERE message_id = ?1", message.id))!.payload;
+    expect(stored).not.toContain("Plain");
+    expect(stored).not.toContain("Rich");
+    expect(JSON.parse(stored).subject).toBe("bodies");
+
+    await webhookQueue(server).runDueNow();
+    await hook.waitFor(1);
+    const delivered = deliveredFor(hook, message.id);
+    expect(delivered.data).toEqual(message);
+    expect(JSON.parse((await receivedEvents(inbox.id))[0]!.payload)).toEqual(message);
+  } finally {
+    await hook.close();
+  }
+}, 30_000);
+
+test("a message deleted before its event is read: the event carries null text and HTML, the rest as it was", async () => {
+  const inbox = await newInbox();
+  const message = await receiveWithBodies(inbox, "deleted");
+  expect((await server.api.delete(`/v1/inboxes/${inbox.id}`, apiKey)).status).toBe(200);
+  expect(JSON.parse((await receivedEvents(inbox.id))[0]!.payload)).toEqual({ ...message, text: null, html: null });
 }, 30_000);
 
 test("a declared SIZE above, at or below the real size: the message is stored byte for byte", async () => {

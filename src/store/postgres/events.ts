@@ -44,7 +44,7 @@ export function eventsStore(db: PgDb, { blobs, eventRecorded, inTransaction }: P
         await tx.execute(
           sql`WITH event AS (
                 INSERT INTO events (id, organization_id, type, inbox_id, message_id, payload, created_at)
-                VALUES (${id}, ${event.organizationId}, ${event.type}, ${event.inboxId ?? null}, ${event.messageId ?? null}, ${storedPayload(event.payload)}, ${now})
+                VALUES (${id}, ${event.organizationId}, ${event.type}, ${event.inboxId ?? null}, ${event.messageId ?? null}, ${storedPayload(event.payload, event.messageId)}, ${now})
                 RETURNING id)
               INSERT INTO webhook_deliveries (webhook_id, event_id, status, attempts, next_attempt_at, created_at, updated_at)
               SELECT webhooks.id, event.id, 'pending', 0, ${now}, ${now}, ${now} FROM webhooks, event
@@ -82,13 +82,14 @@ export function eventsStore(db: PgDb, { blobs, eventRecorded, inTransaction }: P
         },
         { isolationLevel: "repeatable read", accessMode: "read only" },
       );
-      // Stored payloads are small (attachments' contents are elsewhere): made whole one by one, up to the budget.
+      // Stored payloads are small (../event-payload.ts): the page's are made whole at once, each a query or two of
+      // its own, then kept up to the budget.
+      const payloads = await Promise.all(rows.map((row) => wholePayload(row.payload)));
       const events: EventRecord[] = [];
       let chars = 0;
-      for (const row of rows) {
+      for (const [i, { pageSize: _pageSize, ...event }] of rows.entries()) {
         if (events.length > 0 && chars >= read.maxChars) break;
-        const { pageSize: _pageSize, ...event } = row;
-        const payload = await wholePayload(event.payload);
+        const payload = payloads[i]!;
         chars += payload.length;
         events.push({ ...event, payload, createdAt: Number(event.createdAt) });
       }

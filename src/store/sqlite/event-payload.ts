@@ -1,25 +1,18 @@
-/** Stored event payloads read back whole on the embedded engine (../event-payload.ts says why they are stored without attachment contents). */
+/** Stored event payloads read back whole on the embedded engine (../event-payload.ts says what is left out of them). */
 import type { Database } from "bun:sqlite";
 import { withContent, type BlobStore } from "./blobs";
-import { isAttachment } from "../event-payload";
+import { openPayload, wholePayload } from "../event-payload";
 
 export { storedPayload } from "../event-payload";
 
-/** Reads stored payloads back whole: each message attachment gets its `content` (base64) again, last, where presentAttachment puts it. */
 export function payloadReader(sqlite: Database, blobs: BlobStore): (stored: string) => string {
   const contents = sqlite.query<{ id: string; content: Buffer; blobId: string | null }, [string]>("SELECT id, content, blob_id AS blobId FROM attachments WHERE id IN (SELECT value FROM json_each(?1))");
+  const bodies = sqlite.query<{ text: string | null; html: string | null }, [string]>("SELECT text, html FROM messages WHERE id = ?1");
   const whole = withContent(blobs);
   return (stored) => {
-    if (!stored.includes('"att_')) return stored;
-    const payload = JSON.parse(stored) as { attachments?: unknown };
-    if (!Array.isArray(payload.attachments)) return stored;
-    const attachments = payload.attachments.filter(isAttachment);
-    const byId = new Map(contents.all(JSON.stringify(attachments.map((a) => a.id))).map((row) => [row.id, whole(row).content]));
-    for (const attachment of attachments) {
-      const content = byId.get(attachment.id as string);
-      // An attachment whose message was deleted since: the payload keeps what it still has.
-      if (content) attachment.content = Buffer.from(content.buffer, content.byteOffset, content.byteLength).toString("base64");
-    }
-    return JSON.stringify(payload);
+    const opened = openPayload(stored);
+    if (!opened) return stored;
+    const rows = opened.attachments.length > 0 ? contents.all(JSON.stringify(opened.attachments.map((a) => a.id))) : [];
+    return wholePayload(opened, opened.messageId ? (bodies.get(opened.messageId) ?? undefined) : undefined, new Map(rows.map((row) => [row.id, whole(row).content])));
   };
 }

@@ -38,7 +38,7 @@ export const eventsStore = (sqlite: Database, subscriptions: WebhookSubscription
   return {
     emit(event: NewEvent, now: number): string {
       const id = newId("evt");
-      insertEvent.run({ id, organizationId: event.organizationId, type: event.type, inboxId: event.inboxId ?? null, messageId: event.messageId ?? null, payload: storedPayload(event.payload), createdAt: now });
+      insertEvent.run({ id, organizationId: event.organizationId, type: event.type, inboxId: event.inboxId ?? null, messageId: event.messageId ?? null, payload: storedPayload(event.payload, event.messageId), createdAt: now });
       // One delivery per subscribed webhook, due at once. An INSERT … SELECT over json_each in
       // SQL cost three times as much per event, even for an organization without webhooks.
       for (const webhook of subscriptions.of(event.organizationId)) {
