@@ -124,18 +124,26 @@ describe("regular expressions (/pattern/flags, RE2 syntax)", () => {
   test("a walk that outlasts the budget stops with 422; a literal in the pattern finds matches in the same inbox", async () => {
     const big = await newInbox();
     const filler = "lorem ipsum dolor sit amet consectetur ".repeat(1300);
-    for (let i = 0; i < 80; i++) await receive(big, { subject: `filler ${i}`, text: filler });
+    const addFillers = async (count: number) => {
+      for (let i = 0; i < count; i++) await receive(big, { subject: "filler", text: filler });
+      // A search first brings the index up to date (on SQLite it follows the messages in the
+      // background, and 8 MB of text take it over a second): not part of the walk timed below.
+      expect((await search("lorem", "", big.id)).status).toBe(200);
+    };
+    await addFillers(80);
     const needle = await receive(big, { subject: "old one", text: "ticket-4242 reference" });
-    for (let i = 80; i < 160; i++) await receive(big, { subject: `filler ${i}`, text: filler });
-    // A search first brings the index up to date (on SQLite it follows the messages in the
-    // background, and 8 MB of text take it over a second): not part of the walk timed below.
-    expect((await search("lorem", "", big.id)).status).toBe(200);
-
-    const started = performance.now();
-    const slow = await search("/[a-z]+\\d{20}/", "", big.id);
-    expect(slow.status).toBe(422);
-    expect(slow.body.error).toContain(`${budgetMs} ms budget`);
-    expect(performance.now() - started).toBeLessThan(budgetMs + 500);
+    // Text until the walk outlasts the budget: 8 MB took longer than 50 ms on one machine, not on a faster one.
+    let slow: Awaited<ReturnType<typeof search>> | undefined;
+    let elapsedMs = 0;
+    for (let round = 0; round < 8 && slow?.status !== 422; round++) {
+      await addFillers(80);
+      const started = performance.now();
+      slow = await search("/[a-z]+\\d{20}/", "", big.id);
+      elapsedMs = performance.now() - started;
+    }
+    expect(slow!.status).toBe(422);
+    expect(slow!.body.error).toContain(`${budgetMs} ms budget`);
+    expect(elapsedMs).toBeLessThan(budgetMs + 500);
 
     expect((await search("/ticket-\\d+/", "", big.id)).ids).toEqual([needle]);
   }, 30_000);
