@@ -89,23 +89,32 @@ function displayName(name: string | undefined): string | null {
 
 /** The large parts of a message, written ahead of the transaction that stores it (store/blobs.ts). */
 export interface PreparedContent {
-  /** One per copy that is stored (received copies differ in their trace fields), each given in parts. */
+  /** One per copy that is stored (received copies differ in their trace fields). */
   sources: StoredBytes[];
   /** By position, shared by every copy; null: small enough for its row. */
   attachmentBlobIds: (string | null)[];
+  /** The blobs written here, for releasePrepared. */
+  staged: string[];
 }
 
 /**
  * Writes a message's sources and attachment contents that are too large for one statement on the
- * event loop, before its transaction. Give the result to `releasePrepared` after that
- * transaction, whether it committed or not: what no row claimed is removed.
+ * event loop, before its transaction. A source is given in parts, or as stored already (a
+ * received copy's trace fields before the accepted message's blob). Give the result to
+ * `releasePrepared` after that transaction, whether it committed or not: what no row claimed is
+ * removed.
  */
-export async function prepareContent(app: App, sources: Uint8Array[][], attachments: { content: Uint8Array }[]): Promise<PreparedContent> {
+export async function prepareContent(app: App, sources: (Uint8Array[] | StoredBytes)[], attachments: { content: Uint8Array }[]): Promise<PreparedContent> {
   const now = app.clock.now();
-  const prepared: PreparedContent = { sources: [], attachmentBlobIds: [] };
+  const prepared: PreparedContent = { sources: [], attachmentBlobIds: [], staged: [] };
+  const prepare = async (parts: Uint8Array[]) => {
+    const stored = await app.store.blobs.prepare(parts, now);
+    if (stored.blobId) prepared.staged.push(stored.blobId);
+    return stored;
+  };
   try {
-    for (const { content } of attachments) prepared.attachmentBlobIds.push((await app.store.blobs.prepare([content], now)).blobId);
-    for (const parts of sources) prepared.sources.push(await app.store.blobs.prepare(parts, now));
+    for (const { content } of attachments) prepared.attachmentBlobIds.push((await prepare([content])).blobId);
+    for (const source of sources) prepared.sources.push(Array.isArray(source) ? await prepare(source) : source);
     return prepared;
   } catch (error) {
     await releasePrepared(app, prepared);
@@ -113,10 +122,9 @@ export async function prepareContent(app: App, sources: Uint8Array[][], attachme
   }
 }
 
-export async function releasePrepared(app: App, { sources, attachmentBlobIds }: PreparedContent): Promise<void> {
-  const blobIds = [...sources.map((source) => source.blobId), ...attachmentBlobIds].filter((id): id is string => id !== null);
+export async function releasePrepared(app: App, { staged }: PreparedContent): Promise<void> {
   // Most messages stage nothing: no turn on the connection for them.
-  if (blobIds.length > 0) await app.store.blobs.release(blobIds);
+  if (staged.length > 0) await app.store.blobs.release(staged);
 }
 
 /**

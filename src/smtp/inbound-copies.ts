@@ -11,11 +11,20 @@ import { receivedField } from "./trace";
 /** Who sent the message, as its authentication (SPF, and DMARC through it) sees them. */
 export const identityOf = ({ clientIp, helo, mailFrom }: InboundEnvelope): SmtpIdentity => ({ clientIp, helo, mailFrom });
 
-/** The copies' sources and the attachments, written ahead of the transaction that stores them (messages/receive). */
-export function prepareCopies(app: App, envelope: InboundEnvelope, analysis: Analysis): Promise<PreparedContent> {
+/**
+ * The copies' sources and the attachments, written ahead of the transaction that stores them
+ * (messages/receive). Each source is the copy's trace fields, then the message as received: after
+ * the inbound queue's analysis, the accepted message's blob (`accepted`), which the copies name
+ * rather than write again, unless the analysis took forged fields out of it.
+ */
+export function prepareCopies(app: App, envelope: InboundEnvelope, analysis: Analysis, accepted?: { blobId: string | null; size: number }): Promise<PreparedContent> {
+  const shared = accepted?.blobId && analysis.raw.byteLength === accepted.size ? accepted.blobId : null;
   return prepareContent(
     app,
-    envelope.recipients.map(({ address }) => tracedCopy(app, envelope, analysis, address)),
+    envelope.recipients.map(({ address }) => {
+      const trace = traceFields(app, envelope, analysis, address);
+      return shared ? { bytes: trace, blobId: shared } : [trace, analysis.raw];
+    }),
     analysis.parsed.attachments,
   );
 }
@@ -48,8 +57,8 @@ export function logCopies(app: App, envelope: InboundEnvelope, analysis: Analysi
   for (const { messageId, inboxId } of stored) app.log.info("message received", { messageId, inboxId, transaction: envelope.transaction, size: analysis.raw.length, spf, dkim, dmarc });
 }
 
-/** The stored source of one copy, in parts: our Authentication-Results and our Received, then the message. */
-function tracedCopy(app: App, envelope: InboundEnvelope, analysis: Analysis, recipient: string): Uint8Array[] {
+/** What one copy's stored source has before the message: our Authentication-Results and our Received. */
+function traceFields(app: App, envelope: InboundEnvelope, analysis: Analysis, recipient: string): Buffer {
   const received = receivedField({
     helo: envelope.helo,
     clientIp: envelope.clientIp,
@@ -60,5 +69,5 @@ function tracedCopy(app: App, envelope: InboundEnvelope, analysis: Analysis, rec
     recipient,
     time: new Date(envelope.receivedAt),
   });
-  return [Buffer.from(analysis.field + received), analysis.raw];
+  return Buffer.from(analysis.field + received);
 }

@@ -239,7 +239,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
       }
     }
     try {
-      return { claim, analysed: { analysis: analysed, prepared: await prepareCopies(app, envelope, analysed) } };
+      return { claim, analysed: { analysis: analysed, prepared: await prepareCopies(app, envelope, analysed, claim) } };
     } catch (error) {
       log.error("inbound queue: writing an analysed message's large parts failed; it is analysed again later", { transaction: envelope.transaction, error });
       return { claim };

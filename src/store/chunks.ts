@@ -6,6 +6,9 @@ export const STAGE_THRESHOLD = 256 * 1024;
 /** One turn's write: about 4 ms at SQLite's 4 KiB pages. */
 const CHUNK_BYTES = 256 * 1024;
 
+/** A row's bytes whole: its inline `head` (a received copy's trace fields; usually empty), then its blob's. */
+export const headThenBlob = (head: Uint8Array, blob: Buffer): Buffer => (head.byteLength === 0 ? blob : Buffer.concat([head, blob]));
+
 /** CHUNK_BYTES at a time across the parts; only a chunk that spans two parts is copied. */
 export function* chunkedParts(parts: Uint8Array[]): Generator<Uint8Array> {
   let pending: Uint8Array[] = [];

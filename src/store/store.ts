@@ -107,7 +107,11 @@ export interface Aggregates {
   idempotencyKeys: IdempotencyKeysStore;
 }
 
-/** Bytes as the store keeps them: small ones inline, large ones staged ahead (`bytes` empty then). */
+/**
+ * Bytes as the store keeps them: `bytes`, then the blob's when `blobId` names one. Small values are
+ * inline, large ones staged ahead (`bytes` empty then); a received copy's source is its trace fields
+ * inline, then the message as accepted, in the blob its acceptance wrote (AcceptedInbound.blobId).
+ */
 export interface StoredBytes {
   bytes: Uint8Array;
   blobId: string | null;
@@ -287,12 +291,20 @@ export interface AcceptedInbound {
   size: number;
   /** Analyses started, this one included. */
   attempts: number;
+  /**
+   * The blob that holds the message as accepted, for the copies' sources to name rather than
+   * write again; null for a row an earlier version accepted with the message inline.
+   */
+  blobId: string | null;
 }
 
 /** Inbound mail accepted over SMTP (its 250 sent) and not analysed yet: the inbound queue's rows. */
 export interface AcceptedInboundStore {
   backlog(): Promise<QueueBacklog>;
-  /** In the transaction whose commit comes before the 250; a staged source (`blobId`) is claimed. */
+  /**
+   * In the transaction whose commit comes before the 250; a staged source (`blobId`) is claimed, an
+   * inline one written as a blob of one chunk.
+   */
   accept(envelope: InboundEnvelope, raw: StoredBytes, size: number, now: number): Promise<void>;
   /** When the first row due after `after` falls due (the queue sleeps until then). */
   nextDueAfter(after: number): Promise<number | undefined>;
@@ -308,7 +320,8 @@ export interface AcceptedInboundStore {
   /** Undoes `claim` for an analysis that never started (the queue stopped). */
   release(id: number, now: number): Promise<void>;
   /**
-   * In the transaction that stores the message's copies: the row and its staged source go. On a
+   * In the transaction that stores the message's copies: the row goes, and its blob unless a copy
+   * names it (every copy was a duplicate, or its inbox is gone; or the analysis changed the bytes). On a
    * database several nodes share, throws when the row is gone (another node took it over after
    * this one's claim ran out, and stored it).
    */

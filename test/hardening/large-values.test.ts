@@ -1,6 +1,7 @@
-// Large sources and attachments are written as chunks ahead of their message's transaction, and
-// event payloads leave attachment contents and message bodies to their tables: everything reads
-// back whole, webhooks send what they sent before, and nothing is left behind by deletes or crashes.
+// Large sources and attachments are written as chunks ahead of their message's transaction, a
+// received message once, in the blob its acceptance wrote, and event payloads leave attachment
+// contents and message bodies to their tables: everything reads back whole, webhooks send what
+// they sent before, and nothing is left behind by deletes or crashes.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { queryRow, queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
@@ -47,8 +48,8 @@ test("a 2 MB message over SMTP is stored in chunks and reads back byte for byte:
   const download = await fetch(`http://127.0.0.1:${server.httpPort}/v1/inboxes/${inbox.id}/messages/${listed.id}/attachments/${attachment.id}`, { headers: { authorization: `Bearer ${apiKey}` } });
   expect(Buffer.from(await download.arrayBuffer()).equals(blob)).toBe(true);
 
-  // The rows hold nothing of it; the chunks do; the stored event names the attachment only.
-  expect(await count(`message_sources WHERE message_id = '${listed.id}' AND length(raw) = 0 AND blob_id IS NOT NULL`)).toBe(1);
+  // The rows hold nothing of it (the source its trace fields only); the chunks do; the stored event names the attachment only.
+  expect(await count(`message_sources WHERE message_id = '${listed.id}' AND length(raw) < 1000 AND blob_id IS NOT NULL`)).toBe(1);
   expect(await count(`attachments WHERE id = '${attachment.id}' AND length(content) = 0 AND blob_id IS NOT NULL`)).toBe(1);
   const stored = (await queryRow<{ payload: string }>(server.app, "SELECT payload FROM events WHERE message_id = ?1", listed.id))!.payload;
   expect(stored.length).toBeLessThan(10_000);
@@ -56,6 +57,55 @@ test("a 2 MB message over SMTP is stored in chunks and reads back byte for byte:
   await webhookQueue(server).runDueNow();
   const [delivered] = await receiver.waitFor(1);
   expect(JSON.parse(delivered!.body).data.attachments[0].content).toBe(attachment.content);
+}, 30_000);
+
+/** Chunks that no row names: what a write or a delete left behind. */
+const unnamedChunks = () =>
+  count(`blob_chunks WHERE blob_id NOT IN (SELECT blob_id FROM message_sources WHERE blob_id IS NOT NULL UNION SELECT blob_id FROM attachments WHERE blob_id IS NOT NULL UNION SELECT blob_id FROM accepted_inbound WHERE blob_id IS NOT NULL)`);
+
+test("a received message is written once: each copy's source is its trace fields, then the one blob its acceptance wrote, which goes with the last copy", async () => {
+  const [first, second] = [await newInbox(), await newInbox()];
+  const raw = `From: a@example.net\r\nTo: ${first.email}, ${second.email}\r\nSubject: once\r\nMessage-ID: <once@example.net>\r\n\r\nWritten once.\r\n`;
+  await sendMail(server.smtpPort, { from: "a@example.net", to: [first.email, second.email], raw });
+  const copies = await Promise.all(
+    [first, second].map(async (inbox) => {
+      const [listed] = (await server.api.get(`/v1/inboxes/${inbox.id}/messages`, apiKey)).body;
+      const source = await fetch(`http://127.0.0.1:${server.httpPort}/v1/inboxes/${inbox.id}/messages/${listed.id}/raw`, { headers: { authorization: `Bearer ${apiKey}` } });
+      const text = await source.text();
+      expect(text.startsWith("Authentication-Results: ")).toBe(true);
+      expect(text).toContain(`for <${inbox.email}>`);
+      expect(text.endsWith(raw)).toBe(true);
+      return (await queryRow<{ raw: Uint8Array; blobId: string }>(server.app, 'SELECT raw, blob_id AS "blobId" FROM message_sources WHERE message_id = ?1', listed.id))!;
+    }),
+  );
+  const blobId = copies[0]!.blobId;
+  expect(copies[1]!.blobId).toBe(blobId);
+  for (const copy of copies) expect(Buffer.from(copy.raw).toString("latin1")).not.toContain("Written once.");
+  expect(await count(`blob_chunks WHERE blob_id = '${blobId}'`)).toBe(1);
+  expect(await count("accepted_inbound")).toBe(0);
+
+  await server.api.delete(`/v1/inboxes/${first.id}`, apiKey);
+  expect(await count(`blob_chunks WHERE blob_id = '${blobId}'`)).toBe(1);
+  await server.api.delete(`/v1/inboxes/${second.id}`, apiKey);
+  expect(await count(`blob_chunks WHERE blob_id = '${blobId}'`)).toBe(0);
+}, 30_000);
+
+test("an accepted message no copy keeps (a duplicate), or whose forged Authentication-Results the analysis took out, leaves no blob behind", async () => {
+  const inbox = await newInbox();
+  const raw = `From: a@example.net\r\nTo: ${inbox.email}\r\nSubject: twice\r\nMessage-ID: <twice@example.net>\r\n\r\nSent twice.\r\n`;
+  for (let i = 0; i < 2; i++) await sendMail(server.smtpPort, { from: "a@example.net", to: [inbox.email], raw });
+  const forged = `Authentication-Results: ${server.app.config.hostname}; spf=pass\r\nFrom: a@example.net\r\nTo: ${inbox.email}\r\nSubject: forged\r\n\r\nForged.\r\n`;
+  await sendMail(server.smtpPort, { from: "a@example.net", to: [inbox.email], raw: forged });
+  const listed = (await server.api.get(`/v1/inboxes/${inbox.id}/messages`, apiKey)).body as { id: string; subject: string }[];
+  expect(listed.map((message) => message.subject).sort()).toEqual(["forged", "twice"]);
+  const forgedId = listed.find((message) => message.subject === "forged")!.id;
+  // Its own bytes, in its row: the accepted ones held the forged field.
+  const source = (await queryRow<{ raw: Uint8Array; blobId: string | null }>(server.app, 'SELECT raw, blob_id AS "blobId" FROM message_sources WHERE message_id = ?1', forgedId))!;
+  expect(source.blobId).toBeNull();
+  expect(Buffer.from(source.raw).toString("latin1")).toContain("Forged.");
+  expect(Buffer.from(source.raw).toString("latin1").match(/^Authentication-Results:/gm)).toHaveLength(1);
+  expect(await count("accepted_inbound")).toBe(0);
+  expect(await unnamedChunks()).toBe(0);
 }, 30_000);
 
 /** A message with a text and an HTML part, received over SMTP; the message as the API shows it. */

@@ -2,7 +2,8 @@
  * Inbound mail accepted and not analysed yet, as ../sqlite/accepted-inbound.ts: written in the
  * transaction that comes before the 250, claimed by one node's inbound queue at a time (FOR
  * UPDATE SKIP LOCKED, then a lease: ./leases.ts), and deleted in the transaction that stores the
- * message's copies.
+ * message's copies. The message goes in a blob whatever its size, which the copies' sources name
+ * (../sqlite/accepted-inbound.ts says why).
  */
 import { sql } from "drizzle-orm";
 import type { AcceptedInbound, AcceptedInboundStore, InboundEnvelope, QueueBacklog, StoredBytes } from "../store";
@@ -10,6 +11,8 @@ import type { PgBlobs } from "./blobs";
 import { firstRow, rowsOf, type PgDb } from "./db";
 import { unheld, type Leases } from "./leases";
 import { numbersOf } from "./lists";
+
+const EMPTY = Buffer.alloc(0);
 
 export function acceptedInboundStore(db: PgDb, blobs: PgBlobs, leases: Leases): AcceptedInboundStore {
   const sourceOf = async (row: { raw: Buffer; blobId: string | null }): Promise<Buffer> => (row.blobId ? blobs.read(row.blobId) : row.raw);
@@ -19,9 +22,10 @@ export function acceptedInboundStore(db: PgDb, blobs: PgBlobs, leases: Leases): 
     },
     async accept(envelope: InboundEnvelope, raw: StoredBytes, size: number, now: number): Promise<void> {
       if (raw.blobId) await blobs.claim(raw.blobId);
+      const blobId = raw.blobId ?? (await blobs.storeNow(raw.bytes));
       await db.execute(sql`
         INSERT INTO accepted_inbound (envelope, raw, blob_id, size, next_attempt_at, created_at)
-        VALUES (${JSON.stringify(envelope)}::text::jsonb, ${Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength)}, ${raw.blobId}, ${size}, ${now}, ${now})`);
+        VALUES (${JSON.stringify(envelope)}::text::jsonb, ${EMPTY}, ${blobId}, ${size}, ${now}, ${now})`);
     },
     async nextDueAfter(after: number): Promise<number | undefined> {
       const row = await firstRow<{ dueAt: number | null }>(db, sql`SELECT min(next_attempt_at)::float8 AS "dueAt" FROM accepted_inbound WHERE next_attempt_at > ${after}`);
@@ -37,11 +41,11 @@ export function acceptedInboundStore(db: PgDb, blobs: PgBlobs, leases: Leases): 
     },
     /** And leases the row to this node until the analysis is stored or given back (./leases.ts). */
     async claim(id: number, retryAt: number): Promise<AcceptedInbound | undefined> {
-      const row = await firstRow<{ envelope: InboundEnvelope; size: number; attempts: number }>(db, sql`
+      const row = await firstRow<{ envelope: InboundEnvelope; size: number; attempts: number; blobId: string | null }>(db, sql`
         UPDATE accepted_inbound SET attempts = attempts + 1, next_attempt_at = ${retryAt}, claimed_by = ${leases.holder}, lease_until = ${leases.until()}
-        WHERE id = ${id} RETURNING envelope, size, attempts`);
+        WHERE id = ${id} RETURNING envelope, size, attempts, blob_id AS "blobId"`);
       if (!row) return undefined;
-      return { id, envelope: row.envelope, size: row.size, attempts: row.attempts };
+      return { id, envelope: row.envelope, size: row.size, attempts: row.attempts, blobId: row.blobId };
     },
     async source(id: number): Promise<Buffer | undefined> {
       const row = await firstRow<{ raw: Buffer; blobId: string | null }>(db, sql`SELECT raw, blob_id AS "blobId" FROM accepted_inbound WHERE id = ${id}`);
@@ -57,7 +61,8 @@ export function acceptedInboundStore(db: PgDb, blobs: PgBlobs, leases: Leases): 
     async finish(id: number): Promise<void> {
       const row = await firstRow<{ blobId: string | null }>(db, sql`DELETE FROM accepted_inbound WHERE id = ${id} RETURNING blob_id AS "blobId"`);
       if (!row) throw new Error(`accepted message ${id} was stored by another node (this node's claim had run out)`);
-      if (row.blobId) await db.execute(sql`DELETE FROM blob_chunks WHERE blob_id = ${row.blobId}`);
+      // Only a received copy's source names an accepted message's blob.
+      if (row.blobId) await db.execute(sql`DELETE FROM blob_chunks WHERE blob_id = ${row.blobId} AND NOT EXISTS (SELECT 1 FROM message_sources WHERE blob_id = ${row.blobId})`);
     },
     /**
      * Done as the store opened (./leases.ts: releaseEarlierRuns): what this node's earlier runs

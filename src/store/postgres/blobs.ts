@@ -9,7 +9,7 @@
 import { sql } from "drizzle-orm";
 import { takeTurn } from "../../event-loop";
 import { newId } from "../../ids";
-import { chunkedParts, STAGE_THRESHOLD } from "../chunks";
+import { chunkedParts, headThenBlob, STAGE_THRESHOLD } from "../chunks";
 import type { StoredBytes } from "../store";
 import { firstRow, likePrefix, rowsOf, type PgDb } from "./db";
 
@@ -18,6 +18,12 @@ const EMPTY = new Uint8Array(0);
 /** Claim and read, on the connection of the statement's transaction (a staged blob's rows are committed already). */
 export function blobsOn(db: PgDb) {
   return {
+    /** A value small enough for one statement, as a blob of one chunk, in the transaction of the row that names it. */
+    async storeNow(bytes: Uint8Array): Promise<string> {
+      const blobId = newId("blob");
+      await db.execute(sql`INSERT INTO blob_chunks (blob_id, seq, bytes) VALUES (${blobId}, 0, ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)})`);
+      return blobId;
+    },
     /** In the transaction of the row that names the blob: it is no longer an orphan. */
     async claim(blobId: string): Promise<void> {
       await db.execute(sql`DELETE FROM staged_blobs WHERE blob_id = ${blobId}`);
@@ -45,11 +51,11 @@ export function blobsOn(db: PgDb) {
 
 export type PgBlobs = ReturnType<typeof blobsOn>;
 
-/** A row read back whole: `content` from its blob when it has one. */
+/** A row read back whole: `content`, then its blob's bytes when it names one. */
 export const withContent =
   (blobs: PgBlobs) =>
   async <T extends { content: Buffer; blobId: string | null }>(row: T): Promise<T> =>
-    row.blobId ? { ...row, content: await blobs.read(row.blobId) } : row;
+    row.blobId ? { ...row, content: headThenBlob(row.content, await blobs.read(row.blobId)) } : row;
 
 /** Staging and its clean-up, on the pool: each write is a transaction of its own; `holder` is this run of this node (../leases.ts). */
 export function blobStaging(db: PgDb, holder: string) {

@@ -9,6 +9,7 @@
  * would tell a row that differs. Identity sequences are moved past the copied ids at the end.
  */
 import type { ReservedSQL, SQL as BunSql } from "bun";
+import { headThenBlob } from "../chunks";
 import { parentsFirst, type CopyEndpoint, type CopyRow } from "../copy";
 import { connect } from "./connection";
 import { migrate } from "./migrate";
@@ -141,7 +142,7 @@ async function decodeRow(columns: Column[], row: CopyRow, on: ReservedSQL): Prom
   if (typeof row.blob_id === "string") {
     const bytesColumn = columns.find((column) => column.type === "bytea")!.name;
     const chunks = (await on.unsafe("SELECT bytes FROM blob_chunks WHERE blob_id = $1 ORDER BY seq", [row.blob_id])) as { bytes: Uint8Array }[];
-    row[bytesColumn] = Buffer.concat(chunks.map((chunk) => chunk.bytes));
+    row[bytesColumn] = headThenBlob(row[bytesColumn] as Uint8Array, Buffer.concat(chunks.map((chunk) => chunk.bytes)));
     row.blob_id = null;
   }
   return row;

@@ -36,10 +36,10 @@ export function messagesStore(db: PgDb, blobs: PgBlobs): MessagesStore {
   const whole = withContent(blobs);
   const inInbox = (organizationId: string, inboxId: string, id: string) => and(eq(messages.organizationId, organizationId), eq(messages.inboxId, inboxId), eq(messages.id, id));
   return {
-    /** Values prepared as blobs (`blobId` set) are claimed here, their rows stored empty. */
+    /** Values prepared as blobs (`blobId` set) are claimed here, attachments' rows stored empty (a source keeps its inline head: StoredBytes). */
     async insert(row, raw, attachmentRows) {
       await db.insert(messages).values(row);
-      await db.insert(messageSources).values({ messageId: row.id, raw: raw.blobId ? EMPTY : Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength), blobId: raw.blobId });
+      await db.insert(messageSources).values({ messageId: row.id, raw: Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength), blobId: raw.blobId });
       if (raw.blobId) await blobs.claim(raw.blobId);
       if (attachmentRows.length) await db.insert(attachments).values(attachmentRows.map((attachment) => (attachment.blobId ? { ...attachment, content: EMPTY } : attachment)));
       for (const attachment of attachmentRows) if (attachment.blobId) await blobs.claim(attachment.blobId);

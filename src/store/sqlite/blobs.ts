@@ -13,10 +13,8 @@ import type { Database } from "bun:sqlite";
 import { commitWithoutWaitingForDisk } from "./open";
 import { takeTurn } from "../../event-loop";
 import { newId } from "../../ids";
-import { chunkedParts, STAGE_THRESHOLD } from "../chunks";
-
-/** Bytes as the store keeps them: small ones in their row, large ones staged as a blob (`bytes` empty then). */
-export type StoredBytes = { bytes: Uint8Array; blobId: string | null };
+import { chunkedParts, headThenBlob, STAGE_THRESHOLD } from "../chunks";
+import type { StoredBytes } from "../store";
 
 const EMPTY = new Uint8Array(0);
 
@@ -72,6 +70,12 @@ export function blobStore(sqlite: Database, inConnectionTurn: <T>(write: () => T
       }
       return { bytes: EMPTY, blobId };
     },
+    /** A value small enough for one statement, as a blob of one chunk, in the caller's transaction (which names it). */
+    storeNow(bytes: Uint8Array): string {
+      const blobId = newId("blob");
+      insertChunk.run(blobId, 0, bytes);
+      return blobId;
+    },
     /** In the transaction of the row that names the blob: it is no longer an orphan. */
     claim(blobId: string): void {
       unstage.run(blobId);
@@ -79,6 +83,12 @@ export function blobStore(sqlite: Database, inConnectionTurn: <T>(write: () => T
     /** After that transaction: a prepared blob no row claimed (the write failed, or was a duplicate) is removed. */
     release(blobIds: string[]): void {
       for (const blobId of blobIds) if (stillStaged.get(blobId)!.n > 0) discard(blobId);
+    },
+    /** What storeNow wrote, in the caller's turn (in its transaction, where it has one). */
+    readStoredNow(blobId: string): Buffer {
+      const chunk = chunkAt.get(blobId, 0);
+      if (!chunk) throw new Error(`blob ${blobId} is gone`);
+      return Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
     },
     read(blobId: string): Buffer {
       return Buffer.concat(chunksOf.all(blobId).map((row) => row.bytes));
@@ -111,8 +121,8 @@ export function blobStore(sqlite: Database, inConnectionTurn: <T>(write: () => T
 
 export type BlobStore = ReturnType<typeof blobStore>;
 
-/** A row read back whole: `content` from its blob when it has one. */
+/** A row read back whole: `content`, then its blob's bytes when it names one. */
 export const withContent =
   (blobs: BlobStore) =>
   <T extends { content: Buffer; blobId: string | null }>(row: T): T =>
-    row.blobId ? { ...row, content: blobs.read(row.blobId) } : row;
+    row.blobId ? { ...row, content: headThenBlob(row.content, blobs.read(row.blobId)) } : row;

@@ -8,6 +8,7 @@
  */
 import type { Database, SQLQueryBindings } from "bun:sqlite";
 import { getTableColumns, getTableName, is, Table, type Column } from "drizzle-orm";
+import { headThenBlob } from "../chunks";
 import { parentsFirst, type CopyEndpoint, type CopyRow } from "../copy";
 import { migrate } from "./migrate";
 import { openDatabase } from "./open";
@@ -63,7 +64,7 @@ export function copyEndpointOf(sqlite: Database, description: string, close: () 
         }
       }
       if (bytesColumn && row.blob_id) {
-        row[bytesColumn] = Buffer.concat(chunksOf.all(row.blob_id as string).map((chunk) => chunk.bytes));
+        row[bytesColumn] = headThenBlob(row[bytesColumn] as Uint8Array, Buffer.concat(chunksOf.all(row.blob_id as string).map((chunk) => chunk.bytes)));
         row.blob_id = null;
       }
       return row;

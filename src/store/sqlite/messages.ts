@@ -4,7 +4,8 @@
  */
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { attachments, deliveries, messages, messageSources } from "./schema/index";
-import { withContent, type BlobStore, type StoredBytes } from "./blobs";
+import type { StoredBytes } from "../store";
+import { withContent, type BlobStore } from "./blobs";
 import type { Db } from "./db";
 import { placeholdersOf } from "./placeholders";
 
@@ -80,11 +81,12 @@ export const messagesStore = (db: Db, blobs: BlobStore) => {
   return {
     /**
      * The message row, its raw RFC 5322 source and its attachments; call inside a transaction.
-     * Values prepared as blobs (blobs.prepare, `blobId` set) are claimed here, their rows stored empty.
+     * Values prepared as blobs (blobs.prepare, `blobId` set) are claimed here, attachments' rows
+     * stored empty (a source keeps its inline head: StoredBytes).
      */
     insert(row: MessageRow, raw: StoredBytes, attachmentRows: AttachmentRow[]) {
       insertMessage.run(row);
-      insertSource.run({ messageId: row.id, raw: raw.blobId ? EMPTY : raw.bytes, blobId: raw.blobId });
+      insertSource.run({ messageId: row.id, raw: raw.bytes, blobId: raw.blobId });
       if (raw.blobId) blobs.claim(raw.blobId);
       for (const attachment of attachmentRows) {
         insertAttachment.run(attachment.blobId ? { ...attachment, content: EMPTY } : attachment);
