@@ -142,7 +142,7 @@ try {
       }
     }
     console.log(`    inboxd / bare smtp-server    ${((100 * rates[3]) / rates[1]).toFixed(0).padStart(6)} %   (target ≥ ${mode.target} %)`);
-    console.log(`    prototype / bare smtp-server ${((100 * rates[2]) / rates[1]).toFixed(0).padStart(6)} %   (the issue measured 26 % in mode (a))`);
+    console.log(`    prototype / bare smtp-server ${((100 * rates[2]) / rates[1]).toFixed(0).padStart(6)} %${m === 0 ? "   (the issue measured 26 % in mode (a))" : ""}`);
     if (m === 0) console.log(`    inboxd analysed and visible / prototype stored ${((100 * inboxdVisibleRate) / rates[2]).toFixed(0).padStart(4)} %   (target ≥ 100 %)`);
     console.log(`    inboxd on PostgreSQL / on SQLite ${((100 * rates[4]!) / rates[3]!).toFixed(0).padStart(3)} %   (accepted; both durable before the 250)`);
   }
