@@ -218,6 +218,9 @@ function onceEach(...lists: Mailbox[][]): Mailbox[][] {
 async function dispatch(app: App, organizationId: string, draft: Draft, onStored?: OnStored): Promise<Sent> {
   const now = app.clock.now();
   await assertSendAllowed(app, organizationId, now);
+  // An inbox of a service domain without a dot (INBOXD_MAIL_DOMAIN left at a one-label machine
+  // name, which the start warns about) has no address a message can carry.
+  if (!parseAddress(draft.inbox.email)) throw invalid(`This inbox's address ${draft.inbox.email} cannot send mail: its domain has no dot (INBOXD_MAIL_DOMAIN must be a domain such as example.com)`);
   const messageId = newMessageId(app.config.hostname);
   const raw = await composeMessage({
     from: draft.inbox.email,

@@ -227,3 +227,18 @@ describe("bad input", () => {
     }
   });
 });
+
+test("an inbox of a service domain without a dot cannot send: 422 that names INBOXD_MAIL_DOMAIN, nothing stored", async () => {
+  const dotless = await startMessageServer({ INBOXD_MAIL_DOMAIN: "localhost" });
+  try {
+    const { apiKey } = await seedOrganization(dotless.app);
+    const local = await createInbox(dotless, apiKey);
+    expect(local.email).toEndWith("@localhost");
+    const res = await dotless.api.post(`/v1/inboxes/${local.id}/messages/send`, validSend(), apiKey);
+    expect(res.status).toBe(422);
+    expect(res.body.error).toContain("INBOXD_MAIL_DOMAIN");
+    expect((await queryRow<{ n: number }>(dotless.app, "SELECT count(*) AS n FROM messages"))!.n).toBe(0);
+  } finally {
+    await dotless.cleanup();
+  }
+});
