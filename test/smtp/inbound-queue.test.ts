@@ -2,7 +2,8 @@
 // mail arriving all the while: it then claims only a few messages at a time, and each turn that
 // records their outcomes must claim the next ones. Should such a turn claim none, no analysis is
 // left to call the next turn, and the backlog waits for the queue's idle timeout: the queue says
-// it is done (runDueNow) with messages still due.
+// it is done (runDueNow) with messages still due. And a row an earlier version left (its message
+// inline, before acceptance wrote a blob) after an upgrade.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { openApp, type App } from "../../src/app";
@@ -57,6 +58,28 @@ test("while mail arrives, every turn that records analysed messages claims the n
     await queue.runDueNow();
     expect(await app.store.acceptedInbound.backlog()).toEqual({ depth: 0, oldestCreatedAt: null });
     expect(await queryRow(app, "SELECT count(*) AS n FROM messages WHERE inbox_id = ?", inbox.id)).toEqual({ n: messages });
+  } finally {
+    await queue.stop();
+  }
+});
+
+test("a row an earlier version accepted with its message inline, no blob, is analysed and stored whole", async () => {
+  const { organizationId } = await seedOrganization(app);
+  const inbox = await createInbox(app, organizationId, { email: "carol@inboxd.test" });
+  const now = app.clock.now();
+  const envelope: InboundEnvelope = { transaction: "inline1", clientIp: "127.0.0.1", helo: "client.test", mailFrom: "alice@client.test", protocol: "ESMTP", receivedAt: now, recipients: [{ organizationId, inboxId: inbox.id, address: inbox.email }] };
+  const source = Buffer.from(`From: alice@client.test\r\nTo: ${inbox.email}\r\nSubject: inline\r\nMessage-ID: <inline@client.test>\r\n\r\nKept in its row.\r\n`);
+  const envelopeValue = app.config.databaseUrl ? "CAST(CAST(?1 AS text) AS jsonb)" : "?1";
+  await queryRow(app, `INSERT INTO accepted_inbound (envelope, raw, blob_id, size, next_attempt_at, created_at) VALUES (${envelopeValue}, ?2, NULL, ?3, ?4, ?4)`, JSON.stringify(envelope), source, source.length, now);
+
+  const queue = startInboundQueue(app, analysis, 0, new InboundPace());
+  try {
+    await queue.runDueNow();
+    const stored = await queryRow<{ id: string }>(app, "SELECT id FROM messages WHERE inbox_id = ?1", inbox.id);
+    const raw = (await app.store.messages.rawSource(stored!.id))!;
+    expect(raw.toString("latin1").startsWith("Authentication-Results: ")).toBe(true);
+    expect(raw.toString("latin1").endsWith(source.toString("latin1"))).toBe(true);
+    expect(await app.store.acceptedInbound.backlog()).toEqual({ depth: 0, oldestCreatedAt: null });
   } finally {
     await queue.stop();
   }
