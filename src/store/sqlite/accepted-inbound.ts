@@ -60,7 +60,7 @@ export const acceptedInboundStore = (db: Db, blobs: BlobStore) => {
       if (!row) return undefined;
       if (!row.blobId) return Buffer.from(row.raw.buffer, row.raw.byteOffset, row.raw.byteLength);
       // A claim's transaction reads a small message (storeNow's one chunk); a connection turn there would wait for itself.
-      return row.size <= STAGE_THRESHOLD ? blobs.readStoredNow(row.blobId) : blobs.readInTurns(row.blobId, row.size);
+      return row.size <= STAGE_THRESHOLD ? blobs.read(row.blobId) : blobs.readInTurns(row.blobId, row.size);
     },
     release(id: number, now: number) {
       release.run(id, now);

@@ -84,14 +84,10 @@ export function blobStore(sqlite: Database, inConnectionTurn: <T>(write: () => T
     release(blobIds: string[]): void {
       for (const blobId of blobIds) if (stillStaged.get(blobId)!.n > 0) discard(blobId);
     },
-    /** What storeNow wrote, in the caller's turn (in its transaction, where it has one). */
-    readStoredNow(blobId: string): Buffer {
-      const chunk = chunkAt.get(blobId, 0);
-      if (!chunk) throw new Error(`blob ${blobId} is gone`);
-      return Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset, chunk.bytes.byteLength);
-    },
+    /** In the caller's turn (in its transaction, where it has one); a blob of one chunk (storeNow's) without a copy. */
     read(blobId: string): Buffer {
-      return Buffer.concat(chunksOf.all(blobId).map((row) => row.bytes));
+      const chunks = chunksOf.all(blobId).map((row) => Buffer.from(row.bytes.buffer, row.bytes.byteOffset, row.bytes.byteLength));
+      return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
     },
     /**
      * As `read`, a chunk per turn of the event loop (takeTurn), into one buffer of `size` bytes:
