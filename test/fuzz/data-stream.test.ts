@@ -8,6 +8,7 @@ import fc from "fast-check";
 import { SMTPStream } from "smtp-server/lib/smtp-stream.js";
 import { IndexedDataStream } from "../../src/smtp/data-stream";
 import { fuzz, testTimeout } from "./budget";
+import { chunksOf, cutAnywhere } from "./cuts";
 
 /** What a parser did with the input: per message its data and byte count, and every command line. */
 async function transcript(parser: SMTPStream, chunks: Buffer[], maxBytes: number): Promise<string[]> {
@@ -40,13 +41,7 @@ async function transcript(parser: SMTPStream, chunks: Buffer[], maxBytes: number
 
 const piece = fc.constantFrom("\r\n", ".", "..", "...", "\r\n.\r\n", "\r\n..\r\n", ".\r\n", "\n", "\r", "\n.", "a", "xyz", "DATA\r\n", "NOOP\r\n");
 const input = fc.array(piece, { maxLength: 40 }).map((pieces) => Buffer.from(pieces.join(""), "latin1"));
-/** The input and where it is cut into chunks. */
-const cutInput = input.chain((bytes) => fc.tuple(fc.constant(bytes), fc.uniqueArray(fc.integer({ min: 1, max: Math.max(1, bytes.length - 1) }), { maxLength: 12 })));
-
-function chunksOf(bytes: Buffer, cuts: number[]): Buffer[] {
-  const at = [0, ...cuts.filter((cut) => cut < bytes.length).sort((a, b) => a - b), bytes.length];
-  return at.slice(1).map((end, i) => bytes.subarray(at[i], end)).filter((chunk) => chunk.length > 0);
-}
+const cutInput = cutAnywhere(input);
 
 describe("fuzz: the SMTP data mode", () => {
   test(
