@@ -56,11 +56,23 @@ function requireSession(): Session {
   return current;
 }
 
-/** Ends the session: its API key is revoked with itself (so an expired token does not matter), then forgotten. */
+/** The same sign-in, whichever API key it holds now (a refused key is replaced in place). */
+const sameSignIn = (session: Session) => current?.token === session.token;
+
+/**
+ * Ends the session: forgotten first, then its API key revoked with itself (so an expired token
+ * does not matter). In that order, a call that meanwhile finds the key revoked has no session to
+ * make a new key for: revoked first, such a call replaced the key and the sign-out was lost.
+ */
 async function end(session: Session, notice: string): Promise<void> {
-  await request("DELETE", `/v1/api_keys/${encodeURIComponent(session.apiKeyId)}`, { credential: session.apiKey }).catch(() => undefined);
-  if (current === session) set(null, notice);
+  if (sameSignIn(session)) set(null, notice);
+  await revokeConsoleKey(session.apiKeyId, session.apiKey);
 }
+
+const revokeConsoleKey = (id: string, key: string) => request("DELETE", `/v1/api_keys/${encodeURIComponent(id)}`, { credential: key }).then(
+  () => undefined,
+  () => undefined,
+);
 
 /** Calls with the access token; a 401 means the token expired (or was revoked): back to sign-in. */
 async function withToken<T>(method: Method, path: string, body?: unknown): Promise<T> {
@@ -82,11 +94,13 @@ let renewing: Promise<void> | undefined;
 
 /** The console's key was refused (revoked on the keys page, say): make a new one with the token. */
 function renewApiKey(): Promise<void> {
-  renewing ??= withToken<CreatedApiKey>("POST", "/api_keys", { name: consoleKeyName() })
-    .then((key) => {
-      if (current) set({ ...current, apiKey: key.key, apiKeyId: key.id });
-    })
-    .finally(() => (renewing = undefined));
+  renewing ??= (async () => {
+    const session = requireSession();
+    const key = await withToken<CreatedApiKey>("POST", "/api_keys", { name: consoleKeyName() });
+    // Signed out while the key was made: it goes too, rather than stay active with no console to use it.
+    if (sameSignIn(session)) set({ ...current!, apiKey: key.key, apiKeyId: key.id });
+    else await revokeConsoleKey(key.id, key.key);
+  })().finally(() => (renewing = undefined));
   return renewing;
 }
 
