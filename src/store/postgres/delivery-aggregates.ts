@@ -1,16 +1,15 @@
 /**
  * The aggregates of what leaves the node (migrations/postgres/0002_delivery.sql): outbound
  * deliveries, suppressions, DKIM keys, domains, webhooks and their queue, certificates, MTA-STS
- * policies, TLS reports and the accepted-inbound queue, on `db` as ./index.ts builds them.
+ * policies, TLS reports and the accepted-inbound queue: how ./index.ts builds each on a connection.
  */
 import type { Aggregates } from "../store";
 import { acceptedInboundStore } from "./accepted-inbound";
 import { certificatesStore } from "./certificates";
-import type { PgDb } from "./db";
 import { deliveriesStore } from "./deliveries";
 import { dkimKeysStore } from "./dkim-keys";
 import { domainsStore } from "./domains";
-import type { AggregateContext } from "./index";
+import type { AggregateBuilders } from "./index";
 import { mtaStsPoliciesStore } from "./mta-sts-policies";
 import { suppressionsStore } from "./suppressions";
 import { tlsReportsStore } from "./tls-reports";
@@ -19,17 +18,15 @@ import { webhooksStore } from "./webhooks";
 
 type DeliveryAggregates = Pick<Aggregates, "deliveries" | "suppressions" | "dkimKeys" | "domains" | "webhooks" | "webhookQueue" | "certificates" | "mtaStsPolicies" | "tlsReports" | "acceptedInbound">;
 
-export function deliveryAggregatesOn(db: PgDb, { secrets, blobs, leases }: AggregateContext): DeliveryAggregates {
-  return {
-    deliveries: deliveriesStore(db, blobs, leases),
-    suppressions: suppressionsStore(db),
-    dkimKeys: dkimKeysStore(db, secrets),
-    domains: domainsStore(db),
-    webhooks: webhooksStore(db, secrets, blobs),
-    webhookQueue: webhookQueueStore(db, secrets, blobs, leases),
-    certificates: certificatesStore(db, secrets),
-    mtaStsPolicies: mtaStsPoliciesStore(db),
-    tlsReports: tlsReportsStore(db),
-    acceptedInbound: acceptedInboundStore(db, blobs, leases),
-  };
-}
+export const deliveryAggregateBuilders: AggregateBuilders<DeliveryAggregates> = {
+  deliveries: (db, { blobs, leases }) => deliveriesStore(db, blobs, leases),
+  suppressions: (db) => suppressionsStore(db),
+  dkimKeys: (db, { secrets }) => dkimKeysStore(db, secrets),
+  domains: (db) => domainsStore(db),
+  webhooks: (db, { secrets, blobs }) => webhooksStore(db, secrets, blobs),
+  webhookQueue: (db, { secrets, blobs, leases }) => webhookQueueStore(db, secrets, blobs, leases),
+  certificates: (db, { secrets }) => certificatesStore(db, secrets),
+  mtaStsPolicies: (db) => mtaStsPoliciesStore(db),
+  tlsReports: (db) => tlsReportsStore(db),
+  acceptedInbound: (db, { blobs, leases }) => acceptedInboundStore(db, blobs, leases),
+};
