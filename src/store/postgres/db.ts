@@ -1,9 +1,8 @@
 /**
  * What every aggregate of the PostgreSQL engine is written against: `PgDb`, the drizzle database
  * over Bun's built-in driver (Bun.sql), which is the pool outside a transaction and the
- * transaction's own connection inside one (./index.ts builds the aggregates on each, a transaction's
- * when first used). An aggregate
- * is `export function fooStore(db: PgDb, …): FooStore`.
+ * transaction's own connection inside one (./index.ts builds the aggregates on each, a
+ * transaction's when first used). An aggregate is `export function fooStore(db: PgDb, …): FooStore`.
  */
 import type { SQL as BunSql } from "bun";
 import { sql, type SQL } from "drizzle-orm";
