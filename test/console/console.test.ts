@@ -80,6 +80,12 @@ async function sendFromOutside(fromInboxId: string, body: Record<string, unknown
 /** The keys the console made for itself (README "Web console"): revoked when its session ends. */
 const consoleKeys = async () => (await api.get("/v1/api_keys?per=100", apiKey)).body.filter((key: { name: string }) => key.name.startsWith("Web console"));
 
+/**
+ * The console's key is revoked (its DELETE answered). The console shows the sign-in page before
+ * it revokes the key (src/console/ui/api/session.ts), so the page alone does not say it is gone.
+ */
+const consoleKeyRevoked = () => page.waitForResponse((response) => response.request().method() === "DELETE" && /\/v1\/api_keys\/[^/]+$/.test(response.url()));
+
 beforeAll(async () => {
   if (missing) return;
   folder = mkdtempSync(join(tmpdir(), "inboxd-console-"));
@@ -521,8 +527,10 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
 
   test("keyboard only: sign out, then sign in again", async () => {
     await page.getByRole("button", { name: "Sign out" }).focus();
+    const revoked = consoleKeyRevoked();
     await page.keyboard.press("Enter");
     await page.getByText("You are signed out.").waitFor();
+    await revoked;
     expect(await consoleKeys()).toEqual([]);
     await page.getByLabel("Email").focus();
     await page.keyboard.type(email);
@@ -667,9 +675,11 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
   test("an expired access token returns to sign-in with a message", async () => {
     // The console's storage key (src/console/ui/api/session.ts); the token becomes one the server never issued.
     await page.evaluate(`sessionStorage.setItem("inboxd.console.session", JSON.stringify({ ...JSON.parse(sessionStorage.getItem("inboxd.console.session")), token: "at_${"0".repeat(64)}" }))`);
+    const revoked = consoleKeyRevoked();
     await page.reload();
     await page.getByText("Your session has expired. Sign in again.").waitFor(live);
     await page.getByRole("button", { name: "Sign in" }).waitFor();
+    await revoked;
     expect(await consoleKeys()).toEqual([]);
     // The sign-in page follows the chosen theme too.
     await page.evaluate(`localStorage.setItem("inboxd.console.theme", "dark")`);
