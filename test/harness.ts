@@ -18,16 +18,22 @@ import { newId, randomToken, sha256Hex } from "../src/ids";
 import type { Inbox } from "../src/inboxes/present";
 import { createLogger } from "../src/log";
 import { startServices, type Running } from "../src/serve";
+import { atEnd } from "./at-end";
 
 export const repoRoot = join(import.meta.dir, "..");
 
-export const tempDir = (label = "inboxd") => mkdtempSync(join(tmpdir(), `${label}-`));
+/** Made under the system's temp dir and removed when the run ends, whatever a test left in it. */
+export function tempDir(label = "inboxd"): string {
+  const dir = mkdtempSync(join(tmpdir(), `${label}-`));
+  atEnd(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 /**
  * INBOXD_TEST_DATABASE_URL (a PostgreSQL database the tests may create databases from) runs every
  * test instance on PostgreSQL: each data dir gets a database of its own, made when its environment
  * is (so that a restart on the same data dir finds its data), dropped when its test server is
- * cleaned up or, at the latest, when the test process exits.
+ * cleaned up or, at the latest, when the run ends (test/at-end.ts).
  */
 const testDatabaseUrl = process.env.INBOXD_TEST_DATABASE_URL || undefined;
 export const onPostgres = testDatabaseUrl !== undefined;
@@ -56,7 +62,7 @@ function dropTestDatabases(names: string[]): void {
   psql(...names.map((name) => `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
   for (const name of names) testDatabases.delete(name);
 }
-if (onPostgres) process.on("exit", () => dropTestDatabases([...testDatabases]));
+if (onPostgres) atEnd(() => dropTestDatabases([...testDatabases]));
 
 /** Environment for a test instance: loopback, free ports, quiet logs, private webhook and MX targets allowed. */
 export function testEnv(dataDir: string, overrides: Record<string, string> = {}): Record<string, string> {
