@@ -9,8 +9,8 @@
  *
  * While mail is arriving, the queue takes a small share of the event loop: each message it stores
  * (thread, event) costs the event loop about as much as accepting one, and the 250s
- * come first. It claims a few messages at a time then, enough to keep the spare core's analysis
- * going, and catches up at full speed once the burst is over (InboundPace).
+ * come first. It stores analysed messages in batches then, claims what keeps the analysis threads
+ * at work, and catches up at full speed once the burst is over (InboundPace).
  *
  * Each claim counts the analysis before it starts and sets when the row is due again should its
  * outcome never come back; a restart makes every such row due at once (one process per data
@@ -36,12 +36,6 @@ import { withoutForgedAuthenticationResults } from "./trace";
  * holding hundreds of MB (at least one message is always claimed, whatever its size).
  */
 const maxClaimed = 64;
-/**
- * Claimed at most while mail arrives (InboundPace.busy): what keeps a lone analysis thread at work
- * beside the sessions (bench/smtp-ingest/catch-up.ts, two pairs: 384-405 against 376-377 msg/s to
- * the last stored with 4, the same acceptance rate).
- */
-const maxClaimedWhileBusy = 8;
 const maxClaimedBytes = 32 * 1024 * 1024;
 /**
  * A message up to this size is read in the transaction that claims it, so that its analysis starts
@@ -95,6 +89,15 @@ interface Finished {
 export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThreads: number, pace: InboundPace): Queue {
   const { store, clock, log } = app;
   const concurrency = Math.max(1, analysisThreads) * analysesPerThread;
+  /**
+   * Claimed at most while mail arrives (InboundPace.busy): the threads' analyses, and half as many
+   * again to start as soon as one ends. An analysed message stays claimed until the turn that
+   * stores it, up to batchWindowMs later; with 8 claimed in all, a lone thread stood idle much of
+   * a burst (busy 53-57 % of it, the machine 15-20 % idle) and most of the burst's mail waited
+   * for the catch-up. The threads' low priority keeps this from slowing the 250s: see
+   * docs/benchmarks.md, "Analysis through the burst".
+   */
+  const claimedWhileBusy = Math.min(maxClaimed, concurrency + concurrency / 2);
   /** Claimed and committed, waiting for an analysis slot, oldest first. */
   let waiting: Claimed[] = [];
   /** Every row claimed whose outcome is not recorded yet, and their bytes. */
@@ -156,7 +159,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
   }
 
   /** Claimed at most now. */
-  const claimLimit = () => (pace.busy() ? maxClaimedWhileBusy : maxClaimed);
+  const claimLimit = () => (pace.busy() ? claimedWhileBusy : maxClaimed);
 
   /**
    * Claims due rows up to the limits, each analysis counted before it starts. The rows whose

@@ -1,6 +1,8 @@
 // The analysis threads start with the first message and stop once they have been idle for a while,
-// giving their heaps back; the next message starts them again.
+// giving their heaps back; the next message starts them again. They run below the event loop's
+// priority.
 import { expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { createLogger } from "../../src/log";
 import { createAnalysisPool } from "../../src/smtp/analysis-pool";
 import { startDnsServer } from "../peers/dns-server";
@@ -26,3 +28,32 @@ test("no analysis threads until a message comes; they stop after their idle time
     await dns.close();
   }
 }, 20_000);
+
+/** Each thread of this process: its id, name and nice value, from /proc (field 19 of its stat). */
+function threads(): { tid: string; name: string; nice: number }[] {
+  return readdirSync("/proc/self/task").flatMap((tid) => {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+      return [{ tid, name: readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim(), nice: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) }];
+    } catch {
+      return []; // The thread ended while the list was read.
+    }
+  });
+}
+
+const perThreadPriority = existsSync("/proc/thread-self");
+test.skipIf(!perThreadPriority)(`${perThreadPriority ? "" : "skipped: no per-thread priority here (Linux only) — "}each analysis thread runs at nice 10, the event loop at its own`, async () => {
+  const before = new Set(threads().map(({ tid }) => tid));
+  const dns = await startDnsServer();
+  const pool = createAnalysisPool({ workers: 2, authservId: "mx.inboxd.test", dnsServers: [dns.address], timeoutMs: 10_000, log: createLogger("json", "silent") });
+  try {
+    await Promise.all([pool.analyze(message(), identity), pool.analyze(message(), identity)]);
+    // Bun names a worker's thread "Worker".
+    const started = threads().filter(({ tid, name }) => name === "Worker" && !before.has(tid));
+    expect(started.map(({ nice }) => nice)).toEqual([10, 10]);
+    expect(threads()[0]!.nice).toBe(0);
+  } finally {
+    pool.close();
+    await dns.close();
+  }
+});

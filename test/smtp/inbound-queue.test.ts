@@ -44,8 +44,9 @@ afterAll(async () => {
 test("while mail arrives, every turn that records analysed messages claims the next due ones, until none is left", async () => {
   const { organizationId } = await seedOrganization(app);
   const inbox = await createInbox(app, organizationId, { email: "bob@inboxd.test" });
-  // Over twice what the queue claims at once while mail arrives (8).
-  const messages = 20;
+  // Over twice what the queue claims at once while mail arrives: 24 with no analysis thread (16
+  // analyses on the event loop, and 8 to start as soon as one ends).
+  const messages = 50;
   const now = app.clock.now();
   for (let n = 0; n < messages; n++) {
     const envelope: InboundEnvelope = { transaction: `queued${n}`, clientIp: "127.0.0.1", helo: "client.test", mailFrom: "alice@client.test", protocol: "ESMTP", receivedAt: now, recipients: [{ organizationId, inboxId: inbox.id, address: inbox.email }] };
