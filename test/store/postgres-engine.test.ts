@@ -1,5 +1,5 @@
 // The PostgreSQL engine's own guarantees, on a real server: migrations applied once by nodes that
-// start together, nested transactions as savepoints, event ids in commit order whatever the
+// start together, nested transactions as savepoints, statements rendered once on any connection, event ids in commit order whatever the
 // writers and their clocks, a drizzle schema that agrees with the migrations, large values staged and claimed, case-insensitive addresses and
 // substring search, counters shared by two nodes, and a node with another secret key refused.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -111,6 +111,33 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
       }, { waitForDisk: false }),
     ).rejects.toThrow("outer failure");
     expect(await store.accounts.findOrganization(never)).toBeUndefined();
+  });
+
+  test("a statement rendered once runs on the connection it is given: in a transaction it is undone with it, outside on the pool", async () => {
+    const now = clock.now();
+    // threads.insert runs on the pool first, then in a transaction that fails.
+    const committed = newId("thr");
+    await store.threads.insert({ id: committed, organizationId, inboxId, subject: "on the pool", createdAt: now });
+    const undone = newId("thr");
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.threads.insert({ id: undone, organizationId, inboxId, subject: "in the transaction", createdAt: now });
+        expect(await tx.threads.find(organizationId, inboxId, undone)).toBeDefined();
+        throw new Error("undo");
+      }),
+    ).rejects.toThrow("undo");
+    expect(await store.threads.find(organizationId, inboxId, committed)).toBeDefined();
+    expect(await store.threads.find(organizationId, inboxId, undone)).toBeUndefined();
+    // inboxes.findByEmail in a transaction first: it sees the transaction's own inbox; the pool, after, does not.
+    const email = `${newId("rendered")}@engine.test`;
+    await expect(
+      store.transaction(async (tx) => {
+        await tx.inboxes.insert({ id: newId("inb"), organizationId, name: null, email, createdAt: now, updatedAt: now });
+        expect(await tx.inboxes.findByEmail(email)).toMatchObject({ email });
+        throw new Error("undo");
+      }),
+    ).rejects.toThrow("undo");
+    expect(await store.inboxes.findByEmail(email)).toBeUndefined();
   });
 
   test("events commit in id order: a second writer waits for the first's commit, and takes an id above the newest whatever its clock", async () => {

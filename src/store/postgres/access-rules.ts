@@ -1,8 +1,16 @@
 /** Allow and block list entries per organization, some for one inbox only (../sqlite/access-rules.ts). */
-import { and, count, desc, eq, isNull, or, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, isNull, or, sql, type SQL } from "drizzle-orm";
 import type { AccessRuleFilter, AccessRulesStore } from "../store";
-import type { PgDb } from "./db";
+import { renderedOnce, type PgDb } from "./db";
 import { accessRules } from "./schema/index";
+
+/** What applies to an inbox: read twice for each received message (./db.ts: renderedOnce). */
+const applyingTo = renderedOnce((db) =>
+  db
+    .select()
+    .from(accessRules)
+    .where(and(eq(accessRules.organizationId, sql.placeholder("organizationId")), eq(accessRules.direction, sql.placeholder("direction")), or(isNull(accessRules.inboxId), eq(accessRules.inboxId, sql.placeholder("inboxId"))))),
+);
 
 const filtered = (organizationId: string, filter: AccessRuleFilter): SQL | undefined =>
   and(
@@ -29,10 +37,7 @@ export function accessRulesStore(db: PgDb): AccessRulesStore {
       return same;
     },
     async applying(organizationId, inboxId, direction) {
-      return db
-        .select()
-        .from(accessRules)
-        .where(and(eq(accessRules.organizationId, organizationId), eq(accessRules.direction, direction), or(isNull(accessRules.inboxId), eq(accessRules.inboxId, inboxId ?? ""))));
+      return applyingTo(db, { organizationId, direction, inboxId: inboxId ?? "" });
     },
     /** Newest first; the (time-ordered) id breaks ties within one millisecond. */
     async list(organizationId, filter, page, per) {

@@ -13,6 +13,29 @@ export type PgDb = PgDatabase<BunSQLQueryResultHKT>;
 
 export const drizzleOn = (client: BunSql): PgDb => drizzle({ client });
 
+/** A statement drizzle prepared with placeholders (a query builder's `.prepare(name)`). */
+interface PreparedStatement<Result> {
+  execute(values: Record<string, unknown>): Promise<Result>;
+}
+
+/**
+ * A query builder's statement, rendered to SQL once. drizzle renders a builder's SQL anew at each
+ * call: under inbound mail on PostgreSQL that was 45 % of the event loop's samples, most of it the
+ * six statements every received message runs (docs/benchmarks.md, "PostgreSQL: statements
+ * rendered once"). `build` is prepared with placeholders the first time the statement runs; every
+ * run executes that text with its values on the connection of the `db` it is given (the pool, or a
+ * transaction's own: the client of its drizzle session, which a prepared statement reads as its
+ * `client`).
+ */
+export function renderedOnce<Result>(build: (db: PgDb) => { prepare(name: string): PreparedStatement<Result> }): (db: PgDb, values: object) => Promise<Result> {
+  let prepared: PreparedStatement<Result> | undefined;
+  return (db, values) => {
+    prepared ??= build(db).prepare("");
+    const onConnection: PreparedStatement<Result> = Object.create(prepared, { client: { value: (db._.session as unknown as { client: BunSql }).client } });
+    return onConnection.execute(values as Record<string, unknown>);
+  };
+}
+
 /**
  * The rows of a raw statement, named as its SELECT names them. bigint columns come back as
  * strings from the driver: cast what must be a number in the statement (`::int`) or with Number.

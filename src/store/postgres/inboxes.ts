@@ -2,8 +2,22 @@
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { InboxesStore } from "../store";
 import type { InboxCountsRecord } from "../records";
-import { firstRow, listOf, rowsOf, type PgDb } from "./db";
+import { firstRow, listOf, renderedOnce, rowsOf, type PgDb } from "./db";
 import { inboxes } from "./schema/index";
+
+/** Each received message runs these (./db.ts: renderedOnce). */
+const byId = renderedOnce((db) =>
+  db
+    .select()
+    .from(inboxes)
+    .where(and(eq(inboxes.organizationId, sql.placeholder("organizationId")), eq(inboxes.id, sql.placeholder("id")))),
+);
+const byEmail = renderedOnce((db) =>
+  db
+    .select()
+    .from(inboxes)
+    .where(sql`lower(${inboxes.email}) = lower(${sql.placeholder("email")})`),
+);
 
 export function inboxesStore(db: PgDb): InboxesStore {
   const inOrganization = (organizationId: string, id: string) => and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id));
@@ -13,7 +27,7 @@ export function inboxesStore(db: PgDb): InboxesStore {
       return (await db.insert(inboxes).values(row).onConflictDoNothing().returning({ id: inboxes.id })).length > 0;
     },
     async find(organizationId, id) {
-      const [row] = await db.select().from(inboxes).where(inOrganization(organizationId, id));
+      const [row] = await byId(db, { organizationId, id });
       return row;
     },
     /**
@@ -23,7 +37,7 @@ export function inboxesStore(db: PgDb): InboxesStore {
      * the same moment: the unique index refuses the second.
      */
     async findByEmail(email) {
-      const [row] = await db.select().from(inboxes).where(sql`lower(${inboxes.email}) = lower(${email})`);
+      const [row] = await byEmail(db, { email });
       return row;
     },
     async list(organizationId, page, per) {

@@ -4,9 +4,10 @@
  * sees another's. The (time-ordered) id breaks ties of equal times where SQLite's rowid does.
  */
 import { and, asc, desc, eq, getTableColumns, inArray } from "drizzle-orm";
+import { placeholdersOf } from "../placeholders";
 import type { MessagesStore } from "../store";
 import { withContent, type PgBlobs } from "./blobs";
-import type { PgDb } from "./db";
+import { renderedOnce, type PgDb } from "./db";
 import { attachments, deliveries, messageLabels, messages, messageSources } from "./schema/index";
 
 /** The columns the message list shows (MessageSummaryRecord). */
@@ -32,14 +33,18 @@ const { claimedBy: _claimedBy, ...deliveryColumns } = getTableColumns(deliveries
 
 const EMPTY = Buffer.alloc(0);
 
+/** Each received message runs these (./db.ts: renderedOnce). */
+const insertMessage = renderedOnce((db) => db.insert(messages).values(placeholdersOf(messages)));
+const insertSource = renderedOnce((db) => db.insert(messageSources).values(placeholdersOf(messageSources)));
+
 export function messagesStore(db: PgDb, blobs: PgBlobs): MessagesStore {
   const whole = withContent(blobs);
   const inInbox = (organizationId: string, inboxId: string, id: string) => and(eq(messages.organizationId, organizationId), eq(messages.inboxId, inboxId), eq(messages.id, id));
   return {
     /** Values prepared as blobs (`blobId` set) are claimed here, attachments' rows stored empty (a source keeps its inline head: StoredBytes). */
     async insert(row, raw, attachmentRows) {
-      await db.insert(messages).values(row);
-      await db.insert(messageSources).values({ messageId: row.id, raw: Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength), blobId: raw.blobId });
+      await insertMessage(db, row);
+      await insertSource(db, { messageId: row.id, raw: Buffer.from(raw.bytes.buffer, raw.bytes.byteOffset, raw.bytes.byteLength), blobId: raw.blobId });
       if (raw.blobId) await blobs.claim(raw.blobId);
       if (attachmentRows.length) await db.insert(attachments).values(attachmentRows.map((attachment) => (attachment.blobId ? { ...attachment, content: EMPTY } : attachment)));
       for (const attachment of attachmentRows) if (attachment.blobId) await blobs.claim(attachment.blobId);

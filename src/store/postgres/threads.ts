@@ -2,8 +2,12 @@
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import type { ThreadOverviewRecord } from "../records";
 import type { ThreadsStore } from "../store";
-import { firstRow, listOf, rowsOf, type PgDb } from "./db";
+import { placeholdersOf } from "../placeholders";
+import { firstRow, listOf, renderedOnce, rowsOf, type PgDb } from "./db";
 import { messageLabels, threads } from "./schema/index";
+
+/** A new thread for each received message that starts one (./db.ts: renderedOnce). */
+const insertThread = renderedOnce((db) => db.insert(threads).values(placeholdersOf(threads)));
 
 /** How much of the newest message's text a thread's overview carries. */
 const PREVIEW_LENGTH = 200;
@@ -17,7 +21,7 @@ export function threadsStore(db: PgDb): ThreadsStore {
   return {
     async insert(row) {
       const full = { ...row, messageCount: 1, lastMessageAt: row.createdAt, updatedAt: row.createdAt };
-      await db.insert(threads).values(full);
+      await insertThread(db, full);
       return full;
     },
     async addMessage(id, now) {

@@ -7,7 +7,7 @@ import type { DraftSettlement } from "../store";
 import type { DraftStatus } from "../records";
 import { withContent, type BlobStore } from "./blobs";
 import type { Db } from "./db";
-import { placeholdersOf } from "./placeholders";
+import { placeholdersOf } from "../placeholders";
 import { draftAttachments, drafts } from "./schema/index";
 
 export type DraftRow = typeof drafts.$inferSelect;

@@ -7,7 +7,7 @@ import { attachments, deliveries, messages, messageSources } from "./schema/inde
 import type { StoredBytes } from "../store";
 import { withContent, type BlobStore } from "./blobs";
 import type { Db } from "./db";
-import { placeholdersOf } from "./placeholders";
+import { placeholdersOf } from "../placeholders";
 
 export type MessageRow = typeof messages.$inferSelect;
 export type AttachmentRow = typeof attachments.$inferSelect;

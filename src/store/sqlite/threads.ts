@@ -2,7 +2,7 @@
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { messageLabels, threads } from "./schema/index";
 import type { Db } from "./db";
-import { placeholdersOf } from "./placeholders";
+import { placeholdersOf } from "../placeholders";
 import type { ThreadOverviewRecord } from "../records";
 
 export type ThreadRow = typeof threads.$inferSelect;
