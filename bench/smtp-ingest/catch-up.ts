@@ -8,9 +8,9 @@
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
-import { register, startChildServer, tempDir } from "../../test/harness";
+import { startChildServer, tempDir } from "../../test/harness";
 import { startDnsServer } from "../../test/peers/dns-server";
-import { benchInboxdEnv, cpuByThread, ensureSmtpSource, inboundQueueDepth, peakResident, untilInboundQueueEmpty, recipient, rssMb, runSmtpSource, storedMessages, writeBenchMessage } from "./peers";
+import { benchAccount, benchInboxdEnv, cpuByThread, ensureSmtpSource, inboundQueueDepth, peakResident, untilInboundQueueEmpty, rssMb, runSmtpSource, storedMessages, writeBenchMessage } from "./peers";
 
 const messages = Number(process.argv[2] ?? 10_000);
 
@@ -42,9 +42,7 @@ const dns = await startDnsServer();
 const inboxd = await startChildServer(benchInboxdEnv(dataDir, dns.address), { command: [process.execPath, join(import.meta.dir, "../../src/main.ts")] });
 try {
   const { file } = await writeBenchMessage(work, dns);
-  const { apiKey } = await register(inboxd.api);
-  const inbox = await inboxd.api.post("/v1/inboxes", { email: recipient }, apiKey.key);
-  if (inbox.status !== 201) throw new Error(`creating the inbox: ${inbox.status} ${JSON.stringify(inbox.body)}`);
+  await benchAccount(inboxd.api);
   const pid = inboxd.proc.pid;
   const idleMb = rssMb(pid);
   console.log(`catch-up: ${messages.toLocaleString("en-US")} messages over 20 reused sessions, ${navigator.hardwareConcurrency} cores, load average ${loadavg()[0]!.toFixed(1)}`);

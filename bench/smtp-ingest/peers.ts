@@ -4,11 +4,19 @@
 import { Database } from "bun:sqlite";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { packagedRuntimeEnv, testEnv } from "../../test/harness";
+import { packagedRuntimeEnv, register, testEnv, type ApiClient } from "../../test/harness";
 import type { startDnsServer } from "../../test/peers/dns-server";
 import { benchMessage, senderDomain } from "./message";
 
 export const recipient = "bench@inboxd.test";
+
+/** An account on a started inboxd, and the recipient's inbox in it: the account's API key and the inbox's id. */
+export async function benchAccount(api: ApiClient): Promise<{ apiKey: string; inboxId: string }> {
+  const { apiKey } = await register(api);
+  const inbox = await api.post("/v1/inboxes", { email: recipient }, apiKey.key);
+  if (inbox.status !== 201) throw new Error(`creating the inbox: ${inbox.status} ${JSON.stringify(inbox.body)}`);
+  return { apiKey: apiKey.key, inboxId: inbox.body.id };
+}
 
 export function ensureSmtpSource(): void {
   if (Bun.which("smtp-source") && Bun.which("smtp-sink")) return;

@@ -14,14 +14,14 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { register, startChildServer, tempDir } from "../../test/harness";
+import { startChildServer, tempDir } from "../../test/harness";
 import { describeResident, resident, untilAtRest } from "../../test/hardening/resident-memory";
 import { startDnsServer } from "../../test/peers/dns-server";
 import { freePort, postmasterPid, processTreeCpuSeconds, waitForPort } from "../lib";
 import { startPostgresCluster, type PostgresCluster } from "../../test/peers/postgres";
 import { percentile, startLatencyProbe } from "./latency-probe";
 import { senderDomain } from "./message";
-import { benchInboxdEnv, cpuByThread, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, writeBenchMessage, storedMessages, untilInboundQueueEmpty } from "./peers";
+import { benchAccount, benchInboxdEnv, cpuByThread, ensureSmtpSource, recipient, rssMb, runSmtpSource, startReference, writeBenchMessage, storedMessages, untilInboundQueueEmpty } from "./peers";
 
 const messages = Number(process.argv[2] ?? 20_000);
 const profileDir = join(tmpdir(), "inboxd-smtp-ingest-profile");
@@ -56,13 +56,11 @@ async function startInboxd(dataDir: string, dnsServer: string, engine: Record<st
   const profile = process.env.BENCH_PROFILE ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`] : [];
   const child = await startChildServer(env, { command: [process.execPath, ...profile, join(import.meta.dir, "../../src/main.ts")] });
   if (!withAccount) return { ...child, untilVisible: undefined };
-  const { apiKey } = await register(child.api);
-  const inbox = await child.api.post("/v1/inboxes", { email: recipient }, apiKey.key);
-  if (inbox.status !== 201) throw new Error(`creating the inbox: ${inbox.status} ${JSON.stringify(inbox.body)}`);
+  const { apiKey, inboxId } = await benchAccount(child.api);
   /** Once the inbound queue is empty: whether the API lists at least `count` messages in the inbox (the page holding the count-th has it). */
   const untilVisible = async (count: number) => {
     await untilInboundQueueEmpty(child.httpPort);
-    const page = await child.api.get(`/v1/inboxes/${inbox.body.id}/messages?per=1&page=${count}`, apiKey.key);
+    const page = await child.api.get(`/v1/inboxes/${inboxId}/messages?per=1&page=${count}`, apiKey);
     if (page.status !== 200 || page.body.length !== 1) throw new Error(`the inbound queue is empty and message ${count} is not listed (${page.status})`);
   };
   return { ...child, untilVisible };

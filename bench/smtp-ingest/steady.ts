@@ -9,9 +9,9 @@
 // Run: bun bench/smtp-ingest/steady.ts [rates, 100,300,1000] [seconds per rate, 30]
 import { loadavg } from "node:os";
 import { join } from "node:path";
-import { register, startChildServer, tempDir } from "../../test/harness";
+import { startChildServer, tempDir } from "../../test/harness";
 import { startDnsServer } from "../../test/peers/dns-server";
-import { benchInboxdEnv, ensureSmtpSource, peakResident, recipient, rssMb, runSmtpSource, startReference, storedMessages, writeBenchMessage } from "./peers";
+import { benchAccount, benchInboxdEnv, ensureSmtpSource, peakResident, rssMb, runSmtpSource, startReference, storedMessages, writeBenchMessage } from "./peers";
 
 const rates = (process.argv[2] ?? "100,300,1000").split(",").map(Number);
 const seconds = Number(process.argv[3] ?? 30);
@@ -35,9 +35,7 @@ const bare = await startReference("bare-server.ts");
 const inboxd = await startChildServer(benchInboxdEnv(dataDir, dns.address), { command: [process.execPath, join(import.meta.dir, "../../src/main.ts")] });
 try {
   const { file } = await writeBenchMessage(work, dns);
-  const { apiKey } = await register(inboxd.api);
-  const inbox = await inboxd.api.post("/v1/inboxes", { email: recipient }, apiKey.key);
-  if (inbox.status !== 201) throw new Error(`creating the inbox: ${inbox.status} ${JSON.stringify(inbox.body)}`);
+  await benchAccount(inboxd.api);
   console.log(`smtp-ingest at a steady pace: ${rates.join(", ")} msg/s, ${seconds} s each, ${navigator.hardwareConcurrency} cores, load average ${loadavg()[0]!.toFixed(1)}`);
   console.log(`  idle: inboxd ${rssMb(inboxd.proc.pid).toFixed(0)} MB, the bare smtp-server ${rssMb(bare.proc.pid).toFixed(0)} MB`);
   let sent = 0;
