@@ -2,7 +2,7 @@
  * The typed configuration: every INBOXD_* setting with its default, read once.
  * Precedence: flags > environment > config file (KEY=VALUE lines) > defaults.
  */
-import { availableParallelism, hostname as osHostname } from "node:os";
+import { availableParallelism, hostname as osHostname, totalmem } from "node:os";
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { closest, distance } from "fastest-levenshtein";
@@ -116,6 +116,21 @@ const machineName = osHostname() || "localhost";
  */
 const defaultSmtpWorkers = (cores: number) => Math.min(4, Math.max(1, cores - 1));
 
+/** The memory this process may use: the machine's, or less where a cgroup limits it (systemd's MemoryMax, a container). */
+export function memoryForThisProcess(): number {
+  const limit = process.constrainedMemory();
+  return limit > 0 && limit < totalmem() ? limit : totalmem();
+}
+
+/**
+ * SQLite's page cache in MiB, sized to the memory there is: 1/256 of it, at least 2 (SQLite's own
+ * default), at most 16. On a 1 GB VPS 4 MiB; from 4 GB on, 16. The cache is resident memory of the
+ * process and fills within minutes of steady mail (each stored message's pages go through it), so
+ * on a small host it is a part of the process's size that buys the least (docs/benchmarks.md,
+ * "Memory under load").
+ */
+export const defaultDbCacheMb = (memoryBytes: number) => Math.min(16, Math.max(2, Math.floor(memoryBytes / (256 * 1024 * 1024))));
+
 export const settings = {
   httpPort: setting("INBOXD_HTTP_PORT", "8006", port, "HTTP API port (0: any free port)"),
   smtpPort: setting("INBOXD_SMTP_PORT", "25", port, "inbound SMTP port; falls back to 2525 where 25 may not be bound (0: any free port)"),
@@ -159,7 +174,7 @@ export const settings = {
   smtpMaxHeaderLines: setting("INBOXD_SMTP_MAX_HEADER_LINES", "2000", positiveInt, "lines (folded continuations included) in the header of an inbound message; more is refused with 552"),
   smtpAnalysisTimeoutMs: setting("INBOXD_SMTP_ANALYSIS_TIMEOUT_MS", "30000", positiveInt, "how long parsing and authenticating one inbound message may take before it is answered 451 and its thread replaced"),
   messageMemoryMb: setting("INBOXD_MESSAGE_MEMORY_MB", "32", positiveInt, "MiB of message data received, analysed and stored at once (SMTP and HTTP together); above it SMTP answers 452 and HTTP 503, try later"),
-  dbCacheMb: setting("INBOXD_DB_CACHE_MB", "16", positiveInt, "MiB of SQLite page cache: resident memory that keeps indexes in memory; raise it for large mailboxes on hosts with memory to spare"),
+  dbCacheMb: setting("INBOXD_DB_CACHE_MB", String(defaultDbCacheMb(memoryForThisProcess())), positiveInt, "MiB of SQLite page cache: resident memory that keeps indexes in memory (default: 1/256 of the memory there is, 2 to 16); raise it for large mailboxes on hosts with memory to spare"),
   smtpWorkers: setting("INBOXD_SMTP_WORKERS", String(defaultSmtpWorkers(availableParallelism())), nonNegativeInt, "threads that parse and authenticate inbound mail, beside the main thread (0: on the main thread)"),
   tlsCert: setting("INBOXD_TLS_CERT", "", text, "PEM certificate for STARTTLS (empty: self-signed, generated once into the data dir)"),
   tlsKey: setting("INBOXD_TLS_KEY", "", text, "PEM private key for STARTTLS"),

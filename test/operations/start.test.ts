@@ -3,6 +3,8 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { totalmem } from "node:os";
+import { defaultDbCacheMb, memoryForThisProcess } from "../../src/config";
 import { inboxdCommand, onPostgres, runInboxd, scratch, startChildServer, testEnv } from "../harness";
 
 const { dir: freshDir, keep } = scratch();
@@ -55,6 +57,22 @@ describe("settings", () => {
     expect(warnings.some((warning: string) => warning.startsWith("INBOXD_HOSTNAME is 'mailhost', not a fully qualified name"))).toBe(true);
     expect(warnings.some((warning: string) => warning.startsWith("INBOXD_MAIL_DOMAIN is 'mail', not a domain with a dot"))).toBe(true);
   });
+});
+
+describe("sized to the machine", () => {
+  const MiB = 1024 * 1024;
+
+  test("SQLite's page cache: 1/256 of the memory, at least 2 MiB, at most 16", () => {
+    expect([128, 512, 1024, 1536, 2048, 4096, 24 * 1024].map((mb) => defaultDbCacheMb(mb * MiB))).toEqual([2, 2, 4, 6, 8, 16, 16]);
+  });
+
+  test("the memory counted is the machine's or the process's cgroup limit, and --help shows the cache it gives", async () => {
+    const memory = memoryForThisProcess();
+    expect(memory).toBeGreaterThan(0);
+    expect(memory).toBeLessThanOrEqual(totalmem());
+    const { stdout } = await runInboxd(["--help"]);
+    expect(stdout).toMatch(new RegExp(`INBOXD_DB_CACHE_MB +${defaultDbCacheMb(memory)} `));
+  }, 30_000);
 });
 
 describe("start failures", () => {
