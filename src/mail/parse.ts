@@ -49,8 +49,8 @@ export interface ParsedMessage {
  */
 const STREAM_SLICE_BYTES = 64 * 1024;
 
-function* slices(raw: Buffer): Generator<Buffer> {
-  for (let at = 0; at < raw.length; at += STREAM_SLICE_BYTES) yield raw.subarray(at, at + STREAM_SLICE_BYTES);
+function* slices(pieces: readonly Buffer[]): Generator<Buffer> {
+  for (const piece of pieces) for (let at = 0; at < piece.length; at += STREAM_SLICE_BYTES) yield piece.subarray(at, at + STREAM_SLICE_BYTES);
 }
 
 /**
@@ -59,8 +59,11 @@ function* slices(raw: Buffer): Generator<Buffer> {
  * Rejects with MessageLimitError past the limits in ./limits; otherwise it is
  * lenient, as received mail has to be.
  */
-export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
-  const input = raw.length > STREAM_SLICE_BYTES ? Readable.from(slices(raw)) : raw;
+export async function parseMessage(message: Buffer | readonly Buffer[]): Promise<ParsedMessage> {
+  // Pieces (the message's bytes in order) spare the caller a copy of a large message to join them.
+  const pieces = Buffer.isBuffer(message) ? [message] : message;
+  const size = pieces.reduce((sum, piece) => sum + piece.length, 0);
+  const input = size > STREAM_SLICE_BYTES ? Readable.from(slices(pieces)) : pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, size);
   const mail = await simpleParser(input, BOUNDED_PARSER_OPTIONS).catch((error: unknown) => {
     throw asLimitError(error);
   });

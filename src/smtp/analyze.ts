@@ -6,6 +6,7 @@ import { parseMessage, type ParsedMessage } from "../mail/parse";
 import type { ReceivedContent } from "../messages/receive";
 import { authenticateMessage, type AuthenticationOutcome, type SmtpIdentity } from "./authenticate";
 import { temporaryError } from "./analysis-protocol";
+import { fieldName, headerFieldsKept } from "./header-fields";
 import { withoutForgedAuthenticationResults } from "./trace";
 
 export interface Analysis extends AuthenticationOutcome {
@@ -21,9 +22,21 @@ export interface AnalysisSettings {
   resolver: DNSResolver;
 }
 
+/**
+ * The top-level header fields the parser is given: those the stored content comes from
+ * (storedContent) and those that shape the body (MIME-Version, Content-*). mailparser decodes
+ * every field it reads, and the rest (DKIM and ARC signatures, trace fields, list and client
+ * fields) only the authentication checks use, from the whole message.
+ */
+const parsedFields = new Set(["from", "to", "cc", "subject", "date", "message-id", "in-reply-to", "references", "mime-version"]);
+const isParsedField = (field: string) => {
+  const name = fieldName(field);
+  return parsedFields.has(name) || name.startsWith("content-");
+};
+
 export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settings: AnalysisSettings): Promise<Analysis> {
   const [parsed, outcome] = await Promise.all([
-    parseMessage(raw),
+    parseMessage(headerFieldsKept(raw, isParsedField)),
     // A failure inside mailauth must not lose the message: it is recorded as a temporary error.
     authenticateMessage(raw, identity, settings.authservId, settings.resolver).catch(() => temporaryError(settings.authservId)),
   ]);

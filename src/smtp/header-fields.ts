@@ -22,8 +22,14 @@ export const fieldName = (field: string) => field.slice(0, Math.max(0, field.ind
 
 /** The message with only the header fields `keep` accepts, the body untouched. */
 export function filterHeaderFields(raw: Buffer, keep: (field: string) => boolean): Buffer {
+  const pieces = headerFieldsKept(raw, keep);
+  return pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
+}
+
+/** The same message in pieces, in order: the kept fields, then the rest of `raw` itself, not a copy of it. */
+export function headerFieldsKept(raw: Buffer, keep: (field: string) => boolean): [Buffer] | [Buffer, Buffer] {
   const { fields, end } = readHeaderBlock(raw);
   const kept = fields.filter(keep);
-  if (kept.length === fields.length) return raw;
-  return Buffer.concat([Buffer.from(kept.join(""), "latin1"), raw.subarray(end)]);
+  if (kept.length === fields.length) return [raw];
+  return [Buffer.from(kept.join(""), "latin1"), raw.subarray(end)];
 }
