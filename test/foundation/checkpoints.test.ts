@@ -2,7 +2,7 @@
 // event loop, which runs while there are writes to copy; commits checkpoint again once the server stops. The store's maintenance part (what
 // the server starts first) runs here on a connection of the test's own, whose setting it checks.
 import { afterAll, expect, test } from "bun:test";
-import { rmSync, statSync } from "node:fs";
+import { readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../src/log";
 import { startCheckpoints } from "../../src/store/sqlite/checkpoints";
@@ -77,6 +77,36 @@ test("the checkpoint thread starts with a write and stops once nothing was writt
     await until(() => statSync(databaseFile).size >= before + 1024 * 1024);
     await until(() => !checkpoints.threadRunning());
     expect(autocheckpoint(sqlite)).toBe(0);
+  } finally {
+    await checkpoints.stop();
+    close();
+  }
+});
+
+/** This process's anonymous resident memory, in MiB, once the JavaScript heap has collected. */
+function anonymousMb(): number {
+  Bun.gc(true);
+  return Number(readFileSync("/proc/self/status", "utf8").match(/RssAnon:\s+(\d+)/)![1]) / 1024;
+}
+
+test("once nothing was written for the idle time, the connection gives back its page cache", async () => {
+  const dataDir = tempDir("checkpoints");
+  dirs.push(dataDir);
+  const { sqlite, close } = openDatabase(dataDir, { cacheMb: 64 });
+  migrate(sqlite, Date.now());
+  const checkpoints = startCheckpoints(sqlite, dataDir, createLogger("text", "silent"), { idleThreadMs: 300 });
+  try {
+    sqlite.exec("CREATE TABLE filler (b BLOB)");
+    const insert = sqlite.query("INSERT INTO filler VALUES (?)");
+    for (let i = 0; i < 320; i++) sqlite.transaction(() => insert.run(Buffer.alloc(128 * 1024, i)))();
+    await until(() => checkpoints.threadRunning());
+    // 40 MiB of pages read through the cache, and held there.
+    expect(sqlite.query<{ bytes: number }, []>("SELECT sum(length(b)) AS bytes FROM filler").get()!.bytes).toBe(320 * 128 * 1024);
+    const filled = anonymousMb();
+    await until(() => !checkpoints.threadRunning());
+    expect(filled - anonymousMb()).toBeGreaterThan(20);
+    // Read again, from the file: the cache fills as reads need it.
+    expect(sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM filler").get()!.n).toBe(320);
   } finally {
     await checkpoints.stop();
     close();

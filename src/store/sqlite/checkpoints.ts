@@ -6,7 +6,10 @@
  * instead (./checkpoint-worker) and commits on the event loop do none. A thread that stops is
  * replaced, as in every pool (../../workers/pool); should none load, commits checkpoint again.
  * The thread starts with the first write and stops once nothing was written for a while: its
- * heap is about 4 MB of an idle server's resident memory.
+ * heap is about 4 MB of an idle server's resident memory. At that moment the event loop's
+ * connection also gives back its page cache (INBOXD_DB_CACHE_MB), which the start's reads of a
+ * large database or a burst of mail had filled: resident memory of a server at rest, which the
+ * next reads fill again from the system's file cache as they need.
  */
 import type { Database } from "bun:sqlite";
 import type { Logger } from "../../log";
@@ -84,7 +87,10 @@ export function startCheckpoints(sqlite: Database, dataDir: string, log: Logger,
     // is made again at the next); then the thread stops until the next write.
     const sinceWrite = performance.now() - lastWriteAt;
     if (sinceWrite < idleThreadMs) await onThread(sinceWrite < WRITER_REST_MS ? "checkpoint" : "checkpoint at rest");
-    else await stopThread();
+    else if (threads) {
+      await stopThread();
+      sqlite.exec("PRAGMA shrink_memory");
+    }
   };
   const schedule = () => {
     current = turn()
