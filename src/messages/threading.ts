@@ -6,8 +6,11 @@
 import { newId } from "../ids";
 import type { Aggregates, InboxRecord } from "../store";
 
-/** References past this many are not looked up: the most recent ones decide. */
-const maxReferencesLookedUp = 20;
+/**
+ * Message-IDs looked up per message, In-Reply-To's first, then References' from the most recent
+ * back: each is a query on the event loop, and a header of 256 KiB can name 20,000.
+ */
+const maxMessageIdsLookedUp = 20;
 /** RFC 5322 §3.6.4 lets a writer trim References; inboxd keeps the first and the latest ones. */
 const maxReferencesWritten = 20;
 
@@ -48,8 +51,8 @@ export async function assignThread(store: Aggregates, inbox: InboxRecord, clues:
 
 /** The thread an incoming message continues in this inbox, if any. */
 async function existingThread(store: Aggregates, inboxId: string, headers: { inReplyTo?: string; references: string[] }): Promise<string | undefined> {
-  const references = headers.references.flatMap(messageIdsIn).reverse().slice(0, maxReferencesLookedUp);
-  for (const id of [...messageIdsIn(headers.inReplyTo), ...references]) {
+  const candidates = [...messageIdsIn(headers.inReplyTo), ...headers.references.flatMap(messageIdsIn).reverse()];
+  for (const id of candidates.slice(0, maxMessageIdsLookedUp)) {
     const threadId = await store.messages.threadOfMessageId(inboxId, id);
     if (threadId) return threadId;
   }

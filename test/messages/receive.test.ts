@@ -65,6 +65,17 @@ describe("storeReceivedMessage", () => {
     expect(thread.lastMessageAt).toBe(Date.parse(byReferences.createdAt));
   });
 
+  test("at most 20 Message-IDs are looked up, In-Reply-To's first: an In-Reply-To naming thousands finds its parent only among them", async () => {
+    const parent = await receive(mail({ "Message-ID": "<capped-parent@example.com>" }));
+    const unknown = (count: number) => Array.from({ length: count }, (_, i) => `<unknown-${i}@example.com>`).join(" ");
+    const past = await receive(mail({ "Message-ID": "<capped-1@example.com>", "In-Reply-To": `${unknown(5000)} <capped-parent@example.com>` }));
+    const within = await receive(mail({ "Message-ID": "<capped-2@example.com>", "In-Reply-To": `${unknown(19)} <capped-parent@example.com>` }));
+    const pastInReplyTo = await receive(mail({ "Message-ID": "<capped-3@example.com>", "In-Reply-To": unknown(20), References: "<capped-parent@example.com>" }));
+    expect(past.threadId).not.toBe(parent.threadId);
+    expect(within.threadId).toBe(parent.threadId);
+    expect(pastInReplyTo.threadId).not.toBe(parent.threadId);
+  });
+
   test("Message-IDs thread only within the same inbox", async () => {
     await receive(mail({ "Message-ID": "<shared@example.com>" }));
     const elsewhere = await receive(mail({ "Message-ID": "<other@example.com>", "In-Reply-To": "<shared@example.com>" }), otherInbox);
