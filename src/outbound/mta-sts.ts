@@ -9,6 +9,7 @@ import { rootCertificates } from "node:tls";
 import type { App } from "../app";
 import type { Resolver } from "../dns/resolver";
 import { mxMatches, parsePolicy, policyIdOf } from "../mta-sts/parse";
+import { readBodyUpTo } from "../net/body";
 import type { MtaStsPolicyRecord } from "../store";
 import { screenAddresses, TemporaryRouteError, type Hop } from "./route";
 
@@ -67,9 +68,11 @@ async function fetchPolicy(app: App, resolver: Resolver, domain: string): Promis
   });
   if (response.status !== 200) throw new Error(`${host} answered ${response.status}`);
   if (!(response.headers.get("content-type") ?? "").toLowerCase().startsWith("text/plain")) throw new Error(`${host} answered with ${response.headers.get("content-type")}, not text/plain`);
-  const body = await response.text();
-  if (Buffer.byteLength(body) > MAX_POLICY_BYTES) throw new Error(`${host} answered more than ${MAX_POLICY_BYTES} bytes`);
-  return body;
+  // Read up to the bound only: the domain's server could otherwise send (or inflate) an endless body until the deadline.
+  const { bytes, complete, error } = await readBodyUpTo(response, MAX_POLICY_BYTES);
+  if (error) throw error;
+  if (!complete) throw new Error(`${host} answered more than ${MAX_POLICY_BYTES} bytes`);
+  return new TextDecoder().decode(bytes);
 }
 
 /**

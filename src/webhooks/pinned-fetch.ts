@@ -8,6 +8,7 @@
 // for the certificate check. node:https with a `lookup` option works under
 // Bun too, but needs more code for the same result.
 import { parseHostLiteral } from "../net/address-policy";
+import { readBodyUpTo } from "../net/body";
 
 export const RESPONSE_BODY_LIMIT = 4096;
 
@@ -63,33 +64,15 @@ function tlsOptions(request: PinnedPost) {
   };
 }
 
-// Keeps the first RESPONSE_BODY_LIMIT bytes and cancels the rest, so that a
-// receiver cannot make inboxd download an endless body. A streamed body cut off
-// by the deadline keeps what arrived: the status already answered the delivery.
+// Keeps the first RESPONSE_BODY_LIMIT bytes (../net/body). A streamed body cut off by the
+// deadline keeps what arrived: the status already answered the delivery.
 async function readCapped(response: Response): Promise<string> {
-  if (response.body === null) return "";
   if (hasSmallBody(response)) {
     // The usual answer ("ok", "{}"): read whole, at a fraction of a stream
     // reader's cost. Should the deadline cut it off, nothing of it is kept.
     return response.text().catch(() => "");
   }
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    while (size < RESPONSE_BODY_LIMIT) {
-      const next = await reader.read();
-      if (next.done) break;
-      chunks.push(next.value);
-      size += next.value.length;
-    }
-  } catch {
-    // Deadline or connection lost mid-body: keep the part that arrived.
-  } finally {
-    reader.cancel().catch(() => {});
-  }
-  const bytes = Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT);
-  return new TextDecoder().decode(bytes);
+  return new TextDecoder().decode((await readBodyUpTo(response, RESPONSE_BODY_LIMIT)).bytes);
 }
 
 // A body that HTTP framing ends within the limit: a Content-Length no larger

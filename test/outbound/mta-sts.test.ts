@@ -15,7 +15,20 @@ const policies: Record<string, string> = {
   "nomatch.test": "version: STSv1\r\nmode: enforce\r\nmx: mx.elsewhere.test\r\nmax_age: 86400\r\n",
   "testing.test": "version: STSv1\r\nmode: testing\r\nmx: mx.testing.test\r\nmax_age: 86400\r\n",
 };
-const policyHosts = Object.keys(policies).map((domain) => ({ domain, ...selfSignedCert(`mta-sts.${domain}`) }));
+/** A domain whose policy server sends a body that never ends (it stops at 256 MiB: a test must not fill the machine). */
+const endless = "endless.test";
+let endlessBytesSent = 0;
+const endlessPolicy = () => {
+  const chunk = Buffer.from("mx: mx.endless.test\r\n".repeat(3000));
+  return new ReadableStream({
+    pull(controller) {
+      if (endlessBytesSent > 256 * 1024 * 1024) return controller.close();
+      endlessBytesSent += chunk.length;
+      controller.enqueue(chunk);
+    },
+  });
+};
+const policyHosts = [...Object.keys(policies), endless].map((domain) => ({ domain, ...selfSignedCert(`mta-sts.${domain}`) }));
 const policyRequests: string[] = [];
 
 let w: OutboundWorld;
@@ -29,6 +42,7 @@ beforeAll(async () => {
     fetch(request) {
       const host = new URL(request.url).hostname;
       policyRequests.push(host);
+      if (host === `mta-sts.${endless}`) return new Response(endlessPolicy(), { headers: { "content-type": "text/plain" } });
       const policy = policies[host.replace(/^mta-sts\./, "")];
       return policy ? new Response(policy, { headers: { "content-type": "text/plain" } }) : new Response("no", { status: 404 });
     },
@@ -39,7 +53,7 @@ beforeAll(async () => {
     sink: { certificate: sinkCertificate },
     env: { INBOXD_OUTBOUND_CA_FILE: caFile, INBOXD_MTA_STS_POLICY_PORT: String(policyServer.port) },
   });
-  for (const domain of Object.keys(policies)) {
+  for (const domain of [...Object.keys(policies), endless]) {
     w.mx(domain);
     w.dns.set(`_mta-sts.${domain}`, "TXT", ["v=STSv1; id=20261125"]);
     w.dns.set(`mta-sts.${domain}`, "A", ["127.0.0.1"]);
@@ -87,6 +101,16 @@ describe("MTA-STS enforce", () => {
     const message = await sendAndRun("cy@nomatch.test");
     expect(message.deliveries[0]).toMatchObject({ status: "queued", lastResponse: expect.stringContaining("the MTA-STS policy of nomatch.test (mode enforce) names none of its MX hosts") });
     expect(w.rcptLog.length).toBe(before);
+  });
+});
+
+describe("a policy that cannot be had", () => {
+  test("a body that never ends: read up to 64 KiB, no policy, delivered as without one", async () => {
+    const message = await sendAndRun(`fay@${endless}`);
+    expect(message.deliveries[0]).toMatchObject({ status: "delivered" });
+    expect(await w.server.app.store.mtaStsPolicies.find(endless)).toBeUndefined();
+    // What the stream pushed ahead of the reader, not what was read: far less than the 256 MiB on offer.
+    expect(endlessBytesSent).toBeLessThan(16 * 1024 * 1024);
   });
 });
 
