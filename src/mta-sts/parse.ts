@@ -26,7 +26,10 @@ export function parsePolicy(text: string): ParsedPolicy {
     const colon = line.indexOf(":");
     if (colon < 0) throw new Error(`the policy line '${line.slice(0, 80)}' is not 'key: value'`);
     const key = line.slice(0, colon).trim();
-    values.set(key, [...(values.get(key) ?? []), line.slice(colon + 1).trim()]);
+    const value = line.slice(colon + 1).trim();
+    const earlier = values.get(key);
+    if (earlier) earlier.push(value);
+    else values.set(key, [value]);
   }
   const one = (key: string) => values.get(key)?.[0];
   if (one("version") !== "STSv1") throw new Error(`the policy's version is '${one("version") ?? ""}', not STSv1`);
