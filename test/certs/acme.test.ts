@@ -8,7 +8,8 @@ import { connect as tlsConnect, type PeerCertificate } from "node:tls";
 import { checkAcmeCertificate } from "../../src/doctor/checks";
 import { eventually, queryRow, startTestServer, tempDir, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
-import { freePort, pebbleMissing, startPebble, type Pebble } from "../peers/pebble";
+import { pebbleMissing, startPebble, type Pebble } from "../peers/pebble";
+import { freePort } from "../peers/ports";
 
 const HOST = "mx.certs.test";
 const API_HOST = "api.certs.test";

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:tls";
 import { eventually, inboxdCommand, startChildServer, tempDir, testEnv, type ChildServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
-import { freePort, pebbleMissing, startPebble, type Pebble } from "../peers/pebble";
+import { pebbleMissing, startPebble, type Pebble } from "../peers/pebble";
+import { freePort } from "../peers/ports";
 
 const HOST = "mx.binary-certs.test";
 

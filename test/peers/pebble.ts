@@ -2,8 +2,8 @@
 // DNS look-ups go to a test DNS server and its HTTP-01 validations to the port inboxd answers on.
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
+import { freePort, waitForPort } from "./ports";
 import { selfSignedCert } from "./tls";
 
 export const PEBBLE = "/usr/bin/pebble";
@@ -18,15 +18,6 @@ export type Pebble = {
   issuingRoot(): Promise<string>;
   stop(): Promise<void>;
 };
-
-/** A port free now on 127.0.0.1 (pebble needs its validation port before inboxd starts). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 export async function startPebble(options: { dir: string; dnsServer: string; httpPort: number; validitySeconds: number }): Promise<Pebble> {
   const [listenPort, managementPort] = [await freePort(), await freePort()];
@@ -67,6 +58,8 @@ export async function startPebble(options: { dir: string; dnsServer: string; htt
     if (child.exitCode !== null || Date.now() - started > 10_000) throw new Error(`pebble did not start: ${output}`);
     await Bun.sleep(20);
   }
+  // pebble logs each listener before it binds it: the management one refused a connection in a CI run.
+  await Promise.all([waitForPort(listenPort), waitForPort(managementPort)]);
   return {
     directoryUrl,
     caFile,

@@ -12,7 +12,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { delimiter, join } from "node:path";
-import { freePort } from "./pebble";
+import { freePort } from "./ports";
 
 const SUPERUSER = "inboxd";
 const DEFAULT_DATABASE = "inboxd";
