@@ -1,7 +1,8 @@
 /**
  * The auth guards. `/v1` takes API keys only, `/organizations` access tokens only; the guard
- * resolves the caller once per request and hands routes an organization id that every store
- * query takes, so tenancy cannot be forgotten by a route.
+ * finds the caller once per request and hands routes an organization id that every store
+ * query takes, so tenancy cannot be forgotten by a route. It runs as a derive, before the
+ * validation of the params, query and body: a refused credential is 401 whatever the request holds.
  */
 import { Elysia } from "elysia";
 import type { App } from "../app";
@@ -36,7 +37,7 @@ interface GuardContext {
 
 /** One guard shape for both families, so a route plugin can be written once for either guard. */
 const organizationGuard = (name: string, organizationOf: (context: GuardContext) => Promise<string>) =>
-  new Elysia({ name }).resolve({ as: "scoped" }, async ({ headers, params }) => ({
+  new Elysia({ name }).derive({ as: "scoped" }, async ({ headers, params }) => ({
     organizationId: await organizationOf({ headers, params: params as GuardContext["params"] }),
   }));
 

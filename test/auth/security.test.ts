@@ -95,6 +95,23 @@ describe("security matrix", () => {
     }
   });
 
+  test("credentials are checked before the body: a refused one gets 401 whatever the body holds", async () => {
+    const invalidBody = { name: 5 };
+    const refused: [string, string, string][] = [
+      ["/v1/api_keys", "no Authorization header", malformed],
+      ["/v1/api_keys", "Alice's access token", "Access tokens are not accepted under /v1: use an API key"],
+      ["/v1/api_keys", "an unknown API key", "Invalid API key"],
+      [`/organizations/${alice.organization.id}/api_keys`, "Alice's API key", "API keys are not accepted under /organizations: use an access token from POST /auth/login"],
+      [`/organizations/${alice.organization.id}/api_keys`, "an unknown access token", "Invalid access token"],
+    ];
+    for (const [path, credential, error] of refused) {
+      const res = await server.api.request("POST", path, { headers: credentials[credential]!(), body: invalidBody });
+      expect({ path, credential, status: res.status, body: res.body }).toEqual({ path, credential, status: 401, body: { error } });
+    }
+    const accepted = await server.api.request("POST", "/v1/api_keys", { headers: credentials["Alice's API key"]!(), body: invalidBody });
+    expect(accepted.status).toBe(422);
+  });
+
   test("Bob's credentials reach Bob's organization only", async () => {
     expect((await server.api.get(`/organizations/${bob.organization.id}/api_keys`, bob.token)).status).toBe(200);
     expect((await server.api.get(`/organizations/${alice.organization.id}/api_keys`, bob.token)).status).toBe(403);
