@@ -9,6 +9,11 @@ import { asLimitError, BOUNDED_PARSER_OPTIONS } from "../mail/limits";
 
 /** A report is a few KiB; this bounds a gzip bomb. */
 const MAX_REPORT_BYTES = 1024 * 1024;
+/**
+ * A message that could hold such a report: its part at most MAX_REPORT_BYTES, in base64, and the
+ * rest of the message. A larger one is not parsed at all (on the event loop, before the reply).
+ */
+const MAX_REPORT_MESSAGE_BYTES = 2 * MAX_REPORT_BYTES;
 const REPORT_TYPES = ["application/tlsrpt+gzip", "application/tlsrpt+json"];
 
 export type TlsReportPolicy = {
@@ -23,6 +28,7 @@ export type TlsReport = { reportId: string; organizationName: string; startAt: n
 
 /** The report in a received message; null when the message holds none that can be read. */
 export async function parseTlsReportMessage(raw: Buffer): Promise<TlsReport | null> {
+  if (raw.length > MAX_REPORT_MESSAGE_BYTES) return null;
   const mail = await simpleParser(raw, BOUNDED_PARSER_OPTIONS).catch((error: unknown) => {
     throw asLimitError(error);
   });

@@ -17,11 +17,24 @@ export type ReturnedReportOutcome = "bounced" | "complained" | "ignored";
 // "auth-failure" (RFC 6591) is a DMARC failure report, neither is a complaint.
 const COMPLAINT_TYPES = new Set(["abuse", "fraud", "virus", "other"]);
 
-/** Matches a report sent to `bounces+<deliveryId>@…` to its delivery and acts on it. */
-export async function processReturnedReport(app: App, deliveryId: string, raw: Buffer): Promise<ReturnedReportOutcome> {
+/**
+ * What is read of a report, on the event loop before the reply: the report's own parts come first
+ * (RFC 6522 §3: the human-readable part, then the delivery-status or feedback-report, then the
+ * original message or its header, of which only the header is read). mailparser takes 0.3-0.4 s
+ * over a message of 20 MB (docs/benchmarks.md), and anyone could send one to a return path.
+ */
+const REPORT_BYTES_READ = 1024 * 1024;
+
+/** A report sent to `bounces+<deliveryId>@…` (one or more of ours), read once and matched to each delivery. */
+export async function processReturnedReport(app: App, deliveryIds: string[], raw: Buffer): Promise<ReturnedReportOutcome[]> {
   const { parseReport } = await import("../mail/reports");
-  const report = await parseReport(raw).catch(() => null);
-  if (!report) return "ignored";
+  const report = await parseReport(raw.subarray(0, REPORT_BYTES_READ)).catch(() => null);
+  const outcomes: ReturnedReportOutcome[] = [];
+  for (const deliveryId of deliveryIds) outcomes.push(report ? await applyReport(app, deliveryId, report) : "ignored");
+  return outcomes;
+}
+
+async function applyReport(app: App, deliveryId: string, report: DsnReport | ArfReport): Promise<ReturnedReportOutcome> {
   return app.store.transaction(async (tx): Promise<ReturnedReportOutcome> => {
     const delivery = await tx.deliveries.find(deliveryId);
     if (!delivery || !(await isAboutMessageOf(tx, delivery, report.originalMessageId))) return "ignored";

@@ -117,8 +117,8 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
   const overLimit = headerOverLimit(data.raw, app.config.smtpMaxHeaderLines);
   if (overLimit) throw new SmtpReply(552, "5.3.4", `Message header too large: ${overLimit}`);
 
-  const returnPaths = recipients.flatMap(({ target }) => (target.kind === "returnPath" ? [target.deliveryId] : []));
-  for (const deliveryId of returnPaths) await processReturnedReport(app, deliveryId, data.raw);
+  const returnPaths = new Set(recipients.flatMap(({ target }) => (target.kind === "returnPath" ? [target.deliveryId] : [])));
+  if (returnPaths.size > 0) await processReturnedReport(app, [...returnPaths], data.raw);
   if (recipients.some(({ target }) => target.kind === "tlsReport")) await receiveTlsReport(app, data.raw);
   const envelope = envelopeOf(app, session, recipients);
   if (envelope.recipients.length === 0) return "Report accepted";

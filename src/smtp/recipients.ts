@@ -20,7 +20,11 @@ export type RecipientTarget = { kind: "inbox"; inbox: InboxRecord } | { kind: "r
  */
 export async function routeRecipient(app: App, address: string, mailFrom: string): Promise<RecipientTarget> {
   const deliveryId = parseReturnPath(app, address);
-  if (deliveryId) return { kind: "returnPath", deliveryId };
+  if (deliveryId) {
+    // Only the return path of a delivery of ours takes reports: another id is refused here, before a DATA read for it.
+    if (!(await app.store.deliveries.find(deliveryId))) throw new SmtpReply(550, "5.1.1", "No such user here");
+    return { kind: "returnPath", deliveryId };
+  }
   if (isTlsReportAddress(app, address)) return { kind: "tlsReport" };
 
   // RFC 5321 §4.1.1.3 and §4.5.1: the domainless "postmaster" (any case) names the postmaster of

@@ -56,6 +56,13 @@ function reportMessage(body: Buffer, type = "application/tlsrpt+gzip"): string {
 }
 
 const reports = () => server.api.get("/v1/domains/reports.example/tls-reports", apiKey);
+const listedIds = async () => (await reports()).body.map((entry: { reportId: string }) => entry.reportId);
+
+/** A report's JSON padded to `bytes`. */
+function jsonOfSize(reportId: string, bytes: number): Buffer {
+  const base = JSON.stringify({ ...report(reportId), padding: "" }).length;
+  return Buffer.from(JSON.stringify({ ...report(reportId), padding: " ".repeat(bytes - base) }));
+}
 
 describe("TLS reports", () => {
   test("a gzipped report is accepted at tlsrpt@INBOXD_HOSTNAME and listed under its domain", async () => {
@@ -89,17 +96,27 @@ describe("TLS reports", () => {
   });
 
   test("a message without a readable report is accepted and dropped; a report inflating past 1 MiB is no report, one of exactly 1 MiB is", async () => {
-    const listedIds = async () => (await reports()).body.map((entry: { reportId: string }) => entry.reportId);
     const before = await listedIds();
     expect((await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: "Subject: hi\r\n\r\nnot a report\r\n" })).response).toStartWith("250");
-    const ofSize = (reportId: string, bytes: number) => {
-      const base = JSON.stringify({ ...report(reportId), padding: "" }).length;
-      return gzipSync(JSON.stringify({ ...report(reportId), padding: " ".repeat(bytes - base) }));
-    };
+    const ofSize = (reportId: string, bytes: number) => gzipSync(jsonOfSize(reportId, bytes));
     expect((await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(ofSize("one-byte-over", 1024 * 1024 + 1)) })).response).toStartWith("250");
     expect(await listedIds()).toEqual(before);
     await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(ofSize("at-the-limit", 1024 * 1024)) });
     expect(await listedIds()).toContain("at-the-limit");
+  });
+
+  test("a message larger than any report's (2 MiB) is accepted and dropped unread; a JSON report of 1 MiB in base64 still fits", async () => {
+    const send = (raw: string) => sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw });
+    const fits = reportMessage(jsonOfSize("json-at-the-limit", 1024 * 1024), "application/tlsrpt+json");
+    expect(fits.length).toBeLessThan(2 * 1024 * 1024);
+    expect((await send(fits)).response).toStartWith("250");
+    const padded = reportMessage(gzipSync(JSON.stringify(report("in-a-large-message"))))
+      .replace("This is an aggregate TLS report from company-x.example", `${"x".repeat(998)}\r\n`.repeat(2200));
+    expect(padded.length).toBeGreaterThan(2 * 1024 * 1024);
+    expect((await send(padded)).response).toStartWith("250");
+    const listed = await listedIds();
+    expect(listed).toContain("json-at-the-limit");
+    expect(listed).not.toContain("in-a-large-message");
   });
 
   test("another organization's domain, or an unknown one: 404", async () => {

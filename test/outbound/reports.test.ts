@@ -29,6 +29,9 @@ async function delivered(to: string[]): Promise<Delivered> {
   return { messageId: sent.id, deliveryId, returnPath: received.mailFrom, headers: received.raw.toString().split("\r\n\r\n")[0]! };
 }
 
+/** The outcome of a report sent to the return path of `deliveryId` alone. */
+const processed = async (deliveryId: string, report: Buffer) => (await processReturnedReport(w.server.app, [deliveryId], report))[0];
+
 /** What a remote MTA sends when mail it accepted cannot be delivered after all, about `original`. */
 const dsn = (original: Delivered, recipients: ReportedRecipient[]): Buffer =>
   Buffer.from(deliveryStatusReport({ to: original.returnPath, recipients, originalHeaders: original.headers }));
@@ -74,20 +77,20 @@ describe("bounce reports (DSN)", () => {
   test("a failed DSN to the return path moves a delivered message to bounced, emits message.bounced once, suppresses the address", async () => {
     const original = await delivered(["una@remote.test"]);
     const report = dsn(original, [{ address: "una@remote.test", action: "failed", status: "5.1.1" }]);
-    expect(await processReturnedReport(w.server.app, original.deliveryId, report)).toBe("bounced");
+    expect(await processed(original.deliveryId, report)).toBe("bounced");
     const message = await w.message(original.messageId);
     expect(message.status).toBe("bounced");
     expect(message.deliveries[0]).toMatchObject({ status: "bounced", lastResponse: expect.stringContaining("5.1.1") });
     expect((await suppressed()).find((s) => s.address === "una@remote.test")).toMatchObject({ reason: "bounced", messageId: original.messageId });
 
-    expect(await processReturnedReport(w.server.app, original.deliveryId, report)).toBe("bounced");
+    expect(await processed(original.deliveryId, report)).toBe("bounced");
     expect(await w.events(original.messageId)).toEqual(["message.sent", "message.delivered", "message.bounced"]);
   });
 
   test("several recipients in one transaction: the DSN's Final-Recipient picks the delivery", async () => {
     const original = await delivered(["vic@remote.test", "wes@remote.test"]);
     const report = dsn(original, [{ address: "wes@remote.test", action: "failed", status: "5.2.1" }]);
-    expect(await processReturnedReport(w.server.app, original.deliveryId, report)).toBe("bounced");
+    expect(await processed(original.deliveryId, report)).toBe("bounced");
     const message = await w.message(original.messageId);
     expect(message.deliveries.map((d: any) => [d.recipient, d.status])).toEqual([
       ["vic@remote.test", "delivered"],
@@ -97,12 +100,11 @@ describe("bounce reports (DSN)", () => {
 
   test("delayed reports, reports about another message, unknown return paths and ordinary mail are ignored", async () => {
     const original = await delivered(["xia@remote.test"]);
-    const app = w.server.app;
-    expect(await processReturnedReport(app, original.deliveryId, dsn(original, [{ address: "xia@remote.test", action: "delayed", status: "4.4.7" }]))).toBe("ignored");
+    expect(await processed(original.deliveryId, dsn(original, [{ address: "xia@remote.test", action: "delayed", status: "4.4.7" }]))).toBe("ignored");
     const otherMessage = { ...original, headers: original.headers.replace(/^Message-ID: .*$/im, "Message-ID: <someone-else@elsewhere.test>") };
-    expect(await processReturnedReport(app, original.deliveryId, dsn(otherMessage, [{ address: "xia@remote.test", action: "failed", status: "5.1.1" }]))).toBe("ignored");
-    expect(await processReturnedReport(app, "dlv_000000000000000000000000", dsn(original, [{ address: "xia@remote.test", action: "failed", status: "5.1.1" }]))).toBe("ignored");
-    expect(await processReturnedReport(app, original.deliveryId, Buffer.from("From: a@b.test\r\nSubject: hi\r\n\r\nJust mail.\r\n"))).toBe("ignored");
+    expect(await processed(original.deliveryId, dsn(otherMessage, [{ address: "xia@remote.test", action: "failed", status: "5.1.1" }]))).toBe("ignored");
+    expect(await processed("dlv_000000000000000000000000", dsn(original, [{ address: "xia@remote.test", action: "failed", status: "5.1.1" }]))).toBe("ignored");
+    expect(await processed(original.deliveryId, Buffer.from("From: a@b.test\r\nSubject: hi\r\n\r\nJust mail.\r\n"))).toBe("ignored");
     expect((await w.message(original.messageId)).status).toBe("delivered");
     expect(await w.events(original.messageId)).toEqual(["message.sent", "message.delivered"]);
   });
@@ -128,21 +130,46 @@ describe("bounce reports (DSN)", () => {
   });
 });
 
+describe("what a return path takes", () => {
+  test("over SMTP, a return path that names no delivery of ours is refused at RCPT, before any data", async () => {
+    const smtp = w.server.running.parts.find((part) => part.name === "smtp")!;
+    const client = new SMTPConnection({ host: "127.0.0.1", port: smtp.address!.port, ignoreTLS: true, logger: false });
+    await new Promise<void>((resolve, reject) => {
+      client.once("error", reject);
+      client.connect(() => resolve());
+    });
+    const unknown = returnPathFor(w.server.app, "dlv_000000000000000000000000");
+    const refused = await new Promise<{ response?: string }>((resolve) => client.send({ from: "", to: [unknown] }, "Subject: x\r\n\r\nx\r\n", (error) => resolve(error as { response?: string })));
+    client.quit();
+    expect(refused?.response).toStartWith("550 5.1.1");
+  });
+
+  test("a report that returns the whole original message is read from its first MiB: 5 MB of original, still a bounce", async () => {
+    const original = await delivered(["zoe@remote.test"]);
+    const headerPart = `Content-Type: text/rfc822-headers\r\n\r\n${original.headers}\r\n`;
+    const wholePart = `Content-Type: message/rfc822\r\n\r\n${original.headers}\r\n\r\n${`${"x".repeat(76)}\r\n`.repeat(64 * 1024)}`;
+    const report = dsn(original, [{ address: "zoe@remote.test", action: "failed", status: "5.1.1" }]).toString().replace(headerPart, wholePart);
+    expect(report.length).toBeGreaterThan(5_000_000);
+    expect(await processed(original.deliveryId, Buffer.from(report))).toBe("bounced");
+    expect((await w.message(original.messageId)).status).toBe("bounced");
+  });
+});
+
 describe("complaint reports (ARF)", () => {
   test("an abuse report moves the message to complained once and suppresses the complaining address", async () => {
     const original = await delivered(["zed@remote.test"]);
-    expect(await processReturnedReport(w.server.app, original.deliveryId, arf(original, "abuse", "zed@remote.test"))).toBe("complained");
+    expect(await processed(original.deliveryId, arf(original, "abuse", "zed@remote.test"))).toBe("complained");
     expect((await w.message(original.messageId)).status).toBe("complained");
     expect((await suppressed()).find((s) => s.address === "zed@remote.test")).toMatchObject({ reason: "complained", detail: "feedback report: abuse" });
     // A redacted recipient: the return path still names who it was.
-    expect(await processReturnedReport(w.server.app, original.deliveryId, arf(original, "abuse"))).toBe("complained");
+    expect(await processed(original.deliveryId, arf(original, "abuse"))).toBe("complained");
     expect(await w.events(original.messageId)).toEqual(["message.sent", "message.delivered", "message.complained"]);
   });
 
   test("not-spam and auth-failure reports are not complaints", async () => {
     const original = await delivered(["abe@remote.test"]);
-    expect(await processReturnedReport(w.server.app, original.deliveryId, arf(original, "not-spam"))).toBe("ignored");
-    expect(await processReturnedReport(w.server.app, original.deliveryId, arf(original, "auth-failure"))).toBe("ignored");
+    expect(await processed(original.deliveryId, arf(original, "not-spam"))).toBe("ignored");
+    expect(await processed(original.deliveryId, arf(original, "auth-failure"))).toBe("ignored");
     expect((await w.message(original.messageId)).status).toBe("delivered");
   });
 

@@ -128,23 +128,41 @@ describe("delivery", () => {
 });
 
 describe("recipient policy at RCPT", () => {
+  const rcptReply = async (address: string) => {
+    const session = await openSession(server.smtpPort);
+    await startTransaction(session, "alice@sender.test", []);
+    const reply = (await session.command(`RCPT TO:<${address}>`)).text;
+    session.end();
+    return reply;
+  };
+
+  /** The return path of a delivery of ours: the MAIL FROM of a message sent through the API to a remote recipient. */
+  const ourReturnPath = async () => {
+    const sent = await server.api.post(`/v1/inboxes/${bob.id}/messages/send`, { to: ["someone@elsewhere.test"], subject: "out", text: "x", html: "" }, apiKey);
+    expect(sent.status).toBe(201);
+    const delivery = (await queryRow<{ id: string }>(server.app, `SELECT id FROM deliveries WHERE message_id = '${sent.body.id}'`))!;
+    return `bounces+${delivery.id}@mx.inboxd.test`;
+  };
+
   test.each([
     ["unknown user on the service domain", "nobody@inboxd.test", /^550 5\.1\.1 /],
     ["another domain: never a relay", "someone@elsewhere.test", /^550 5\.7\.1 Relaying denied/],
     ["a subdomain of the service domain", "bob@sub.inboxd.test", /^550 5\.7\.1 /],
     ["a case variant of an inbox address", "Bob@InboxD.Test", /^250 /],
     ["a +tag of an inbox address", "bob+newsletters@inboxd.test", /^250 /],
-    ["a return path of one of our deliveries", "bounces+dlv_0123abcd@mx.inboxd.test", /^250 /],
+    ["a return path that names no delivery of ours", "bounces+dlv_0123abcd@mx.inboxd.test", /^550 5\.1\.1 /],
   ])("%s", async (_name, address, expected) => {
-    const session = await openSession(server.smtpPort);
-    await startTransaction(session, "alice@sender.test", []);
-    expect((await session.command(`RCPT TO:<${address}>`)).text).toMatch(expected);
-    session.end();
+    expect(await rcptReply(address)).toMatch(expected);
+  });
+
+  test("a return path of one of our deliveries", async () => {
+    expect(await rcptReply(await ourReturnPath())).toMatch(/^250 /);
   });
 
   test("a message for a return path goes to the report handling, not into an inbox", async () => {
+    const returnPath = await ourReturnPath();
     const before = (await queryRow<{ n: number }>(server.app, "SELECT count(*) AS n FROM messages"))!.n;
-    const sent = await sendMail(server.smtpPort, { from: "", to: ["bounces+dlv_0123abcd@mx.inboxd.test"], raw: plainMessage("a bounce") });
+    const sent = await sendMail(server.smtpPort, { from: "", to: [returnPath], raw: plainMessage("a bounce") });
     expect(sent.response).toMatch(/^250 /);
     expect((await queryRow<{ n: number }>(server.app, "SELECT count(*) AS n FROM messages"))!.n).toBe(before);
   });
