@@ -6,7 +6,7 @@ import { parseMessage, type ParsedMessage } from "../mail/parse";
 import type { ReceivedContent } from "../messages/receive";
 import { authenticateMessage, type AuthenticationOutcome, type SmtpIdentity } from "./authenticate";
 import { temporaryError } from "./analysis-protocol";
-import { fieldName, headerFieldsKept } from "./header-fields";
+import { fieldName, headerFieldsKept, readHeaderBlock } from "./header-fields";
 import { withoutForgedAuthenticationResults } from "./trace";
 
 export interface Analysis extends AuthenticationOutcome {
@@ -35,12 +35,14 @@ const isParsedField = (field: string) => {
 };
 
 export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settings: AnalysisSettings): Promise<Analysis> {
+  // Read once for the three edits below: the parser's fields, mailauth's signature cap, the trace.
+  const block = readHeaderBlock(raw);
   const [parsed, outcome] = await Promise.all([
-    parseMessage(headerFieldsKept(raw, isParsedField)),
+    parseMessage(headerFieldsKept(raw, isParsedField, block)),
     // A failure inside mailauth must not lose the message: it is recorded as a temporary error.
-    authenticateMessage(raw, identity, settings.authservId, settings.resolver).catch(() => temporaryError(settings.authservId)),
+    authenticateMessage(raw, identity, settings.authservId, settings.resolver, block).catch(() => temporaryError(settings.authservId)),
   ]);
-  return { parsed: storedContent(parsed), raw: withoutForgedAuthenticationResults(raw, settings.authservId), ...outcome };
+  return { parsed: storedContent(parsed), raw: withoutForgedAuthenticationResults(raw, settings.authservId, block), ...outcome };
 }
 
 function storedContent({ messageId, inReplyTo, references, from, fromName, to, cc, subject, text, html, attachments }: ParsedMessage): ReceivedContent {

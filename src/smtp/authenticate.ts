@@ -1,7 +1,7 @@
 // Sender authentication of one received message with mailauth: SPF for the connecting address and
 // the MAIL FROM (or HELO) identity, every DKIM signature up to a cap, DMARC alignment and ARC.
 import { authenticate, type AuthenticateResult, type DNSResolver } from "mailauth";
-import { fieldName, filterHeaderFields } from "./header-fields";
+import { fieldName, filterHeaderFields, readHeaderBlock, type HeaderBlock } from "./header-fields";
 
 /** What a received message's sender authentication found: one result word per method (`pass`, `fail`, `none`, …). */
 export type Authentication = { spf: string; dkim: string; dmarc: string; arc?: string };
@@ -28,8 +28,9 @@ export interface AuthenticationOutcome {
   dmarcRejects: boolean;
 }
 
-export async function authenticateMessage(raw: Buffer, identity: SmtpIdentity, authservId: string, resolver: DNSResolver): Promise<AuthenticationOutcome> {
-  const result = await authenticate(withDkimSignatureCap(raw), {
+/** `block`: raw's header block, when the caller has read it already. */
+export async function authenticateMessage(raw: Buffer, identity: SmtpIdentity, authservId: string, resolver: DNSResolver, block = readHeaderBlock(raw)): Promise<AuthenticationOutcome> {
+  const result = await authenticate(withDkimSignatureCap(raw, block), {
     ip: identity.clientIp,
     helo: identity.helo,
     sender: identity.mailFrom,
@@ -59,7 +60,7 @@ function dkimWord(result: AuthenticateResult): string {
 }
 
 /** The message as mailauth sees it: DKIM-Signature fields past the cap are left out. */
-function withDkimSignatureCap(raw: Buffer): Buffer {
+function withDkimSignatureCap(raw: Buffer, block: HeaderBlock): Buffer {
   let signatures = 0;
-  return filterHeaderFields(raw, (field) => fieldName(field) !== "dkim-signature" || ++signatures <= MAX_DKIM_SIGNATURES);
+  return filterHeaderFields(raw, (field) => fieldName(field) !== "dkim-signature" || ++signatures <= MAX_DKIM_SIGNATURES, block);
 }

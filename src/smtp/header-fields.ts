@@ -20,15 +20,14 @@ export function readHeaderBlock(raw: Buffer): HeaderBlock {
 /** The lower-case name of a field. */
 export const fieldName = (field: string) => field.slice(0, Math.max(0, field.indexOf(":"))).trim().toLowerCase();
 
-/** The message with only the header fields `keep` accepts, the body untouched. */
-export function filterHeaderFields(raw: Buffer, keep: (field: string) => boolean): Buffer {
-  const pieces = headerFieldsKept(raw, keep);
+/** The message with only the header fields `keep` accepts, the body untouched; `block` is raw's, when read already. */
+export function filterHeaderFields(raw: Buffer, keep: (field: string) => boolean, block = readHeaderBlock(raw)): Buffer {
+  const pieces = headerFieldsKept(raw, keep, block);
   return pieces.length === 1 ? pieces[0] : Buffer.concat(pieces);
 }
 
 /** The same message in pieces, in order: the kept fields, then the rest of `raw` itself, not a copy of it. */
-export function headerFieldsKept(raw: Buffer, keep: (field: string) => boolean): [Buffer] | [Buffer, Buffer] {
-  const { fields, end } = readHeaderBlock(raw);
+export function headerFieldsKept(raw: Buffer, keep: (field: string) => boolean, { fields, end } = readHeaderBlock(raw)): [Buffer] | [Buffer, Buffer] {
   const kept = fields.filter(keep);
   if (kept.length === fields.length) return [raw];
   return [Buffer.from(kept.join(""), "latin1"), raw.subarray(end)];

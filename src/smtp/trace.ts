@@ -1,7 +1,7 @@
 // The trace fields of the messages inboxd accepts: its own Received field (RFC 5321 §4.4), and
 // the removal of forged Authentication-Results before its own (RFC 8601) is added above it.
 import { isIPv6 } from "node:net";
-import { fieldName, filterHeaderFields } from "./header-fields";
+import { fieldName, filterHeaderFields, readHeaderBlock } from "./header-fields";
 
 export interface TraceDetails {
   /** The name the client gave in HELO/EHLO. */
@@ -35,8 +35,8 @@ export function receivedField(trace: TraceDetails): string {
  * RFC 8601 §5: an Authentication-Results field that names our authserv-id but arrived with the
  * message was forged by the sender or on the way, and is removed before ours is added on top.
  */
-export function withoutForgedAuthenticationResults(raw: Buffer, authservId: string): Buffer {
-  return filterHeaderFields(raw, (field) => !claimsAuthservId(field, authservId));
+export function withoutForgedAuthenticationResults(raw: Buffer, authservId: string, block = readHeaderBlock(raw)): Buffer {
+  return filterHeaderFields(raw, (field) => !claimsAuthservId(field, authservId), block);
 }
 
 function claimsAuthservId(field: string, authservId: string): boolean {
