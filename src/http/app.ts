@@ -2,6 +2,7 @@
 import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 import type { App } from "../app";
+import { callerCheckOf } from "./auth";
 import { parseJsonBody } from "./body";
 import { listHeaders } from "./pagination";
 import { messageMemoryGuard, withinCountedRequest } from "./message-memory";
@@ -31,13 +32,14 @@ export const rateLimitHeaders = ["RateLimit-Limit", "RateLimit-Remaining", "Rate
 export function createHttpApp(app: App) {
   // Elysia's builder methods return the instance itself: `http.routes` holds every route added below.
   const http = new Elysia();
-  /** Whether the route (method and path pattern) declares a body schema. */
-  const hasBodySchema = (method: string, path: string) => http.routes.some((route) => route.method === method && route.path === path && route.hooks.body !== undefined);
+  /** The route of a method and path pattern, as Elysia keeps it (its schemas and hooks). */
+  const routeOf = (method: string, path: string) => http.routes.find((route) => route.method === method && route.path === path);
+  const messageMemory = messageMemoryGuard(app);
   /** `/openapi.json`, made from the routes on its first request. */
   let openApiJson: string | undefined;
   return http
     .use(requestLog(app))
-    .use(messageMemoryGuard(app))
+    .use(messageMemory.release)
     .use(
       cors({
         origin: "*",
@@ -48,7 +50,15 @@ export function createHttpApp(app: App) {
         exposeHeaders: [...rateLimitHeaders, "X-Request-Id", ...listHeaders, "Idempotent-Replayed"],
       }),
     )
-    .onParse(({ request, contentType, route }) => parseJsonBody(request, contentType, () => hasBodySchema(request.method, route)))
+    .onParse(async ({ request, contentType, route, headers, params }) => {
+      const credentialCheckOfRoute = () => {
+        const found = routeOf(request.method, route);
+        const check = found && callerCheckOf(found);
+        return check && (() => check({ request, headers, params }));
+      };
+      const limit = await messageMemory.admit(request, credentialCheckOfRoute);
+      return parseJsonBody(request, contentType, limit, () => routeOf(request.method, route)?.hooks.body !== undefined);
+    })
     .onError(({ code, error, set, request }) => {
       const reply = toErrorReply(code, error, app.log, `${request.method} ${new URL(request.url).pathname}`);
       set.status = reply.status;

@@ -3,6 +3,8 @@
  * finds the caller once per request and hands routes an organization id that every store
  * query takes, so tenancy cannot be forgotten by a route. It runs as a derive, before the
  * validation of the params, query and body: a refused credential is 401 whatever the request holds.
+ * Before a large body is read the body parser asks the route's guard already (callerCheckOf), so
+ * that a stranger's upload is neither read nor counted against the message memory.
  */
 import { Elysia } from "elysia";
 import type { App } from "../app";
@@ -30,16 +32,41 @@ function accessTokenOf(authorization: string | undefined): string {
   return credential;
 }
 
-interface GuardContext {
+export interface GuardContext {
+  request: Request;
   headers: Record<string, string | undefined>;
   params: Record<string, string | undefined>;
 }
 
+/** The caller's organization, found once per request: the body parser may ask before the guard's derive does. */
+export type CallerCheck = (context: GuardContext) => Promise<string>;
+
+const callerChecks = new WeakMap<Function, CallerCheck>();
+
 /** One guard shape for both families, so a route plugin can be written once for either guard. */
-const organizationGuard = (name: string, organizationOf: (context: GuardContext) => Promise<string>) =>
-  new Elysia({ name }).derive({ as: "scoped" }, async ({ headers, params }) => ({
-    organizationId: await organizationOf({ headers, params: params as GuardContext["params"] }),
-  }));
+function organizationGuard(name: string, organizationOf: (context: GuardContext) => Promise<string>) {
+  const found = new WeakMap<Request, Promise<string>>();
+  const check: CallerCheck = (context) => {
+    let organizationId = found.get(context.request);
+    if (!organizationId) found.set(context.request, (organizationId = organizationOf(context)));
+    return organizationId;
+  };
+  const derive = async ({ request, headers, params }: { request: Request; headers: GuardContext["headers"]; params: unknown }) => ({
+    organizationId: await check({ request, headers, params: params as GuardContext["params"] }),
+  });
+  callerChecks.set(derive, check);
+  return new Elysia({ name }).derive({ as: "scoped" }, derive);
+}
+
+/** The credential check of a route's guard, from the hooks Elysia keeps for it; undefined for a route open to anyone. */
+export function callerCheckOf(route: { hooks: { transform?: unknown } }): CallerCheck | undefined {
+  const transforms = Array.isArray(route.hooks.transform) ? (route.hooks.transform as { fn?: Function }[]) : [];
+  for (const hook of transforms) {
+    const check = hook.fn && callerChecks.get(hook.fn);
+    if (check) return check;
+  }
+  return undefined;
+}
 
 export type OrganizationGuard = ReturnType<typeof organizationGuard>;
 

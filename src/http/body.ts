@@ -9,13 +9,13 @@ export const maxBodyBytes = 20 * 1024 * 1024;
 /** Bun's own bound on a body, for every API listener: our parser answers the JSON 413 first; this only stops abuse. */
 export const listenerBodyBytes = 64 * 1024 * 1024;
 
-const tooLarge = () => new ServiceError("too_large", `Request body exceeds ${maxBodyBytes} bytes`);
+const tooLarge = (limit: number) => new ServiceError("too_large", `Request body exceeds ${limit} bytes`);
 
 const isLarge = (length: number) => length > maxBodyBytes / 16;
 
-async function readLimited(request: Request): Promise<string> {
+async function readLimited(request: Request, limit: number): Promise<string> {
   const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > maxBodyBytes) throw tooLarge();
+  if (declared > limit) throw tooLarge(limit);
   if (!request.body) return "";
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -24,9 +24,9 @@ async function readLimited(request: Request): Promise<string> {
     const { done, value } = await reader.read();
     if (done) break;
     total += value.byteLength;
-    if (total > maxBodyBytes) {
+    if (total > limit) {
       await reader.cancel();
-      throw tooLarge();
+      throw tooLarge(limit);
     }
     chunks.push(value);
   }
@@ -41,13 +41,13 @@ async function readLimited(request: Request): Promise<string> {
 const isJsonObject = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
- * Elysia's parse hook: undefined for an empty body, a parsed value for JSON, 400 otherwise. On a
- * route with a body schema, JSON that is not an object (`"x"`, `[]`, `3`, `null`) is 422: Elysia's
- * normalising would read it as `{}`, which a schema of optional fields accepts. `hasBodySchema`
- * is asked only then.
+ * Elysia's parse hook: undefined for an empty body, a parsed value for JSON, 400 otherwise; 413
+ * past `limit` bytes (what ./message-memory.ts admits). On a route with a body schema, JSON that is
+ * not an object (`"x"`, `[]`, `3`, `null`) is 422: Elysia's normalising would read it as `{}`,
+ * which a schema of optional fields accepts. `hasBodySchema` is asked only then.
  */
-export async function parseJsonBody(request: Request, contentType: string, hasBodySchema: () => boolean): Promise<unknown> {
-  const text = await readLimited(request);
+export async function parseJsonBody(request: Request, contentType: string, limit: number, hasBodySchema: () => boolean): Promise<unknown> {
+  const text = await readLimited(request, limit);
   if (text.length === 0) return undefined;
   const mediaType = contentType.split(";")[0]!.trim().toLowerCase();
   if (mediaType !== "application/json") throw new ServiceError("malformed", "Content-Type must be application/json");

@@ -1,7 +1,9 @@
 // The message memory's answers at its edge: while a large upload holds it, another large body is
 // 503 with Retry-After before it is read, a declared SIZE that does not fit is 452 at MAIL FROM,
-// small requests still pass, and once the upload ends the memory is free again.
+// small requests still pass, and once the upload ends the memory is free again. A stranger's
+// large body holds none of it: refused before it is read.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { connect } from "node:net";
 import { eventually, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { openSession } from "../smtp/raw-client";
 
@@ -57,4 +59,43 @@ test("while a 2 MB upload holds the memory: 503 with Retry-After for another, 45
   await eventually("the memory to be free", inUse, (bytes) => bytes === 0);
   const after = await fetch(sendUrl(), { method: "POST", body: sendBody(MB), headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" } });
   expect(after.status).toBe(201);
+}, 30_000);
+
+/**
+ * Sends a request's head and the first KiB of the body it declares, never the rest, and returns
+ * the answer the server gives meanwhile: a body refused before it is read.
+ */
+function answerBeforeTheBody(path: string, headers: Record<string, string>, declaredBytes: number): Promise<{ status: number; error: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(server.httpPort, "127.0.0.1");
+    let received = Buffer.alloc(0);
+    socket.on("error", reject);
+    socket.on("data", (chunk: Buffer) => {
+      received = Buffer.concat([received, chunk]);
+      const text = received.toString("latin1");
+      const headEnd = text.indexOf("\r\n\r\n");
+      const length = /\r\ncontent-length: *(\d+)/i.exec(text)?.[1];
+      if (headEnd < 0 || length === undefined || received.length < headEnd + 4 + Number(length)) return;
+      socket.destroy();
+      resolve({ status: Number(text.split(" ")[1]), error: JSON.parse(text.slice(headEnd + 4)).error });
+    });
+    const head = Object.entries({ host: "127.0.0.1", "content-type": "application/json", "content-length": String(declaredBytes), ...headers }).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.write(`POST ${path} HTTP/1.1\r\n${head.join("")}\r\n{"to": ["${"a".repeat(1000)}`);
+  });
+}
+
+test("a stranger's large body is refused before it is read, holding none of the memory: 401 without a valid credential, 413 on a route open to anyone", async () => {
+  const inUse = () => server.app.messageMemory.inUse();
+  const path = new URL(sendUrl()).pathname;
+  const strangers: Record<string, string>[] = [{}, { authorization: "Bearer am_not_a_key" }, { authorization: `Bearer ${apiKey}x` }];
+  for (const headers of strangers) {
+    const answer = await answerBeforeTheBody(path, headers, 1.5 * MB);
+    expect(answer.status).toBe(401);
+    expect(inUse()).toBe(0);
+  }
+  expect((await answerBeforeTheBody("/organizations/org_x/api_keys", { authorization: "Bearer not_a_token" }, 1.5 * MB)).status).toBe(401);
+  const registration = await answerBeforeTheBody("/auth/register", {}, 100 * 1024);
+  expect(registration).toEqual({ status: 413, error: `Request body exceeds ${64 * 1024} bytes` });
+  // Nothing was held: a large send right after passes (the memory is 1 MiB).
+  expect((await server.api.post(`/v1/inboxes/${inbox.id}/messages/send`, JSON.parse(sendBody(200 * 1024)), apiKey)).status).toBe(201);
 }, 30_000);
