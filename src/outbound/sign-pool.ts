@@ -15,13 +15,7 @@ import type { Logger } from "../log";
 import { startOnDemandPool, type OnDemandPool } from "../workers/pool";
 import { asBuffer } from "../workers/transfer";
 import { workerUrl } from "../workers/url";
-
-export interface SignProtocol {
-  setup: { rsaEngine: RsaEngine };
-  /** A key set goes to a thread with the first message signed with it there; later messages name it only. */
-  request: { keySet: number; keys?: { domain: string; keys: SigningKey[] }; raw: Uint8Array; signTime: number };
-  reply: Uint8Array;
-}
+import { KEY_SETS_KEPT, type SignProtocol } from "./sign-protocol";
 
 /** What a message is signed with; how RSA signatures are made is the signer's (createSigner). */
 export type MessageSigning = Required<Omit<SignOptions, "rsaEngine">>;
@@ -34,8 +28,11 @@ export interface Signer {
 /** One signing thread per core; none on a single core, where the main thread signs. */
 export const defaultSigningThreads = () => (availableParallelism() > 1 ? availableParallelism() : 0);
 
-/** The key sets a signing thread was sent: a key set is the array SigningKeys hands out, the same object while it is cached. */
-type SentKeySets = WeakSet<SigningKey[]>;
+/**
+ * The key sets a signing thread holds, in the order it was sent them: a key set is the array
+ * SigningKeys hands out, the same object while it is cached.
+ */
+type SentKeySets = Set<SigningKey[]>;
 
 /** How long the threads stay without a message to sign before they stop (the next one starts them again). */
 const IDLE_THREADS_MS = 60_000;
@@ -45,7 +42,7 @@ const IDLE_THREADS_MS = 60_000;
  * INBOXD_DKIM_RSA. `idleThreadsMs`: a minute unless given (tests).
  */
 export function createSigner(log: Logger, threads = defaultSigningThreads(), rsaEngine: RsaEngine = "auto", idleThreadsMs = IDLE_THREADS_MS): Signer & Pick<OnDemandPool<SignProtocol>, "threadsRunning"> {
-  const pool = startOnDemandPool<SignProtocol, SentKeySets>({ name: "DKIM signing", url: workerUrl("outbound/sign-worker.ts"), threads, setup: { rsaEngine }, notes: (): SentKeySets => new WeakSet(), log, idleMs: idleThreadsMs });
+  const pool = startOnDemandPool<SignProtocol, SentKeySets>({ name: "DKIM signing", url: workerUrl("outbound/sign-worker.ts"), threads, setup: { rsaEngine }, notes: (): SentKeySets => new Set(), log, idleMs: idleThreadsMs });
   let closed = false;
   const keySetIds = new WeakMap<SigningKey[], number>();
   let nextKeySetId = 1;
@@ -56,6 +53,7 @@ export function createSigner(log: Logger, threads = defaultSigningThreads(), rsa
     const message = { keySet, raw, signTime: options.signTime.getTime() };
     if (sent.has(options.keys)) return message;
     sent.add(options.keys);
+    if (sent.size > KEY_SETS_KEPT) sent.delete(sent.values().next().value!);
     const keys = options.keys.map(({ selector, algorithm, privateKeyPem }) => ({ selector, algorithm, privateKeyPem }));
     return { ...message, keys: { domain: options.domain, keys } };
   };

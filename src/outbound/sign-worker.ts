@@ -3,12 +3,11 @@
 import { signMessage, type RsaEngine, type SigningKey } from "../dkim/sign";
 import { serveRequests } from "../workers/serve";
 import { transferable } from "../workers/transfer";
-import type { SignProtocol } from "./sign-pool";
+import { KEY_SETS_KEPT, type SignProtocol } from "./sign-protocol";
 
 let rsaEngine: RsaEngine;
-/** Key sets as the pool sent them; a few recent ones are enough (one per sending domain). */
+/** Key sets as the pool sent them, in that order (its notes on this thread forget them alike). */
 const keySets = new Map<number, { domain: string; keys: SigningKey[] }>();
-const keptKeySets = 256;
 
 serveRequests<SignProtocol>({
   setup(setup) {
@@ -17,7 +16,7 @@ serveRequests<SignProtocol>({
   handle(request) {
     if (request.keys) {
       keySets.set(request.keySet, request.keys);
-      if (keySets.size > keptKeySets) keySets.delete(keySets.keys().next().value!);
+      if (keySets.size > KEY_SETS_KEPT) keySets.delete(keySets.keys().next().value!);
     }
     const keySet = keySets.get(request.keySet);
     if (!keySet) throw new Error(`unknown key set ${request.keySet}`);

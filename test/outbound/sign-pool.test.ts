@@ -6,6 +6,7 @@ import { generateDkimKeys, type DkimKey } from "../../src/dkim/keys";
 import { signMessage } from "../../src/dkim/sign";
 import { createLogger } from "../../src/log";
 import { createSigner, type Signer } from "../../src/outbound/sign-pool";
+import { KEY_SETS_KEPT } from "../../src/outbound/sign-protocol";
 
 const DOMAIN = "pool.example.test";
 const MESSAGE = Buffer.from(`From: a@${DOMAIN}\r\nTo: b@example.test\r\nSubject: pool\r\nDate: Sat, 14 Mar 2026 23:30:00 +0000\r\n\r\nHello.\r\n`);
@@ -53,6 +54,19 @@ test("the threads start with the first message to sign, stop after their idle ti
     // The new threads are sent the key set again.
     expect(Buffer.from(await signer.sign(MESSAGE, options)).equals(expected)).toBe(true);
     expect(signer.threadsRunning()).toBe(true);
+  } finally {
+    signer.close();
+  }
+});
+
+test("past the key sets a thread keeps, the oldest is sent again with its next message, not named without its keys", async () => {
+  const signer = createSigner(log, 1);
+  const expected = signMessage(MESSAGE, { domain: DOMAIN, keys, signTime, rsaEngine: "builtin" });
+  // A key set is the array SigningKeys hands out: one per sending domain, the same keys here.
+  const keySets = Array.from({ length: KEY_SETS_KEPT + 2 }, () => [...keys]);
+  try {
+    for (const keySet of keySets) await signer.sign(MESSAGE, { domain: DOMAIN, keys: keySet, signTime });
+    for (const keySet of [keySets[0]!, keySets[1]!, keySets.at(-1)!]) expect(Buffer.from(await signer.sign(MESSAGE, { domain: DOMAIN, keys: keySet, signTime })).equals(expected)).toBe(true);
   } finally {
     signer.close();
   }
