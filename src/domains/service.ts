@@ -80,8 +80,8 @@ export async function domainDnsRecords(app: App, organizationId: string, idOrNam
 /** The TLS reports (RFC 8460) received about the domain, newest first. */
 export async function listTlsReports(app: App, organizationId: string, idOrName: string, page: Page) {
   const row = await findDomain(app.store, organizationId, idOrName);
-  const rows = await app.store.tlsReports.forDomain(row.name, page.per, (page.page - 1) * page.per);
-  return withTotal(page, rows.map(presentTlsReport), () => app.store.tlsReports.countForDomain(row.name));
+  const rows = await app.store.tlsReports.forDomain(row.name, row.createdAt, page.per, (page.page - 1) * page.per);
+  return withTotal(page, rows.map(presentTlsReport), () => app.store.tlsReports.countForDomain(row.name, row.createdAt));
 }
 
 export async function verifyDomain(app: App, organizationId: string, idOrName: string) {

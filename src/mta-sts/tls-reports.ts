@@ -13,7 +13,10 @@ export const tlsReportAddress = (hostname: string) => `${LOCAL_PART}@${hostname.
 
 export const isTlsReportAddress = (app: App, address: string) => address.toLowerCase().replace(/\.$/, "") === tlsReportAddress(app.config.hostname);
 
-/** Stores the report a message holds; a message that holds none is dropped with a log line. */
+/**
+ * Stores the report a message holds, for each policy domain we serve (anyone may send one, about
+ * any name); a message that holds none is dropped with a log line.
+ */
 export async function receiveTlsReport(app: App, raw: Buffer): Promise<void> {
   const { parseTlsReportMessage } = await import("./tls-report");
   const report = await parseTlsReportMessage(raw).catch(() => null);
@@ -22,7 +25,10 @@ export async function receiveTlsReport(app: App, raw: Buffer): Promise<void> {
     return;
   }
   const receivedAt = app.clock.now();
-  const { policies, ...about } = report;
+  const { policies: named, ...about } = report;
+  const served = await Promise.all(named.map(async (policy) => (await app.store.domains.findByName(policy.policyDomain)) !== undefined));
+  const policies = named.filter((_, index) => served[index]);
+  if (policies.length < named.length) app.log.info("tls report ignored", { reason: "about a domain we do not serve", domains: named.filter((_, index) => !served[index]).map((policy) => policy.policyDomain).join(",") });
   await app.store.tlsReports.insert(policies.map((policy) => ({ id: newId("tlsrpt"), ...about, ...policy, receivedAt })));
   for (const policy of policies) {
     app.log.info("tls report received", {

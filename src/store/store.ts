@@ -364,9 +364,13 @@ export interface MtaStsPoliciesStore {
 export interface TlsReportsStore {
   /** A report sent twice (RFC 8460 §5.3 lets senders retry) is kept once. */
   insert(rows: TlsReportRecord[]): Promise<void>;
-  /** The newest first. */
-  forDomain(domain: string, limit: number, offset: number): Promise<TlsReportRecord[]>;
-  countForDomain(domain: string): Promise<number>;
+  /**
+   * The newest first, of those received `since` (a domain record's creation): a name another
+   * organization held before, or that anyone wrote reports about before it was claimed, shows
+   * none of those to its new holder.
+   */
+  forDomain(domain: string, since: number, limit: number, offset: number): Promise<TlsReportRecord[]>;
+  countForDomain(domain: string, since: number): Promise<number>;
 }
 
 export interface DkimKeysStore {

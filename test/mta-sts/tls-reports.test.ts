@@ -2,7 +2,7 @@
 // their gzip or JSON part, stored once per report and policy domain, and listed under the domain.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
-import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { sendMail } from "../smtp/mail-client";
 
 let server: TestServer;
@@ -117,6 +117,30 @@ describe("TLS reports", () => {
     const listed = await listedIds();
     expect(listed).toContain("json-at-the-limit");
     expect(listed).not.toContain("in-a-large-message");
+  });
+
+  test("only reports about a domain we serve are kept, and only those received since its record was made are listed: a name deleted and claimed again starts empty", async () => {
+    const sendAbout = (reportId: string, domain: string) =>
+      sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(Buffer.from(JSON.stringify(report(reportId)).replaceAll("reports.example", domain)), "application/tlsrpt+json") });
+    const first = await seedOrganization(server.app, "First holder");
+    const second = await seedOrganization(server.app, "Second holder");
+    const listedFor = async (key: string) => (await server.api.get("/v1/domains/shared.example/tls-reports", key)).body.map((entry: { reportId: string }) => entry.reportId);
+
+    await sendAbout("before-anyone", "shared.example");
+    expect((await server.api.post("/v1/domains", { name: "shared.example" }, first.apiKey)).status).toBe(201);
+    await sendAbout("first-holder", "shared.example");
+    expect(await listedFor(first.apiKey)).toEqual(["first-holder"]);
+
+    expect((await server.api.delete("/v1/domains/shared.example", first.apiKey)).status).toBe(200);
+    await sendAbout("between-holders", "shared.example");
+    expect((await server.api.post("/v1/domains", { name: "shared.example" }, second.apiKey)).status).toBe(201);
+    expect(await listedFor(second.apiKey)).toEqual([]);
+    expect((await server.api.get("/v1/domains/shared.example/tls-reports", second.apiKey)).headers.get("x-total-count")).toBe("0");
+    await sendAbout("second-holder", "shared.example");
+    expect(await listedFor(second.apiKey)).toEqual(["second-holder"]);
+
+    const stored = await queryRows<{ report_id: string }>(server.app, "SELECT report_id FROM tls_reports WHERE policy_domain = 'shared.example' ORDER BY report_id");
+    expect(stored.map((row) => row.report_id)).toEqual(["first-holder", "second-holder"]);
   });
 
   test("another organization's domain, or an unknown one: 404", async () => {
