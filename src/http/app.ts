@@ -2,8 +2,9 @@
 import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 import type { App } from "../app";
+import { ServiceError } from "../errors";
 import { callerCheckOf } from "./auth";
-import { parseJsonBody } from "./body";
+import { parseJsonBody, urlHoldsNul } from "./body";
 import { listHeaders } from "./pagination";
 import { messageMemoryGuard, withinCountedRequest } from "./message-memory";
 import { toErrorReply } from "./errors";
@@ -50,6 +51,9 @@ export function createHttpApp(app: App) {
         exposeHeaders: [...rateLimitHeaders, "X-Request-Id", ...listHeaders, "Idempotent-Replayed"],
       }),
     )
+    .onRequest(({ request }) => {
+      if (urlHoldsNul(request.url)) throw new ServiceError("malformed", "The URL must not hold NUL (%00)");
+    })
     .onParse(async ({ request, contentType, route, headers, params }) => {
       const credentialCheckOfRoute = () => {
         const found = routeOf(request.method, route);

@@ -40,6 +40,16 @@ async function readLimited(request: Request, limit: number): Promise<string> {
 
 const isJsonObject = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
 
+/** Whether a string of a parsed JSON value holds U+0000, which no mail may carry and PostgreSQL cannot store. */
+function holdsNul(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("\0");
+  if (typeof value !== "object" || value === null) return false;
+  return Object.entries(value).some(([key, item]) => key.includes("\0") || holdsNul(item));
+}
+
+/** `%00` in a request's path or query: what no identifier or search holds (see holdsNul). */
+export const urlHoldsNul = (url: string) => url.includes("%00");
+
 /**
  * Elysia's parse hook: undefined for an empty body, a parsed value for JSON, 400 otherwise; 413
  * past `limit` bytes (what ./message-memory.ts admits). On a route with a body schema, JSON that is
@@ -59,5 +69,7 @@ export async function parseJsonBody(request: Request, contentType: string, limit
     throw new ServiceError("malformed", "Malformed JSON body");
   }
   if (!isJsonObject(value) && hasBodySchema()) throw invalid("body: must be a JSON object");
+  // JSON can carry NUL only escaped: the walk is for the bodies that have one.
+  if (text.includes("\\u0000") && holdsNul(value)) throw invalid("body: a string must not hold NUL (U+0000)");
   return value;
 }

@@ -3,6 +3,7 @@
 
 import { Readable } from "node:stream";
 import { simpleParser, type AddressObject, type EmailAddress, type HeaderLines } from "mailparser";
+import { storableText } from "../store/storable-text";
 import { parseAddress } from "./address";
 import { BOUNDED_PARSER_OPTIONS, MAX_HTML_TO_TEXT_CHARS, asLimitError } from "./limits";
 
@@ -74,23 +75,23 @@ export async function parseMessage(message: Buffer | readonly Buffer[]): Promise
   const text = mail.text?.trim() ? mail.text : html === undefined ? undefined : await htmlToText(html);
 
   return {
-    messageId: mail.messageId,
-    inReplyTo: mail.inReplyTo,
-    references: mail.references === undefined ? [] : [mail.references].flat(),
+    messageId: storableText(mail.messageId),
+    inReplyTo: storableText(mail.inReplyTo),
+    references: mail.references === undefined ? [] : [mail.references].flat().map((reference) => storableText(reference)),
     from: sender?.address,
-    fromName: sender?.name || undefined,
+    fromName: storableText(sender?.name || undefined),
     to: addresses(mail.to),
     cc: addresses(mail.cc),
     replyTo: replyTo.length > 0 ? replyTo : undefined,
-    subject: mail.subject ?? "",
-    text,
-    html,
+    subject: storableText(mail.subject ?? ""),
+    text: storableText(text),
+    html: storableText(html),
     date: readableDate(headers) ? mail.date : undefined,
     attachments: mail.attachments.map((attachment) => ({
-      filename: attachment.filename,
-      contentType: attachment.contentType,
+      filename: storableText(attachment.filename),
+      contentType: storableText(attachment.contentType),
       content: attachment.content,
-      contentId: attachment.cid,
+      contentId: storableText(attachment.cid),
       inline: attachment.contentDisposition === "inline",
     })),
     headers,

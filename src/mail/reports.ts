@@ -4,6 +4,7 @@
 // original message or its header.
 
 import { simpleParser, type Attachment } from "mailparser";
+import { storableText } from "../store/storable-text";
 import { parseAddress } from "./address";
 import { BOUNDED_PARSER_OPTIONS, asLimitError, type BoundedParserOptions } from "./limits";
 
@@ -77,8 +78,8 @@ export async function parseReport(raw: Buffer): Promise<DeliveryReport | null> {
   const feedbackReport = part([FEEDBACK_REPORT_TYPE]);
   const original = part(ORIGINAL_MESSAGE_TYPES);
 
-  if (deliveryStatus) return readDsn(deliveryStatus.content.toString("utf8"), original);
-  if (feedbackReport) return readArf(feedbackReport.content.toString("utf8"), original);
+  if (deliveryStatus) return readDsn(storableText(deliveryStatus.content.toString("utf8")), original);
+  if (feedbackReport) return readArf(storableText(feedbackReport.content.toString("utf8")), original);
   return null;
 }
 

@@ -6,6 +6,7 @@
 import { gunzipSync } from "node:zlib";
 import { simpleParser } from "mailparser";
 import { asLimitError, BOUNDED_PARSER_OPTIONS } from "../mail/limits";
+import { storableText } from "../store/storable-text";
 
 /** A report is a few KiB; this bounds a gzip bomb. */
 const MAX_REPORT_BYTES = 1024 * 1024;
@@ -37,7 +38,7 @@ export async function parseTlsReportMessage(raw: Buffer): Promise<TlsReport | nu
   try {
     const json = part.contentType.toLowerCase().endsWith("gzip") ? gunzipSync(part.content, { maxOutputLength: MAX_REPORT_BYTES }) : part.content;
     if (json.length > MAX_REPORT_BYTES) return null;
-    return readTlsReport(JSON.parse(json.toString("utf8")));
+    return readTlsReport(JSON.parse(json.toString("utf8"), (_key, value: unknown) => (typeof value === "string" ? storableText(value) : value)));
   } catch {
     return null;
   }

@@ -9,6 +9,7 @@
 // Bun too, but needs more code for the same result.
 import { parseHostLiteral } from "../net/address-policy";
 import { readBodyUpTo } from "../net/body";
+import { storableText } from "../store/storable-text";
 
 export const RESPONSE_BODY_LIMIT = 4096;
 
@@ -47,9 +48,9 @@ export async function pinnedPost(request: PinnedPost): Promise<PinnedResponse> {
       ...(target.protocol === "https:" ? { tls: tlsOptions(request) } : {}),
     });
   } catch (error) {
-    return { status: 0, body: "", error: describeFailure(error, request.timeoutMs) };
+    return { status: 0, body: "", error: storableText(describeFailure(error, request.timeoutMs)) };
   }
-  return { status: response.status, body: await readCapped(response) };
+  return { status: response.status, body: storableText(await readCapped(response)) };
 }
 
 // Connections are pooled (a webhook receiver gets many posts). Bun keys a pooled

@@ -1,16 +1,21 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { maxBodyBytes } from "../../src/http/body";
 import { createHttpApp } from "../../src/http/app";
+import { apiKeyGuard } from "../../src/http/auth";
 import { insertInbox } from "../../src/inboxes/service";
 import { seedOrganization, startTestServer, type TestServer } from "../harness";
 
 let server: TestServer;
-// The real envelope with one fixture route that echoes the size of the body it parsed.
+// The real envelope with one fixture route, for an API key as /v1's (a route open to anyone reads
+// 64 KiB at most), that echoes the size of the body it parsed.
 let echo: { stop(closeActiveConnections?: boolean): Promise<unknown> };
 let echoUrl: string;
+let echoKey: string;
 beforeAll(async () => {
   server = await startTestServer();
+  echoKey = (await seedOrganization(server.app, "Echo")).apiKey;
   const echoApp = createHttpApp(server.app)
+    .use(apiKeyGuard(server.app))
     .post("/echo", ({ body }) => ({ length: JSON.stringify(body ?? null).length }))
     .listen({ port: 0, hostname: "127.0.0.1", maxRequestBodySize: 64 * 1024 * 1024 });
   echo = echoApp;
@@ -61,13 +66,30 @@ describe("HTTP envelope", () => {
 
 describe("request bodies", () => {
   const post = (body: string, contentType = "application/json") =>
-    fetch(echoUrl, { method: "POST", headers: { "content-type": contentType }, body });
+    fetch(echoUrl, { method: "POST", headers: { "content-type": contentType, authorization: `Bearer ${echoKey}` }, body });
 
   test("malformed JSON is 400", async () => {
     const res = await post("{not json");
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: "Malformed JSON body" });
     expectCors(res.headers);
+  });
+
+  test("a string holding NUL (U+0000), in a value or a key, at any depth, is 422; an escaped backslash before u0000 is no NUL", async () => {
+    for (const body of ['{"text":"a\\u0000b"}', '{"to":[{"name":"\\u0000"}]}', '{"a\\u0000":1}']) {
+      const res = await post(body);
+      expect(res.status).toBe(422);
+      expect(await res.json()).toEqual({ error: "body: a string must not hold NUL (U+0000)" });
+    }
+    expect((await post('{"text":"a\\\\u0000b"}')).status).toBe(200);
+  });
+
+  test("NUL (%00) in a URL's path or query is 400, before anything else reads it", async () => {
+    for (const path of ["/v1/inboxes/inb_%00", "/v1/inboxes?label=%00", "/no/such%00path"]) {
+      const res = await fetch(`${server.api.baseUrl}${path}`);
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: "The URL must not hold NUL (%00)" });
+    }
   });
 
   test("wrong content type is 400", async () => {
@@ -98,7 +120,7 @@ describe("request bodies", () => {
         controller.enqueue(chunk);
       },
     });
-    const res = await fetch(echoUrl, { method: "POST", headers: { "content-type": "application/json" }, body: stream });
+    const res = await fetch(echoUrl, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${echoKey}` }, body: stream });
     expect(res.status).toBe(413);
     expect(sent).toBeLessThan(maxBodyBytes * 3);
   });
@@ -132,7 +154,7 @@ describe("a JSON body that is not an object", () => {
 
   test("passes to a route without a body schema as it is", async () => {
     for (const rawBody of notObjects) {
-      const res = await fetch(echoUrl, { method: "POST", headers: { "content-type": "application/json" }, body: rawBody });
+      const res = await fetch(echoUrl, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${echoKey}` }, body: rawBody });
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ length: rawBody.length });
     }

@@ -143,6 +143,12 @@ describe("TLS reports", () => {
     expect(stored.map((row) => row.report_id)).toEqual(["first-holder", "second-holder"]);
   });
 
+  test("a NUL in a report's strings is left out of what is stored, on either engine", async () => {
+    const withNul = JSON.stringify(report("nul-report")).replace('"Company-X"', '"Company\\u0000-X"');
+    await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(Buffer.from(withNul), "application/tlsrpt+json") });
+    expect((await reports()).body.find((entry: { reportId: string }) => entry.reportId === "nul-report")).toMatchObject({ organizationName: "Company-X" });
+  });
+
   test("another organization's domain, or an unknown one: 404", async () => {
     const other = await seedOrganization(server.app, "Other org");
     expect((await server.api.get("/v1/domains/reports.example/tls-reports", other.apiKey)).status).toBe(404);

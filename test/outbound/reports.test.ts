@@ -87,6 +87,16 @@ describe("bounce reports (DSN)", () => {
     expect(await w.events(original.messageId)).toEqual(["message.sent", "message.delivered", "message.bounced"]);
   });
 
+  test("a NUL decoded out of the report (quoted-printable) is left out of the reply recorded, on either engine", async () => {
+    const original = await delivered(["nul@remote.test"]);
+    const report = dsn(original, [{ address: "nul@remote.test", action: "failed", status: "5.1.1" }])
+      .toString()
+      .replace("Content-Type: message/delivery-status\r\n", "Content-Type: message/delivery-status\r\nContent-Transfer-Encoding: quoted-printable\r\n")
+      .replace("mailbox unavailable", "mailbox=00unavailable");
+    expect(await processed(original.deliveryId, Buffer.from(report))).toBe("bounced");
+    expect((await w.message(original.messageId)).deliveries[0].lastResponse).toBe("bounce report: 5.1.1 550 5.1.1 mailboxunavailable");
+  });
+
   test("several recipients in one transaction: the DSN's Final-Recipient picks the delivery", async () => {
     const original = await delivered(["vic@remote.test", "wes@remote.test"]);
     const report = dsn(original, [{ address: "wes@remote.test", action: "failed", status: "5.2.1" }]);

@@ -64,6 +64,13 @@ describe("delivery", () => {
     for (const inbox of [bob, carol]) expect((await messagesOf(inbox)).filter((message) => message.subject === "retried after a lost reply")).toHaveLength(1);
   });
 
+  test("a NUL decoded out of the message (quoted-printable, encoded words) is left out of what is stored, on either engine", async () => {
+    const raw = "From: =?utf-8?Q?Al=00ice?= <alice@sender.test>\r\nTo: bob@inboxd.test\r\nSubject: =?utf-8?Q?nul=00inside?=\r\nMessage-ID: <nul=00@sender.test>\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nHello=00Bob.\r\n";
+    expect((await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw })).response).toStartWith("250 ");
+    const message = await eventually("the message stored", () => findBySubject(bob, "nulinside"), (found) => found !== undefined);
+    expect(message).toMatchObject({ fromName: "Alice", text: "HelloBob.\n" });
+  });
+
   test("two different messages without a Message-ID are both stored", async () => {
     const raw = "From: alice@sender.test\r\nTo: bob@inboxd.test\r\nSubject: no message id\r\n\r\nHi.\r\n";
     for (let i = 0; i < 2; i++) await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw });

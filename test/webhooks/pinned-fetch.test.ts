@@ -64,6 +64,11 @@ describe("pinnedPost over http", () => {
     expect(await post(`http://${HOOK_HOST}:${receiver.port}/broken`)).toEqual({ status: 500, body: "internal error" });
   });
 
+  test("leaves NUL (U+0000) out of the body it keeps: PostgreSQL's text cannot hold it, and recording the try failed every turn of the queue", async () => {
+    receiver.respond("/nul", { body: "bad\u0000body\u0000" });
+    expect(await post(`http://${HOOK_HOST}:${receiver.port}/nul`)).toEqual({ status: 200, body: "badbody" });
+  });
+
   test("keeps only the first 4 kB of a large body", async () => {
     receiver.respond("/large", { body: "y".repeat(100_000) });
     const result = await post(`http://${HOOK_HOST}:${receiver.port}/large`);
