@@ -22,8 +22,6 @@ import type { ServedCertificates } from "../certs/served";
 const MAX_RECIPIENTS = 100;
 /** RFC 5321 §4.5.3.1.4: a command line is at most 512 octets with its CRLF. */
 const MAX_COMMAND_LENGTH = 510;
-/** How long memory reserved for a declared SIZE waits for its DATA. */
-const DECLARED_SIZE_HOLD_MS = 60_000;
 /** Where port 25 may not be bound (not root, no CAP_NET_BIND_SERVICE). */
 const FALLBACK_PORT = 2525;
 /** How often shutdown looks for sessions that have finished their message. */
@@ -116,8 +114,13 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
           }
           const held = { memory, declared };
           memoryOf.set(session.id, held);
-          // A client that declares a size and never sends the data (RSET, silence) must not hold the memory for its whole session.
-          setTimeout(() => memoryOf.get(session.id) === held && memory.release(), DECLARED_SIZE_HOLD_MS).unref();
+          // A client that declares a size and never sends the data (RSET, silence) must not hold the
+          // memory for its whole session. Its data, if it comes later, is counted as it arrives.
+          setTimeout(() => {
+            if (memoryOf.get(session.id) !== held) return;
+            memoryOf.delete(session.id);
+            memory.release();
+          }, config.smtpSizeHoldMs).unref();
         }
         callback();
       },

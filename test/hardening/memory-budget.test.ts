@@ -4,6 +4,7 @@
 // large body holds none of it: refused before it is read.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect } from "node:net";
+import { insertInbox } from "../../src/inboxes/service";
 import { eventually, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { openSession } from "../smtp/raw-client";
 
@@ -98,4 +99,25 @@ test("a stranger's large body is refused before it is read, holding none of the 
   expect(registration).toEqual({ status: 413, error: `Request body exceeds ${64 * 1024} bytes` });
   // Nothing was held: a large send right after passes (the memory is 1 MiB).
   expect((await server.api.post(`/v1/inboxes/${inbox.id}/messages/send`, JSON.parse(sendBody(200 * 1024)), apiKey)).status).toBe(201);
+}, 30_000);
+
+test("a declared SIZE whose hold ran out before its DATA: the data is counted as it arrives, and accepted", async () => {
+  const holdMs = 200;
+  const short = await startTestServer({ env: { INBOXD_SMTP_SIZE_HOLD_MS: String(holdMs) } });
+  try {
+    const { organizationId } = await seedOrganization(short.app);
+    const recipient = (await short.app.store.transaction((tx) => insertInbox(short.app, tx, organizationId, { email: "held@inboxd.test" }))).email;
+    const session = await openSession(short.smtpPort);
+    await session.command("EHLO client.example");
+    const message = `From: a@example.net\r\nTo: ${recipient}\r\nSubject: after the hold\r\n\r\nHello.\r\n`;
+    expect((await session.command(`MAIL FROM:<a@example.net> SIZE=${message.length}`)).code).toBe(250);
+    expect((await session.command(`RCPT TO:<${recipient}>`)).code).toBe(250);
+    await eventually("the hold to run out", () => short.app.messageMemory.inUse(), (bytes) => bytes === 0, 5_000, 10);
+    expect((await session.command("DATA")).code).toBe(354);
+    session.write(`${message}.\r\n`);
+    expect((await session.reply()).code).toBe(250);
+    session.end();
+  } finally {
+    await short.cleanup();
+  }
 }, 30_000);
