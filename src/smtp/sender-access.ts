@@ -3,6 +3,7 @@
 // data is in, with the From header's addresses as well: an inbox whose rules refuse the sender
 // gets no copy, and a message no recipient takes is refused with 550 5.7.1. Either way the refusal
 // is in the dialogue, so the sending server reports it and inboxd never sends a bounce.
+import addressparser from "nodemailer/lib/addressparser";
 import type { App } from "../app";
 import { decide, matchingEntry } from "../access/rules";
 import { parseAddress } from "../mail/address";
@@ -36,17 +37,16 @@ export async function admittedRecipients(app: App, envelope: InboundEnvelope, ra
 }
 
 /**
- * The addresses of the From fields (RFC 5322 §3.6.2): each `<addr-spec>` of a name-addr, else
- * each bare addr-spec of the comma-separated list; what does not parse is left out.
+ * The addresses of the From fields (RFC 5322 §3.6.2), read by the address parser the stored
+ * message's `from` comes from (mailparser's), so that a mailbox shown as the sender is one the
+ * rules saw: comments, quoted names, groups and folds included. What does not parse is left out.
  */
 export function headerFromAddresses(raw: Buffer): string[] {
   const addresses: string[] = [];
   for (const field of readHeaderBlock(raw).fields) {
     if (fieldName(field) !== "from") continue;
-    const value = field.slice(field.indexOf(":") + 1).replace(/\r\n/g, "");
-    const angled = [...value.matchAll(/<([^<>]*)>/g)].map((match) => match[1]!);
-    for (const candidate of angled.length > 0 ? angled : value.split(",")) {
-      const parsed = parseAddress(candidate.trim());
+    for (const { address } of addressparser(field.slice(field.indexOf(":") + 1).replace(/\r\n/g, ""), { flatten: true })) {
+      const parsed = parseAddress(address);
       if (parsed) addresses.push(parsed.address);
     }
   }

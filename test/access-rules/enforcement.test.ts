@@ -73,6 +73,11 @@ describe("receiving", () => {
     expect(refused.rcpt[0]).toStartWith("250 ");
     expect(refused.data).toStartWith("550 5.7.1 ");
 
+    // Every way RFC 5322 lets a From field name the mailbox, as the stored message would show it.
+    for (const from of ["ceo@spoof.example (The CEO)", "Board: ceo@spoof.example;", '"x" ceo@spoof.example', "ceo@spoof.example\r\n (folded)", "=?utf-8?Q?The_CEO?= <ceo@spoof.example>"]) {
+      expect({ from, reply: (await transact("bounces@esp.example", [world.inbox.email], message(from, "From header blocked"))).data }).toEqual({ from, reply: expect.stringMatching(/^550 5\.7\.1 /) });
+    }
+
     // To both inboxes: the other one, without the entry, gets its copy and the 250 answers for it.
     const shared = await transact("bounces@esp.example", [world.inbox.email, second.email], message("ceo@spoof.example", "Shared recipients"));
     expect(shared.data).toStartWith("250 ");
