@@ -1,7 +1,7 @@
 // `inboxd backup` while the server takes mail, then `inboxd restore` into a fresh data dir: every
 // message acknowledged before the backup began is there, and the restored server works.
 import { expect, test } from "bun:test";
-import { statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { eventually, inboxdCommand, onPostgres, register, runInboxd, scratch, sqliteOnly, startChildServer, testEnv } from "../harness";
 import { openSession } from "../smtp/raw-client";
@@ -97,3 +97,27 @@ test.skipIf(onPostgres)(sqliteOnly("restore refuses a file that is not an inboxd
   expect(result.stderr.trim().split("\n")).toHaveLength(1);
   expect(result.stderr).toContain(garbage);
 }, 30_000);
+
+test.skipIf(onPostgres)(sqliteOnly("a restore --force whose copy fails leaves the installation as it was: its key, its database, a server that starts", "backup and restore are of the embedded database (PostgreSQL has pg_dump)"), async () => {
+  const installation = async () => {
+    const env = testEnv(join(freshDir(), "data"));
+    const server = keep(await startChildServer(env, { command: inboxdCommand() }));
+    await register(server.api);
+    await server.kill();
+    return env;
+  };
+  const kept = await installation();
+  const other = await installation();
+  const backupFile = join(freshDir(), "other.db");
+  expect((await runInboxd(["backup", backupFile], other)).exitCode).toBe(0);
+
+  const keyFile = join(kept.INBOXD_DATA_DIR!, "secret.key");
+  const keyBefore = readFileSync(keyFile);
+  // The copy cannot be written: a directory where its staging file goes.
+  mkdirSync(join(kept.INBOXD_DATA_DIR!, "inboxd.db.restoring"));
+  const failed = await runInboxd(["restore", backupFile, "--force"], kept);
+  expect(failed.exitCode).not.toBe(0);
+  expect(readFileSync(keyFile).equals(keyBefore)).toBe(true);
+  const restarted = keep(await startChildServer(kept, { command: inboxdCommand() }));
+  expect((await restarted.api.get("/health")).status).toBe(200);
+}, 60_000);

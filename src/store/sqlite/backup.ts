@@ -134,13 +134,15 @@ export function restoreDatabase(dataDir: string, backup: string, force: boolean,
     if (existsSync(target) && !force) throw new ConfigError(`${target} exists: add --force to replace it with ${backup}`);
     const dataKey = secretKeyFile(dataDir);
     if (installKey && existsSync(dataKey) && !force && !readSecretKeyFile(dataKey).equals(installKey)) throw new ConfigError(`${dataKey} exists and holds another key than ${keyFile}: add --force to replace it`);
-    // A crash between the two leaves a database and a key that do not match: the start refuses
-    // them, and the same restore again mends it.
-    if (installKey) writeSecretKeyFile(dataKey, installKey);
+    // The copy first: one that fails (a full disk) leaves the installation as it was, its key
+    // included, which alone opens its database's secrets. The key then, right before the swap: a
+    // crash between the two leaves a database and a key that do not match, which the start
+    // refuses, and the same restore again mends it.
     const staging = `${target}.restoring`;
     copyFileSync(backup, staging);
     chmodSync(staging, 0o600);
     syncFile(staging);
+    if (installKey) writeSecretKeyFile(dataKey, installKey);
     // The old WAL belongs to the old database: left beside the new one, SQLite would replay it.
     for (const suffix of ["-wal", "-shm"]) rmSync(`${target}${suffix}`, { force: true });
     renameSync(staging, target);
