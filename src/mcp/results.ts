@@ -5,10 +5,10 @@
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { ApiReply } from "./api-caller";
-import { markUntrusted, untrusted } from "./untrusted";
+import { markDraftSubjects, markUntrusted, untrusted } from "./untrusted";
 
-/** Whether mail content in the reply is wrapped as untrusted (drafts are the organization's own writing: left as they are). */
-export type Marking = "mail" | "own";
+/** What in the reply is wrapped as untrusted: mail content, or a draft's subject taken from the message it answers. */
+export type Marking = "mail" | "draft";
 
 const structured = (value: Record<string, unknown>): CallToolResult => ({ content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value });
 
@@ -23,7 +23,7 @@ async function failure(response: Response): Promise<CallToolResult> {
   return { content: [{ type: "text", text: error }], structuredContent: { error, status: response.status }, isError: true };
 }
 
-const marked = (value: unknown, marking: Marking) => (marking === "mail" ? markUntrusted(value) : value);
+const marked = (value: unknown, marking: Marking) => (marking === "mail" ? markUntrusted(value) : markDraftSubjects(value));
 
 /** One object (or a bare array, as `items`); a reply without a body (204) as `{done: true}`. */
 export async function objectResult({ response }: ApiReply, marking: Marking): Promise<CallToolResult> {

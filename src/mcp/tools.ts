@@ -190,7 +190,7 @@ export const tools: Tool[] = [
       replyAll: z.boolean().optional().describe("with inReplyToMessageId: reply to all its recipients"),
     },
     annotations: creates,
-    call: async ({ inboxId, ...body }, api) => objectResult(await api({ method: "POST", path: pathOf`/v1/inboxes/${inboxId}/drafts`, body }), "own"),
+    call: async ({ inboxId, ...body }, api) => objectResult(await api({ method: "POST", path: pathOf`/v1/inboxes/${inboxId}/drafts`, body }), "draft"),
   }),
   tool({
     name: "update_draft",
@@ -198,7 +198,7 @@ export const tools: Tool[] = [
     description: "Change some of a draft's fields; sendAt schedules it, null unschedules it.",
     input: { inboxId, draftId, ...draftFields },
     annotations: overwrites,
-    call: async ({ inboxId, draftId, ...body }, api) => objectResult(await api({ method: "PATCH", path: pathOf`/v1/inboxes/${inboxId}/drafts/${draftId}`, body }), "own"),
+    call: async ({ inboxId, draftId, ...body }, api) => objectResult(await api({ method: "PATCH", path: pathOf`/v1/inboxes/${inboxId}/drafts/${draftId}`, body }), "draft"),
   }),
   tool({
     name: "list_drafts",
@@ -206,7 +206,7 @@ export const tools: Tool[] = [
     description: "List an inbox's drafts, newest first, with their status (draft, scheduled, sending, sent, failed).",
     input: { inboxId, ...paging },
     annotations: reads,
-    call: async ({ inboxId, ...query }, api) => listResult(await api({ method: "GET", path: pathOf`/v1/inboxes/${inboxId}/drafts`, query }), "own", query),
+    call: async ({ inboxId, ...query }, api) => listResult(await api({ method: "GET", path: pathOf`/v1/inboxes/${inboxId}/drafts`, query }), "draft", query),
   }),
   tool({
     name: "get_draft",
@@ -214,7 +214,7 @@ export const tools: Tool[] = [
     description: "One draft with every field.",
     input: { inboxId, draftId },
     annotations: reads,
-    call: async ({ inboxId, draftId }, api) => objectResult(await api({ method: "GET", path: pathOf`/v1/inboxes/${inboxId}/drafts/${draftId}` }), "own"),
+    call: async ({ inboxId, draftId }, api) => objectResult(await api({ method: "GET", path: pathOf`/v1/inboxes/${inboxId}/drafts/${draftId}` }), "draft"),
   }),
   tool({
     name: "send_draft",
@@ -230,7 +230,7 @@ export const tools: Tool[] = [
     description: "Delete a draft (a scheduled one is then not sent).",
     input: { inboxId, draftId },
     annotations: overwrites,
-    call: async ({ inboxId, draftId }, api) => objectResult(await api({ method: "DELETE", path: pathOf`/v1/inboxes/${inboxId}/drafts/${draftId}` }), "own"),
+    call: async ({ inboxId, draftId }, api) => objectResult(await api({ method: "DELETE", path: pathOf`/v1/inboxes/${inboxId}/drafts/${draftId}` }), "draft"),
   }),
   tool({
     name: "list_domains",

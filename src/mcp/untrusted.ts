@@ -28,6 +28,17 @@ export function markUntrusted(value: unknown, key?: string): unknown {
   return Object.fromEntries(Object.entries(value).map(([field, inner]) => [field, markUntrusted(inner, field)]));
 }
 
+/**
+ * Drafts are the organization's own writing, left as they are, but for the subject of a reply
+ * draft: it starts as the answered message's, "Re: " and the sender's words, whoever edits it later.
+ */
+export function markDraftSubjects(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(markDraftSubjects);
+  if (typeof value !== "object" || value === null) return value;
+  const { inReplyToMessageId, subject } = value as Record<string, unknown>;
+  return typeof inReplyToMessageId === "string" && typeof subject === "string" ? { ...value, subject: untrusted(subject) } : value;
+}
+
 function markAttachment(attachment: unknown): unknown {
   if (typeof attachment !== "object" || attachment === null) return attachment;
   const { content: _, name, ...rest } = attachment as Record<string, unknown>;

@@ -272,8 +272,12 @@ describe("from source", () => {
       const [question] = (await ok(client, "list_messages", { inboxId: to.id })).items;
 
       const draft = await ok(client, "create_draft", { inboxId: to.id, inReplyToMessageId: question.id, text: "At nine." });
-      // The organization's own writing: not marked.
-      expect(draft).toMatchObject({ status: "draft", inReplyToMessageId: question.id, threadId: question.threadId, text: "At nine." });
+      // The organization's own writing: not marked, but for the subject a reply draft takes from the sender's.
+      expect(draft).toMatchObject({ status: "draft", inReplyToMessageId: question.id, threadId: question.threadId, text: "At nine.", subject: untrusted("Re: Question") });
+      for (const listed of [await ok(client, "get_draft", { inboxId: to.id, draftId: draft.id }), (await ok(client, "list_drafts", { inboxId: to.id })).items[0]]) expect(listed.subject).toBe(untrusted("Re: Question"));
+      const own = await ok(client, "create_draft", { inboxId: to.id, subject: "Our own" });
+      expect(own.subject).toBe("Our own");
+      await ok(client, "delete_draft", { inboxId: to.id, draftId: own.id });
       const changed = await ok(client, "update_draft", { inboxId: to.id, draftId: draft.id, text: "At nine, every day.", sendAt: null });
       expect(changed).toMatchObject({ text: "At nine, every day.", status: "draft" });
       expect((await ok(client, "list_drafts", { inboxId: to.id })).items.map((item: { id: string }) => item.id)).toEqual([draft.id]);
