@@ -11,6 +11,7 @@ import { newId } from "../ids";
 import { requireInbox } from "../inboxes/service";
 import { assertHeaderSafe, assertRecipientCount, decodeAttachments, validRecipients, type AttachmentInput } from "../messages/outgoing";
 import { replyRecipients, sendComposed, type Sent } from "../messages/send";
+import { uniqueLabels } from "../messages/labels";
 import { replySubject } from "../messages/threading";
 import { withTotal, type Listing, type Page } from "../page";
 import type { DraftAttachmentRecord, DraftRecord, DraftSettlement } from "../store";
@@ -217,7 +218,7 @@ async function withChanges(app: App, draft: DraftRecord, input: DraftFields, now
   if (input.subject !== undefined) draft.subject = input.subject;
   if (input.text !== undefined) draft.text = input.text;
   if (input.html !== undefined) draft.html = input.html;
-  if (input.labels !== undefined) draft.labels = input.labels;
+  if (input.labels !== undefined) draft.labels = uniqueLabels(input.labels);
   schedule(draft, input.sendAt, now);
   if (draft.status === "scheduled") assertComplete(draft);
   if (input.attachments === undefined) return undefined;

@@ -7,6 +7,7 @@
  */
 import { Elysia, t } from "elysia";
 import type { App } from "../app";
+import { invalid } from "../errors";
 import { beginIdempotent, completeIdempotent, fingerprintOf, keyLifetimeMs, maxKeyLength } from "../idempotency/keys";
 
 /** The requests this process runs as the first with their key, until their response is recorded. */
@@ -48,6 +49,7 @@ export const idempotency = (app: App) =>
         // The API key guard, which every route using this runs first, resolved it.
         const { organizationId } = context as typeof context & { organizationId: string };
         const key = keyOf(header);
+        if (key === "") throw invalid(`idempotency-key: must be 1 to ${maxKeyLength} printable ASCII characters`);
         const begun = await beginIdempotent(app, organizationId, key, fingerprintOf(context.request.method, context.path, context.body));
         if (!begun.first) return new Response(new Uint8Array(begun.body), { status: begun.statusCode, headers: { "content-type": "application/json", "idempotent-replayed": "true" } });
         running.set(context.request, { organizationId, key });

@@ -16,7 +16,7 @@ export const randomInboxAddress = (mailDomain: string) => `${randomToken(10)}@${
 export async function insertInbox(app: App, tx: Transaction, organizationId: string, input: { name?: string; email: string }) {
   if (await tx.inboxes.findByEmail(input.email)) throw conflict("Email address already in use");
   const now = app.clock.now();
-  const row = { id: newId("inb"), organizationId, name: input.name ?? null, email: input.email.toLowerCase(), createdAt: now, updatedAt: now };
+  const row = { id: newId("inb"), organizationId, name: input.name || null, email: input.email.toLowerCase(), createdAt: now, updatedAt: now };
   if (!(await tx.inboxes.insert(row))) throw conflict("Email address already in use");
   const inbox = presentInbox(row);
   await tx.events.emit({ organizationId, type: "inbox.created", inboxId: row.id, payload: inbox }, now);

@@ -20,6 +20,7 @@ import { suppressionRefusal } from "../outbound/suppressions";
 import { localReceiveRefusal, sendRefusal } from "../access/service";
 import type { AttachmentRecord, DeliveryRecord, InboxRecord, MessageRecord, Transaction } from "../store";
 import { assertHeaderSafe, assertRecipientCount, decodeAttachments, uniqueRecipients, validRecipients, type AttachmentInput, type OutgoingAttachment } from "./outgoing";
+import { uniqueLabels } from "./labels";
 import { presentMessage, type Message } from "./present";
 import { assertSendAllowed, takeSend, type RateLimitState } from "./rate-limit";
 import { prepareContent, releasePrepared, storeReceivedMessage, type ReceivedContent } from "./receive";
@@ -120,7 +121,7 @@ async function sendChecked(
   return dispatch(
     app,
     organizationId,
-    { inbox, threadId: original?.threadId, to, cc, bcc, subject, text, html, labels: input.labels ?? [], attachments, inReplyTo: original?.messageIdHeader ?? undefined, references: original ? referencesOfReply(original) : [] },
+    { inbox, threadId: original?.threadId, to, cc, bcc, subject, text, html, labels: uniqueLabels(input.labels ?? []), attachments, inReplyTo: original?.messageIdHeader ?? undefined, references: original ? referencesOfReply(original) : [] },
     onStored,
   );
 }
@@ -296,8 +297,9 @@ function sentRow(inbox: InboxRecord, draft: Draft, threadId: string, messageId: 
     cc: addresses(draft.cc),
     bcc: addresses(draft.bcc),
     subject: draft.subject,
-    text: draft.text,
-    html: draft.html,
+    // An empty body part is none: left out, as an optional field without a value is.
+    text: draft.text || null,
+    html: draft.html || null,
     labels: draft.labels,
     read: true,
     status: "sent",
@@ -341,8 +343,8 @@ const receivedCopy = (draft: Draft, sent: MessageRecord): ReceivedContent => ({
   to: addresses(draft.to),
   cc: addresses(draft.cc),
   subject: draft.subject,
-  text: draft.text,
-  // As parsing the composed message gives it: no HTML part, no html.
+  // As parsing the composed message gives it: no part, no field.
+  text: draft.text || undefined,
   html: draft.html || undefined,
   attachments: draft.attachments.map((a) => ({ filename: a.name, contentType: a.contentType, content: a.content, inline: false })),
 });

@@ -131,7 +131,8 @@ describe("sending a draft", () => {
 
   test("201 with the sent message, as a send answers; the draft stays, sent, and changes no more", async () => {
     const attachment = Buffer.alloc(400 * 1024, 1);
-    const draft = (await create({ ...complete, to: [colleague.email], bcc: ["hidden@example.com"], labels: ["q3"], attachments: [{ content: attachment.toString("base64"), name: "figures.bin" }] })).body;
+    const draft = (await create({ ...complete, to: [colleague.email], bcc: ["hidden@example.com"], labels: ["q3", "q3"], attachments: [{ content: attachment.toString("base64"), name: "figures.bin" }] })).body;
+    expect(draft.labels).toEqual(["q3"]);
     const res = await sendNow(draft.id);
     expect(res.status).toBe(201);
     expect(res.headers.get("ratelimit-limit")).toBe("10000");

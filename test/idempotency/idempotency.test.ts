@@ -93,6 +93,7 @@ describe("Idempotency-Key on send", () => {
     expect(tooLong.status).toBe(422);
     expect(tooLong.body).toEqual({ error: "idempotency-key: must be 1 to 255 printable ASCII characters" });
     expect((await post(sendPath(), body("Empty key"), "")).status).toBe(422);
+    expect(await post(sendPath(), body("Empty key"), '""')).toMatchObject({ status: 422, body: { error: "idempotency-key: must be 1 to 255 printable ASCII characters" } });
     expect((await post(sendPath(), body("Latin key"), "cl\u00e9")).status).toBe(422);
     expect((await sentWithSubject("Too long key")) + (await sentWithSubject("Empty key")) + (await sentWithSubject("Latin key"))).toBe(0);
 

@@ -27,6 +27,12 @@ describe("create", () => {
     expect(await eventsOf("inbox.created", res.body.id)).toEqual([res.body]);
   });
 
+  test("with an empty name: no name key, as PATCH with \"\" leaves it", async () => {
+    const res = await create({ name: "" });
+    expect(res.status).toBe(201);
+    expect(res.body).not.toHaveProperty("name");
+  });
+
   test("with no body at all", async () => {
     const res = await server.api.request("POST", "/v1/inboxes", { token: key });
     expect(res.status).toBe(201);

@@ -87,6 +87,21 @@ describe("send to remote recipients", () => {
     expect(raw).toMatch(/filename=invoice\.pdf/);
   });
 
+  test("labels given twice are kept once, in the order first given; an empty text or html is left out, on the sender's message and a local recipient's copy", async () => {
+    const colleague = await createInbox(server, key, {});
+    const sent = await send(validSend({ to: [colleague.email], subject: "Empty text", text: "", html: "<b>only html</b>", labels: ["a", "a", "b", "a"] }));
+    expect(sent.status).toBe(201);
+    expect(sent.body.labels).toEqual(["a", "b"]);
+    expect(sent.body).not.toHaveProperty("text");
+    const copies = (await server.api.get(`/v1/inboxes/${colleague.id}/messages`, key)).body.filter((message: { subject: string }) => message.subject === "Empty text");
+    expect(copies).toHaveLength(1);
+    const copy = (await server.api.get(`/v1/inboxes/${colleague.id}/messages/${copies[0].id}`, key)).body;
+    expect(copy).not.toHaveProperty("text");
+    expect(copy.html).toContain("only html");
+    const htmlless = await send(validSend({ to: [colleague.email], subject: "Empty html", text: "only text", html: "" }));
+    expect(htmlless.body).not.toHaveProperty("html");
+  });
+
   test("get shows every field; the list shows the description's subset, newest first", async () => {
     // To a local inbox: no delivery for the outbound worker to move on while the test reads.
     const peer = await createInbox(server, key);
