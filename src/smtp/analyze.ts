@@ -7,7 +7,7 @@ import type { ReceivedContent } from "../messages/receive";
 import { authenticateMessage, type AuthenticationOutcome, type SmtpIdentity } from "./authenticate";
 import { temporaryError } from "./analysis-protocol";
 import { fieldName, headerFieldsKept, readHeaderBlock } from "./header-fields";
-import { withoutForgedAuthenticationResults } from "./trace";
+import { withoutForgedTraceFields } from "./trace";
 
 export interface Analysis extends AuthenticationOutcome {
   /** What is stored of the parsed message; the rest never crosses back from the worker. */
@@ -42,7 +42,7 @@ export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settin
     // A failure inside mailauth must not lose the message: it is recorded as a temporary error.
     authenticateMessage(raw, identity, settings.authservId, settings.resolver, block).catch(() => temporaryError(settings.authservId)),
   ]);
-  return { parsed: storedContent(parsed), raw: withoutForgedAuthenticationResults(raw, settings.authservId, block), ...outcome };
+  return { parsed: storedContent(parsed), raw: withoutForgedTraceFields(raw, settings.authservId, block), ...outcome };
 }
 
 function storedContent({ messageId, inReplyTo, references, from, fromName, to, cc, subject, text, html, attachments }: ParsedMessage): ReceivedContent {

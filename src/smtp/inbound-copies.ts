@@ -1,4 +1,4 @@
-// Storing an analysed inbound message: one copy per recipient inbox, each with our
+// Storing an analysed inbound message: one copy per recipient inbox, each with our Return-Path,
 // Authentication-Results and Received fields above the message as received. The one path for mail
 // analysed after its 250 (./inbound-queue) and before it (INBOXD_DMARC_ENFORCE, ./receive).
 import type { App } from "../app";
@@ -6,7 +6,7 @@ import { alreadyReceived, prepareContent, storeReceivedMessage, type PreparedCon
 import type { InboundEnvelope, Transaction } from "../store";
 import type { Analysis } from "./analyze";
 import type { SmtpIdentity } from "./authenticate";
-import { receivedField } from "./trace";
+import { receivedField, returnPathField } from "./trace";
 
 /** Who sent the message, as its authentication (SPF, and DMARC through it) sees them. */
 export const identityOf = ({ clientIp, helo, mailFrom }: InboundEnvelope): SmtpIdentity => ({ clientIp, helo, mailFrom });
@@ -57,7 +57,7 @@ export function logCopies(app: App, envelope: InboundEnvelope, analysis: Analysi
   for (const { messageId, inboxId } of stored) app.log.info("message received", { messageId, inboxId, transaction: envelope.transaction, size: analysis.raw.length, spf, dkim, dmarc });
 }
 
-/** What one copy's stored source has before the message: our Authentication-Results and our Received. */
+/** What one copy's stored source has before the message, as a final delivery: our Return-Path, Authentication-Results and Received. */
 function traceFields(app: App, envelope: InboundEnvelope, analysis: Analysis, recipient: string): Buffer {
   const received = receivedField({
     helo: envelope.helo,
@@ -69,5 +69,5 @@ function traceFields(app: App, envelope: InboundEnvelope, analysis: Analysis, re
     recipient,
     time: new Date(envelope.receivedAt),
   });
-  return Buffer.from(analysis.field + received);
+  return Buffer.from(returnPathField(envelope.mailFrom) + analysis.field + received);
 }

@@ -28,7 +28,7 @@ import type { AnalysisPool } from "./analysis-pool";
 import type { Analysis } from "./analyze";
 import { temporaryError } from "./analysis-protocol";
 import { identityOf, logCopies, prepareCopies, storeCopies, type StoredCopy } from "./inbound-copies";
-import { withoutForgedAuthenticationResults } from "./trace";
+import { withoutForgedTraceFields } from "./trace";
 
 /**
  * Messages claimed at once, and their bytes (in memory from claim to commit). 64 keeps the
@@ -258,7 +258,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     const { mailFrom } = claim.envelope;
     return {
       parsed: { from: mailFrom || undefined, to: [], cc: [], references: [], subject: "", attachments: [] },
-      raw: withoutForgedAuthenticationResults(source, app.config.hostname),
+      raw: withoutForgedTraceFields(source, app.config.hostname),
       ...temporaryError(app.config.hostname),
     };
   }

@@ -1,5 +1,5 @@
-// The trace fields of the messages inboxd accepts: its own Received field (RFC 5321 §4.4), and
-// the removal of forged Authentication-Results before its own (RFC 8601) is added above it.
+// The trace fields of the messages inboxd accepts: its own Return-Path and Received fields (RFC
+// 5321 §4.4), and the removal of those a sender wrote in their place before ours are added above.
 import { isIPv6 } from "node:net";
 import { fieldName, filterHeaderFields, readHeaderBlock } from "./header-fields";
 
@@ -32,12 +32,18 @@ export function receivedField(trace: TraceDetails): string {
 }
 
 /**
- * RFC 8601 §5: an Authentication-Results field that names our authserv-id but arrived with the
- * message was forged by the sender or on the way, and is removed before ours is added on top.
+ * The message less the trace fields only we may write. RFC 8601 §5: an Authentication-Results
+ * field that names our authserv-id but arrived with the message was forged by the sender or on
+ * the way. RFC 5321 §4.4: the Return-Path is the final delivery's to add (a sender "SHOULD NOT"
+ * send one), so one that came with the message names an envelope sender nobody saw; Postfix
+ * drops it alike (`message_drop_headers`). Ours are added on top.
  */
-export function withoutForgedAuthenticationResults(raw: Buffer, authservId: string, block = readHeaderBlock(raw)): Buffer {
-  return filterHeaderFields(raw, (field) => !claimsAuthservId(field, authservId), block);
+export function withoutForgedTraceFields(raw: Buffer, authservId: string, block = readHeaderBlock(raw)): Buffer {
+  return filterHeaderFields(raw, (field) => fieldName(field) !== "return-path" && !claimsAuthservId(field, authservId), block);
 }
+
+/** RFC 5321 §4.4: the final delivery records the envelope's reverse-path; `<>` for the null one of bounces. */
+export const returnPathField = (mailFrom: string) => `Return-Path: <${mailFrom}>\r\n`;
 
 function claimsAuthservId(field: string, authservId: string): boolean {
   if (fieldName(field) !== "authentication-results") return false;

@@ -140,12 +140,12 @@ describe.skipIf(binaryMissing !== undefined)(`two appliances mail each other${bi
 });
 
 /**
- * The message as the sender put it on the wire: the receiving appliance adds its
+ * The message as the sender put it on the wire: the receiving appliance adds its Return-Path,
  * Authentication-Results and Received fields on top (README, Inbound SMTP), nothing else.
  */
 function withoutReceiverTrace(raw: Buffer, receiverHostname: string): Buffer {
   const text = raw.toString("latin1");
-  const fields = /^Authentication-Results: [^\r\n]*\r\n(?:[ \t][^\r\n]*\r\n)*Received: [^\r\n]*\r\n(?:[ \t][^\r\n]*\r\n)*/.exec(text);
-  if (!fields || !fields[0].startsWith(`Authentication-Results: ${receiverHostname};`)) throw new Error(`no trace fields of ${receiverHostname} on top of:\n${text.slice(0, 500)}`);
+  const fields = /^Return-Path: <[^\r\n]*>\r\nAuthentication-Results: [^\r\n]*\r\n(?:[ \t][^\r\n]*\r\n)*Received: [^\r\n]*\r\n(?:[ \t][^\r\n]*\r\n)*/.exec(text);
+  if (!fields || !fields[0].includes(`\r\nAuthentication-Results: ${receiverHostname};`)) throw new Error(`no trace fields of ${receiverHostname} on top of:\n${text.slice(0, 500)}`);
   return raw.subarray(fields[0].length);
 }

@@ -78,7 +78,7 @@ test("a row an earlier version accepted with its message inline, no blob, is ana
     await queue.runDueNow();
     const stored = await queryRow<{ id: string }>(app, "SELECT id FROM messages WHERE inbox_id = ?1", inbox.id);
     const raw = (await app.store.messages.rawSource(stored!.id))!;
-    expect(raw.toString("latin1").startsWith("Authentication-Results: ")).toBe(true);
+    expect(raw.toString("latin1").startsWith("Return-Path: <alice@client.test>\r\nAuthentication-Results: ")).toBe(true);
     expect(raw.toString("latin1").endsWith(source.toString("latin1"))).toBe(true);
     expect(await app.store.acceptedInbound.backlog()).toEqual({ depth: 0, oldestCreatedAt: null });
   } finally {

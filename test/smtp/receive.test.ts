@@ -85,7 +85,7 @@ describe("delivery", () => {
     expect(message).toMatchObject({ status: "received", from: "alice@sender.test", to: ["bob@inboxd.test"], inboxId: bob.id, toInboxId: bob.id, text: "Hello Bob.\n" });
     const event = await queryRow<{ type: string }>(server.app, "SELECT type FROM events WHERE message_id = ?", message.id);
     expect(event?.type).toBe("message.received");
-    expect(await rawSource(message.id)).toMatch(/^Authentication-Results: mx\.inboxd\.test;[^]*\r\nReceived: from client\.example \(\[127\.0\.0\.1\]\)\r\n\tby mx\.inboxd\.test \(inboxd\) with ESMTP id \S+\r\n\tfor <bob@inboxd\.test>; [^\r]+\r\nFrom: Alice/);
+    expect(await rawSource(message.id)).toMatch(/^Return-Path: <alice@sender\.test>\r\nAuthentication-Results: mx\.inboxd\.test;[^]*\r\nReceived: from client\.example \(\[127\.0\.0\.1\]\)\r\n\tby mx\.inboxd\.test \(inboxd\) with ESMTP id \S+\r\n\tfor <bob@inboxd\.test>; [^\r]+\r\nFrom: Alice/);
     expect(await rawSource(message.id)).toContain(`with ESMTP id ${transaction}\r\n`);
   });
 
@@ -386,7 +386,7 @@ describe("authentication results", () => {
     const message = await findBySubject(bob, "signed");
     expect(message.authentication).toEqual({ spf: "pass", dkim: "pass", dmarc: "pass", arc: "none" });
     const results = (await rawSource(message.id)).split("\r\nReceived:")[0];
-    expect(results).toStartWith("Authentication-Results: mx.inboxd.test;");
+    expect(results).toStartWith("Return-Path: <alice@auth.test>\r\nAuthentication-Results: mx.inboxd.test;");
     expect(results.match(/dkim=pass/g)).toHaveLength(2);
     expect(results).toMatch(/spf=pass[^;]*smtp\.mailfrom=alice@auth\.test/);
     expect(results).toContain("dmarc=pass");
@@ -405,7 +405,19 @@ describe("authentication results", () => {
     const raw = await rawSource((await findBySubject(bob, "forged results")).id);
     expect(raw.match(/^Authentication-Results: mx\.inboxd\.test;/gim)).toHaveLength(1);
     expect(raw).toContain(other);
-    expect(raw).toMatch(/^Authentication-Results: mx\.inboxd\.test;[^]*spf=fail/);
+    expect(raw).toMatch(/^Authentication-Results: mx\.inboxd\.test;[^]*spf=fail/m);
+  });
+
+  test("RFC 5321 §4.4: the final delivery's Return-Path names the envelope sender (<> for a bounce) on top; one that came with the message is removed", async () => {
+    const forged = "Return-Path: <forged@bank.example>\r\n";
+    for (const mailFrom of ["real-sender@sender.test", ""]) {
+      const subject = `return path of <${mailFrom}>`;
+      await sendMail(server.smtpPort, { from: mailFrom, to: ["bob@inboxd.test"], raw: `${forged}From: someone@sender.test\r\nSubject: ${subject}\r\n\r\nHi.\r\n` });
+      const raw = await rawSource((await eventually(subject, () => findBySubject(bob, subject), (found) => found !== undefined)).id);
+      expect(raw).toStartWith(`Return-Path: <${mailFrom}>\r\nAuthentication-Results: mx.inboxd.test;`);
+      expect(raw.match(/^Return-Path:/gim)).toHaveLength(1);
+      expect(raw).not.toContain("forged@bank.example");
+    }
   });
 
   test("an ARC set added by a forwarder is verified", async () => {

@@ -2,7 +2,7 @@
 // removed; others stay. The authserv-id is read past comments however the sender writes them.
 import { describe, expect, test } from "bun:test";
 import { withinTime } from "../fuzz/budget";
-import { withoutForgedAuthenticationResults } from "../../src/smtp/trace";
+import { withoutForgedTraceFields } from "../../src/smtp/trace";
 
 const authservId = "mx.inboxd.test";
 const body = "From: a@sender.test\r\nSubject: hi\r\n\r\nbody\r\n";
@@ -10,7 +10,7 @@ const body = "From: a@sender.test\r\nSubject: hi\r\n\r\nbody\r\n";
 /** The Authentication-Results values that survive, in order. */
 function kept(...values: string[]): string[] {
   const raw = Buffer.from(`${values.map((value) => `Authentication-Results:${value}\r\n`).join("")}${body}`, "latin1");
-  const text = withoutForgedAuthenticationResults(raw, authservId).toString("latin1");
+  const text = withoutForgedTraceFields(raw, authservId).toString("latin1");
   expect(text.endsWith(body)).toBe(true);
   return [...text.matchAll(/^Authentication-Results:(.*)\r\n/gm)].map((match) => match[1]!);
 }
