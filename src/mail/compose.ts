@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import MailComposer from "nodemailer/lib/mail-composer";
+import { encodeWord } from "nodemailer/lib/mime-funcs";
 import { takeTurn } from "../event-loop";
 import { parseAddress } from "./address";
 import { compose7bit } from "./compose-7bit";
@@ -79,7 +80,7 @@ export function prepareMessage(input: ComposeInput): PreparedMessage {
     toNames: input.to.map(nameOf),
     cc: cc.map((recipient, i) => wireAddress(addressOf(recipient), `cc ${i + 1}`)),
     ccNames: cc.map(nameOf),
-    subject: cleanHeaderText(input.subject),
+    subject: foldableSubject(cleanHeaderText(input.subject)),
     messageId,
     date: input.date,
     inReplyTo: input.inReplyTo === undefined ? "" : cleanMessageId(input.inReplyTo),
@@ -153,12 +154,34 @@ function cleanHeaderText(value: string): string {
 }
 
 /**
- * `<id>` with no whitespace or control characters inside. Ids read from
- * received mail may lack the brackets or the `@`; they are kept, only made safe.
+ * RFC 5322 §2.1.1: a line holds at most 998 octets, and a header field folds only at white
+ * space, so a word (or an id) longer than this, with its field's name, cannot be written.
+ */
+const LONGEST_HEADER_WORD = 900;
+
+function hasLongerWord(text: string): boolean {
+  for (let at = 0, run = 0; at < text.length; at++) {
+    run = text.charCodeAt(at) <= 0x20 ? 0 : run + 1;
+    if (run > LONGEST_HEADER_WORD) return true;
+  }
+  return false;
+}
+
+/**
+ * A subject with a word too long for a line goes out as encoded words (RFC 2047 §2), which may
+ * be cut anywhere and folded between: readers show the same text. A non-ASCII one the composer
+ * encodes and cuts itself.
+ */
+const foldableSubject = (subject: string) => (hasLongerWord(subject) ? encodeWord(subject, "B", 52) : subject);
+
+/**
+ * `<id>` with no whitespace or control characters inside. Ids read from received mail may lack
+ * the brackets or the `@`; they are kept, only made safe. One too long for a line is left out
+ * (""): a reply's In-Reply-To and References then name the others.
  */
 function cleanMessageId(value: string): string {
   const id = value.replace(/[\s\x00-\x1f\x7f<>]+/g, "");
-  return id === "" ? "" : `<${id}>`;
+  return id === "" || id.length > LONGEST_HEADER_WORD ? "" : `<${id}>`;
 }
 
 function cleanContentType(contentType: string | undefined): string | undefined {

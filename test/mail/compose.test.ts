@@ -106,6 +106,20 @@ describe("composeMessage round trip", () => {
 describe("header injection", () => {
   const injected = "\r\nBcc: victim@evil.example\r\nX-Injected: yes\r\n\r\nbody";
 
+  test("RFC 5322 §2.1.1: no line over 998 octets, whatever the subject's words or the ids' lengths; the subject reads back the same", async () => {
+    const longId = `<${"i".repeat(1500)}@example.com>`;
+    for (const subject of ["s".repeat(2000), `Re: ${"x".repeat(1200)} tail`, `Ré: ${"y".repeat(1200)}`, `${"z".repeat(900)} fits`]) {
+      for (const extra of [{}, { attachments: [{ filename: "a.bin", content: Buffer.from("x") }] }]) {
+        const raw = await composeMessage({ ...base, ...extra, subject, inReplyTo: longId, references: [longId, "<kept@example.com>"] });
+        expect(Math.max(...raw.toString("latin1").split("\r\n").map((line) => line.length))).toBeLessThanOrEqual(998);
+        const parsed = await parseMessage(raw);
+        expect(parsed.subject).toBe(subject);
+        expect(parsed.inReplyTo).toBeUndefined();
+        expect(parsed.references).toEqual(["<kept@example.com>"]);
+      }
+    }
+  });
+
   test("CR, LF and NUL in subject, display name, filename and ids add no header", async () => {
     const raw = await composeMessage({
       ...base,
