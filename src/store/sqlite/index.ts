@@ -31,6 +31,7 @@ import { groupCommit, type BatchOutcome, type SyncCommits } from "./group-commit
 import { inboxesStore } from "./inboxes";
 import { loginThrottlesStore } from "./login-throttles";
 import { messageSearchStore } from "./message-search";
+import { windowedSearch } from "./windowed-search";
 import { messagesStore } from "./messages";
 import { migrate } from "./migrate";
 import { openDatabase, QUICK_CHECK_WAIT_MS } from "./open";
@@ -144,7 +145,8 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
     }
   }
 
-  const tx: Transaction = { ...asyncAggregates(aggregates, settleNow), transaction: savepoint };
+  // A search inside a transaction sees the transaction's own writes; nothing there waits for the index.
+  const tx: Transaction = { ...asyncAggregates(aggregates, settleNow), messageSearch: windowedSearch(aggregates.messageSearch, settleNow, async () => {}), transaction: savepoint };
 
   const transactionBatched = groupCommit<Transaction>(sqlite, {
     onCommitted: options.onCommitted,
@@ -181,17 +183,10 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
       await takeTurn();
     }
   }
-  const search = asynced(aggregates.messageSearch, call);
-
   return {
     ...asyncAggregates(aggregates, call),
     // A search reads the index once every message committed before it is in it.
-    messageSearch: {
-      ...search,
-      containing: (...args) => searchIndexCaughtUp().then(() => search.containing(...args)),
-      // A walk without a literal reads the messages, not the index.
-      walk: (inboxId, requirement, ...rest) => (requirement ? searchIndexCaughtUp() : Promise.resolve()).then(() => search.walk(inboxId, requirement, ...rest)),
-    },
+    messageSearch: windowedSearch(aggregates.messageSearch, call, searchIndexCaughtUp),
     transaction: <T>(work: (tx: Transaction) => Promise<T>, { waitForDisk = true }: TransactionOptions = {}) => turns.exclusive(() => atomically(() => work(tx), waitForDisk)),
     transactionBatched,
     blobs: {

@@ -2,18 +2,26 @@
  * Search over one inbox's messages through the FTS5 trigram index (migration 0040). FTS5 walks
  * its matches in rowid order, newest first here, so a page stops reading as soon as it is full;
  * rowid order is arrival order, which is the list's created_at order while the clock runs forward.
+ * The index holds every inbox's messages, and a statement pays for the other inboxes' matches in
+ * its range too, so index reads cover a window of rowids each (./windowed-search.ts).
  */
-import { and, count, desc, eq, inArray, lt, sql } from "drizzle-orm";
-import type { LiteralRequirement, SearchableMessage, SearchPosition } from "../store";
+import { and, count, desc, eq, gte, inArray, lt, sql } from "drizzle-orm";
+import type { SearchableMessage, SearchPosition } from "../store";
 import type { Db } from "./db";
-import { ftsPhrase, ftsQuery, MINIMUM_LITERAL_LENGTH } from "./fts-query";
+import { ftsPhrase, MINIMUM_LITERAL_LENGTH } from "./fts-query";
 import { summaryColumns, type MessageSummaryRow } from "./messages";
 import { messages, messagesFts, messagesFtsPending } from "./schema/index";
 
 /** The last row a walk saw, in (created_at, rowid) descending order. */
-interface Position {
+export interface Position {
   createdAt: number;
   rowid: number;
+}
+
+/** Rowids from `lowest` up to, not including, `before`. */
+export interface RowidWindow {
+  lowest: number;
+  before: number;
 }
 
 const rowid = sql<number>`messages.rowid`;
@@ -24,25 +32,25 @@ const start: Position = { createdAt: Number.MAX_SAFE_INTEGER, rowid: Number.MAX_
 
 type WalkRow = { id: string; rowid: number; createdAt: number; subject: string; text: string | null; from: string };
 const searchable = ({ rowid, createdAt, ...row }: WalkRow): SearchableMessage => ({ ...row, position: { createdAt, rowid } as Position as unknown as SearchPosition });
+const inWindow = and(gte(sql`messages_fts.rowid`, sql.placeholder("lowest")), lt(sql`messages_fts.rowid`, sql.placeholder("before")));
 
 /** The statements of a search, all messages or (`labeled`) only those with the `label` placeholder's label (migration 0150). */
 function searchStatements(db: Db, labeled: boolean) {
   const withLabel = labeled ? sql`EXISTS (SELECT 1 FROM message_labels WHERE message_labels.message_id = messages.id AND message_labels.label = ${sql.placeholder("label")})` : undefined;
   return {
-    matchingPage: db
-      .select(summaryColumns)
+    matching: db
+      .select({ id: messages.id })
       .from(messagesFts)
       .innerJoin(messages, sameRow)
-      .where(and(matches, eq(messages.inboxId, sql.placeholder("inboxId")), withLabel))
+      .where(and(matches, eq(messages.inboxId, sql.placeholder("inboxId")), inWindow, withLabel))
       .orderBy(desc(sql`messages_fts.rowid`))
       .limit(sql.placeholder("limit"))
-      .offset(sql.placeholder("offset"))
       .prepare(),
     candidates: db
       .select(walkColumns)
       .from(messagesFts)
       .innerJoin(messages, sameRow)
-      .where(and(matches, eq(messages.inboxId, sql.placeholder("inboxId")), lt(sql`messages_fts.rowid`, sql.placeholder("before")), withLabel))
+      .where(and(matches, eq(messages.inboxId, sql.placeholder("inboxId")), inWindow, withLabel))
       .orderBy(desc(sql`messages_fts.rowid`))
       .limit(sql.placeholder("limit"))
       .prepare(),
@@ -61,20 +69,28 @@ export const messageSearchStore = (db: Db) => {
   const all = searchStatements(db, false);
   const labeled = searchStatements(db, true);
 
+  const newest = db.select({ rowid: sql<number | null>`max(messages.rowid)` }).from(messages).prepare();
+
   return {
     minimumLiteralLength: MINIMUM_LITERAL_LENGTH,
     unindexed: (): number => db.select({ n: count() }).from(messagesFtsPending).get()!.n,
-    containing(inboxId: string, text: string, page: number, per: number, extra = 0, label?: string): MessageSummaryRow[] {
-      const { matchingPage } = label === undefined ? all : labeled;
-      return matchingPage.all({ inboxId, match: ftsPhrase(text), limit: per + extra, offset: (page - 1) * per, label });
+    /** Where the first window of a search ends: past the newest message's rowid (0: no message). */
+    rowidEnd: (): number => (newest.get()?.rowid ?? -1) + 1,
+    /** The ids of the inbox's messages in `window` whose subject, text or sender holds `text` (any case), newest first, at most `limit`. */
+    containingIn(inboxId: string, text: string, window: RowidWindow, limit: number, label?: string): string[] {
+      const { matching } = label === undefined ? all : labeled;
+      return matching.all({ inboxId, match: ftsPhrase(text), ...window, limit, label }).map((row) => row.id);
     },
-    /** The index's matches when the requirement has a literal it can look up; else every message. */
-    walk(inboxId: string, requirement: LiteralRequirement | null, after: SearchPosition | undefined, limit: number, label?: string): SearchableMessage[] {
+    /** The index's matches in `window` of a requirement's query (ftsQuery), newest first, at most `limit`. */
+    candidatesIn(inboxId: string, match: string, window: RowidWindow, limit: number, label?: string): SearchableMessage[] {
+      const { candidates } = label === undefined ? all : labeled;
+      return candidates.all({ inboxId, match, ...window, limit, label }).map(searchable);
+    },
+    /** Every message of the inbox after `after`, newest first: what a walk without a literal reads. */
+    scan(inboxId: string, after: SearchPosition | undefined, limit: number, label?: string): SearchableMessage[] {
       const from = (after as unknown as Position | undefined) ?? start;
-      const match = requirement && ftsQuery(requirement);
-      const { candidates, scan } = label === undefined ? all : labeled;
-      const rows = match ? candidates.all({ inboxId, match, before: from.rowid, limit, label }) : scan.all({ inboxId, createdAt: from.createdAt, rowid: from.rowid, limit, label });
-      return rows.map(searchable);
+      const { scan } = label === undefined ? all : labeled;
+      return scan.all({ inboxId, createdAt: from.createdAt, rowid: from.rowid, limit, label }).map(searchable);
     },
     summaries(messageIds: string[]): MessageSummaryRow[] {
       if (messageIds.length === 0) return [];

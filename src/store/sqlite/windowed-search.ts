@@ -1,0 +1,65 @@
+/**
+ * The search of the embedded engine as the Store offers it (MessageSearchStore), from the
+ * statements of ./message-search.ts. The FTS5 index holds every inbox's messages, and a statement
+ * that looks for one inbox's matches reads the other inboxes' matches in its range as well (about
+ * 0.5 µs each): a word common in other organizations' mail held the event loop for as long as
+ * their matches took, whatever the inbox searched (100,000 of them: 45 ms a search, and 20
+ * searches at once kept /health waiting 0.74 s). So the index is read in windows of rowids, newest
+ * first, with a turn of the event loop between two: a search holds the server for one window at most.
+ */
+import { takeTurn } from "../../event-loop";
+import type { MessageSearchStore } from "../store";
+import { ftsQuery } from "./fts-query";
+import type { messageSearchStore, Position, RowidWindow } from "./message-search";
+
+/** Rowids one statement covers: at most about 8 ms of other inboxes' matches. */
+export const SEARCH_WINDOW_ROWIDS = 16_384;
+
+type Statements = ReturnType<typeof messageSearchStore>;
+type Run = <T>(statements: () => T) => Promise<T>;
+
+/**
+ * Reads windows from `before` down, each into `collect`, until it says it has enough or the first
+ * message is passed. `collect` is given the window and how many rows it still wants.
+ */
+async function readWindows(before: number, wanted: number, collect: (window: RowidWindow, limit: number) => Promise<number>): Promise<void> {
+  let left = wanted;
+  for (let end = before; end > 0 && left > 0; end -= SEARCH_WINDOW_ROWIDS) {
+    if (end !== before) await takeTurn();
+    left -= await collect({ lowest: Math.max(0, end - SEARCH_WINDOW_ROWIDS), before: end }, left);
+  }
+}
+
+/** `caughtUp`: indexes what waits for the index, so that a search sees every message committed before it. */
+export function windowedSearch(statements: Statements, run: Run, caughtUp: () => Promise<void>): MessageSearchStore {
+  return {
+    minimumLiteralLength: statements.minimumLiteralLength,
+    unindexed: () => run(() => statements.unindexed()),
+    summaries: (messageIds) => run(() => statements.summaries(messageIds)),
+    async containing(inboxId, text, page, per, extra = 0, label) {
+      await caughtUp();
+      const ids: string[] = [];
+      await readWindows(await run(() => statements.rowidEnd()), page * per + extra, async (window, limit) => {
+        const found = await run(() => statements.containingIn(inboxId, text, window, limit, label));
+        ids.push(...found);
+        return found.length;
+      });
+      return run(() => statements.summaries(ids.slice((page - 1) * per)));
+    },
+    async walk(inboxId, requirement, after, limit, label) {
+      // A walk without a literal the index can look up reads the inbox's own messages.
+      const match = requirement && ftsQuery(requirement);
+      if (!match) return run(() => statements.scan(inboxId, after, limit, label));
+      await caughtUp();
+      const rows: Awaited<ReturnType<MessageSearchStore["walk"]>> = [];
+      const before = after === undefined ? await run(() => statements.rowidEnd()) : (after as unknown as Position).rowid;
+      await readWindows(before, limit, async (window, left) => {
+        const found = await run(() => statements.candidatesIn(inboxId, match, window, left, label));
+        rows.push(...found);
+        return found.length;
+      });
+      return rows;
+    },
+  };
+}
+
