@@ -38,7 +38,10 @@ async function applyReport(app: App, deliveryId: string, report: DsnReport | Arf
   return app.store.transaction(async (tx): Promise<ReturnedReportOutcome> => {
     const delivery = await tx.deliveries.find(deliveryId);
     if (!delivery || !(await isAboutMessageOf(tx, delivery, report.originalMessageId))) return "ignored";
-    const deliveries = await tx.messages.deliveriesOf([delivery.messageId]);
+    // The recipients the return path's transaction carried, those at its domain: the mail system
+    // that reports took no other. Anyone there could write a report naming another recipient of
+    // the message, elsewhere, and bounce and suppress that address.
+    const deliveries = (await tx.messages.deliveriesOf([delivery.messageId])).filter((other) => other.domain === delivery.domain);
     return report.kind === "dsn" ? applyDsn(app, tx, delivery, deliveries, report) : applyArf(app, tx, delivery, deliveries, report);
   });
 }

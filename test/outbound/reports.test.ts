@@ -9,6 +9,7 @@ let w: OutboundWorld;
 beforeAll(async () => {
   w = await startOutboundWorld();
   w.mx("remote.test");
+  w.mx("elsewhere.test");
 });
 afterAll(() => w.close());
 
@@ -95,6 +96,18 @@ describe("bounce reports (DSN)", () => {
       .replace("mailbox unavailable", "mailbox=00unavailable");
     expect(await processed(original.deliveryId, Buffer.from(report))).toBe("bounced");
     expect((await w.message(original.messageId)).deliveries[0].lastResponse).toBe("bounce report: 5.1.1 550 5.1.1 mailboxunavailable");
+  });
+
+  test("a report to a return path names only recipients at its domain: another domain's recipient of the message is neither bounced nor suppressed", async () => {
+    const original = await delivered(["ida@remote.test", "victim@elsewhere.test"]);
+    const report = dsn(original, [{ address: "victim@elsewhere.test", action: "failed", status: "5.1.1" }, { address: "ida@remote.test", action: "failed", status: "5.1.1" }]);
+    expect(await processed(original.deliveryId, report)).toBe("bounced");
+    const message = await w.message(original.messageId);
+    expect(message.deliveries.map((d: any) => [d.recipient, d.status])).toEqual([
+      ["ida@remote.test", "bounced"],
+      ["victim@elsewhere.test", "delivered"],
+    ]);
+    expect((await suppressed()).map((s) => s.address)).not.toContain("victim@elsewhere.test");
   });
 
   test("several recipients in one transaction: the DSN's Final-Recipient picks the delivery", async () => {
