@@ -72,7 +72,7 @@ test("a received message is written once: each copy's source is its trace fields
       const [listed] = (await server.api.get(`/v1/inboxes/${inbox.id}/messages`, apiKey)).body;
       const source = await fetch(`http://127.0.0.1:${server.httpPort}/v1/inboxes/${inbox.id}/messages/${listed.id}/raw`, { headers: { authorization: `Bearer ${apiKey}` } });
       const text = await source.text();
-      expect(text.startsWith("Authentication-Results: ")).toBe(true);
+      expect(text.startsWith("Return-Path: <a@example.net>\r\nAuthentication-Results: ")).toBe(true);
       expect(text).toContain(`for <${inbox.email}>`);
       expect(text.endsWith(raw)).toBe(true);
       return (await queryRow<{ raw: Uint8Array; blobId: string }>(server.app, 'SELECT raw, blob_id AS "blobId" FROM message_sources WHERE message_id = ?1', listed.id))!;
