@@ -168,7 +168,6 @@ export const settings = {
   smtpMaxConnectionsPerIp: setting("INBOXD_SMTP_MAX_CONNECTIONS_PER_IP", "20", positiveInt, "inbound SMTP connections at once from one address"),
   smtpGreetingDelayMs: setting("INBOXD_SMTP_GREETING_DELAY_MS", "100", nonNegativeInt, "wait before the SMTP greeting; clients that talk early are refused"),
   smtpIdleTimeoutMs: setting("INBOXD_SMTP_IDLE_TIMEOUT_MS", "300000", positiveInt, "how long an inbound SMTP client may stay silent (RFC 5321 §4.5.3.2.7)"),
-  smtpSizeHoldMs: setting("INBOXD_SMTP_SIZE_HOLD_MS", "60000", positiveInt, "how long the message memory reserved for a SIZE declared at MAIL FROM (RFC 1870) waits for its DATA; data that comes later is counted as it arrives"),
   smtpDataTimeoutMs: setting("INBOXD_SMTP_DATA_TIMEOUT_MS", "600000", positiveInt, "how long an inbound message may take to arrive after DATA (slow clients)"),
   smtpCommandTimeoutMs: setting("INBOXD_SMTP_COMMAND_TIMEOUT_MS", "300000", positiveInt, "how long one command line may take to arrive, however slowly its bytes trickle in (RFC 5321 §4.5.3.2)"),
   smtpSessionTimeoutMs: setting("INBOXD_SMTP_SESSION_TIMEOUT_MS", "1800000", positiveInt, "how long one inbound SMTP connection may last in all; a message under way is answered first"),

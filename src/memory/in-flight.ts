@@ -17,6 +17,8 @@ export interface Reservation {
 
 export interface InFlightBudget {
   open(): Reservation;
+  /** Whether `bytes` more would fit now, holding nothing. */
+  fits(bytes: number): boolean;
   /** Bytes reserved now, for the metrics. */
   inUse(): number;
 }
@@ -66,6 +68,7 @@ export function inFlightBudget(limitBytes: number): InFlightBudget {
         },
       };
     },
+    fits: (bytes) => fits(bytes, 0),
     inUse: () => used,
   };
 }

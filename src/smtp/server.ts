@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
 import { listenError } from "../config";
-import { discard, type Reservation } from "../memory/in-flight";
+import { discard } from "../memory/in-flight";
 import { normalizeAddress } from "../mail/address";
 import type { RunningPart } from "../running-part";
 import { createAnalysisPool } from "./analysis-pool";
@@ -37,8 +37,6 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
   const receiver: Receiver = { app, analysis, pace: new InboundPace() };
   const recipients = new WeakMap<SMTPServerAddress, Recipient>();
   const tallies = new Map<string, SessionTally>();
-  /** The message memory reserved at MAIL FROM for a declared SIZE, until the data comes. */
-  const memoryOf = new Map<string, { memory: Reservation; declared: number }>();
   /** What happened to one message (or one refused recipient) of a session, for its log line and the metrics. */
   const tally = (session: SMTPServerSession, outcome: "accepted" | number) => {
     const counts = tallies.get(session.id);
@@ -69,8 +67,6 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
         callback();
       },
       onClose(session) {
-        memoryOf.get(session.id)?.memory.release();
-        memoryOf.delete(session.id);
         const counts = tallies.get(session.id);
         tallies.delete(session.id);
         if (!counts) return;
@@ -99,36 +95,25 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
           },
         );
       },
-      // RFC 1870 §6.1: a declared SIZE is reserved at MAIL FROM, and one that the message memory
-      // cannot take now is a 452 before any data is sent.
+      // RFC 1870 §6.1: a declared SIZE that the message memory cannot take now is a 452 before any
+      // data is sent. Nothing is held until the data comes: a client that declared sizes and sent
+      // nothing held the memory every sender shares, two MAIL FROMs a minute refusing all mail.
       onMailFrom(address, session, callback) {
-        memoryOf.get(session.id)?.memory.release();
-        memoryOf.delete(session.id);
-        const declared = Number((address.args || {}).SIZE ?? 0);
-        if (declared > 0) {
-          const memory = app.messageMemory.open();
-          if (!memory.cover(Math.min(declared, config.smtpMaxSize))) {
-            app.metrics.memoryDeferrals.inc({ protocol: "smtp" });
-            tally(session, memorySpentReply.responseCode);
-            return callback(memorySpentReply);
-          }
-          const held = { memory, declared };
-          memoryOf.set(session.id, held);
-          // A client that declares a size and never sends the data (RSET, silence) must not hold the
-          // memory for its whole session. Its data, if it comes later, is counted as it arrives.
-          setTimeout(() => {
-            if (memoryOf.get(session.id) !== held) return;
-            memoryOf.delete(session.id);
-            memory.release();
-          }, config.smtpSizeHoldMs).unref();
+        const declared = declaredSize(address);
+        if (declared > 0 && !app.messageMemory.fits(Math.min(declared, config.smtpMaxSize))) {
+          app.metrics.memoryDeferrals.inc({ protocol: "smtp" });
+          tally(session, memorySpentReply.responseCode);
+          return callback(memorySpentReply);
         }
         callback();
       },
       onData(stream, session, callback) {
         const accepted = session.envelope.rcptTo.map((address) => recipients.get(address)!);
         log.debug("smtp data", { session: session.id, peer: session.remoteAddress, mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : "", recipients: accepted.length });
-        const { memory, declared } = memoryOf.get(session.id) ?? { memory: app.messageMemory.open(), declared: 0 };
-        memoryOf.delete(session.id);
+        const memory = app.messageMemory.open();
+        // The data goes into one buffer of the declared size when the memory covers it now; else it is counted as it arrives.
+        const declared = session.envelope.mailFrom ? declaredSize(session.envelope.mailFrom) : 0;
+        const exactSize = declared > 0 && declared <= config.smtpMaxSize && memory.cover(declared) ? declared : 0;
         // The memory is held until the reply: the message is in this process until it is committed.
         // Nothing reads a message's bytes after its reply (stored, handed to the inbound queue on
         // disk, or refused): they are freed here, which spares the collection the release would
@@ -144,7 +129,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
           tally(session, 421);
           server.closeConnection(session.id, memorySpentClosing);
         };
-        readMessageData(stream, config.smtpMaxSize, memory, memorySpent, declared).then(
+        readMessageData(stream, config.smtpMaxSize, memory, memorySpent, exactSize).then(
           (data) =>
             receiveMessage(receiver, session, accepted, data).then(
               (text) => {
@@ -216,6 +201,9 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
 type SessionTally = { accepted: number; refused: number[] };
 
 /** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */
+/** RFC 1870 §3: the SIZE a client declared at MAIL FROM; 0 when none. */
+const declaredSize = (address: SMTPServerAddress) => Number((address.args || {}).SIZE ?? 0) || 0;
+
 function replyFor(app: App, error: unknown, remoteAddress: string): SmtpReply {
   if (error instanceof SmtpReply) return error;
   // RFC 5321 §4.2.5: a 4yz reply leaves the message with the client, which tries again later.
