@@ -13,6 +13,13 @@ import type { Aggregates, InboxRecord } from "../store";
 const maxMessageIdsLookedUp = 20;
 /** RFC 5322 §3.6.4 lets a writer trim References; inboxd keeps the first and the latest ones. */
 const maxReferencesWritten = 20;
+/**
+ * Messages a thread takes by Message-ID; the next starts a thread of its own, as a Gmail
+ * conversation does past 100. Anyone can answer a message, and a thread is read whole (GET
+ * .../threads/{id} returns its messages in full): without a bound, outside senders could grow
+ * one to any size. A reply sent through the API still joins its original's thread.
+ */
+export const MAX_THREAD_MESSAGES = 100;
 
 /** The msg-ids in a header value: `<a@b> <c@d>`; a bare id without brackets is taken whole. */
 export function messageIdsIn(value: string | undefined): string[] {
@@ -41,7 +48,7 @@ export interface ThreadClues {
  * one it answers (by its Message-IDs), else a new thread. Sent and received messages alike.
  */
 export async function assignThread(store: Aggregates, inbox: InboxRecord, clues: ThreadClues, now: number): Promise<string> {
-  const threadId = clues.threadId ?? (await existingThread(store, inbox.id, clues));
+  const threadId = clues.threadId ?? (await existingThread(store, inbox, clues));
   if (threadId) {
     await store.threads.addMessage(threadId, now);
     return threadId;
@@ -49,12 +56,14 @@ export async function assignThread(store: Aggregates, inbox: InboxRecord, clues:
   return (await store.threads.insert({ id: newId("thr"), organizationId: inbox.organizationId, inboxId: inbox.id, subject: clues.subject, createdAt: now })).id;
 }
 
-/** The thread an incoming message continues in this inbox, if any. */
-async function existingThread(store: Aggregates, inboxId: string, headers: { inReplyTo?: string; references: string[] }): Promise<string | undefined> {
+/** The thread an incoming message continues in this inbox, if any has room for it. */
+async function existingThread(store: Aggregates, inbox: InboxRecord, headers: { inReplyTo?: string; references: string[] }): Promise<string | undefined> {
   const candidates = [...messageIdsIn(headers.inReplyTo), ...headers.references.flatMap(messageIdsIn).reverse()];
   for (const id of candidates.slice(0, maxMessageIdsLookedUp)) {
-    const threadId = await store.messages.threadOfMessageId(inboxId, id);
-    if (threadId) return threadId;
+    const threadId = await store.messages.threadOfMessageId(inbox.id, id);
+    if (!threadId) continue;
+    const thread = await store.threads.find(inbox.organizationId, inbox.id, threadId);
+    return thread && thread.messageCount < MAX_THREAD_MESSAGES ? threadId : undefined;
   }
   return undefined;
 }

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { parseMessage } from "../../src/mail/parse";
 import { storeReceivedMessage } from "../../src/messages/receive";
+import { MAX_THREAD_MESSAGES } from "../../src/messages/threading";
 import type { InboxRecord } from "../../src/store";
 import { queryRow, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { createInbox, events } from "./helpers";
@@ -74,6 +75,16 @@ describe("storeReceivedMessage", () => {
     expect(past.threadId).not.toBe(parent.threadId);
     expect(within.threadId).toBe(parent.threadId);
     expect(pastInReplyTo.threadId).not.toBe(parent.threadId);
+  });
+
+  test(`a thread takes ${MAX_THREAD_MESSAGES} messages by Message-ID; the next answer starts a thread of its own, which the answers after it join`, async () => {
+    const root = await receive(mail({ "Message-ID": "<long-0@example.com>" }));
+    for (let i = 1; i < MAX_THREAD_MESSAGES; i++) expect((await receive(mail({ "Message-ID": `<long-${i}@example.com>`, "In-Reply-To": `<long-${i - 1}@example.com>` }))).threadId).toBe(root.threadId);
+    const overflow = await receive(mail({ "Message-ID": `<long-${MAX_THREAD_MESSAGES}@example.com>`, "In-Reply-To": `<long-${MAX_THREAD_MESSAGES - 1}@example.com>` }));
+    expect(overflow.threadId).not.toBe(root.threadId);
+    expect((await server.app.store.threads.find(inbox.organizationId, inbox.id, root.threadId))!.messageCount).toBe(MAX_THREAD_MESSAGES);
+    const next = await receive(mail({ "Message-ID": "<long-next@example.com>", "In-Reply-To": `<long-${MAX_THREAD_MESSAGES}@example.com>` }));
+    expect(next.threadId).toBe(overflow.threadId);
   });
 
   test("Message-IDs thread only within the same inbox", async () => {
