@@ -61,6 +61,14 @@ export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePoli
   let lookedAt = 0;
   let resumed = false;
   let stopped = false;
+  /**
+   * Outcomes of a turn that failed for another reason than the database being out of reach: each
+   * is recorded alone, claiming nothing, so that one that can never be recorded (a value the
+   * database refuses) holds up no other try. One that fails alone too is set aside, and tried
+   * alone again at each look for due rows; it is never dropped, which would send its try again.
+   */
+  let recordAlone: Outcome[] = [];
+  let setAside: Outcome[] = [];
   let idleWaiters: { resolve: () => void; reject: (error: unknown) => void }[] = [];
 
   /** Starts a turn now, or right after the one in progress. */
@@ -78,10 +86,41 @@ export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePoli
     });
   }
 
+  /** The database out of reach is the operator's one known problem, said as a warning; the turn retries. */
+  const waitsForDatabase = (error: unknown) => {
+    if (!isStoreUnavailable(error)) return false;
+    log.warn(`${name} queue turn waits for the database`, { error: (error as Error).message });
+    return true;
+  };
+
+  /** Records the outcomes to record alone, each in a turn of its own; false when the database is out of reach. */
+  async function recordEachAlone(): Promise<boolean> {
+    while (recordAlone.length > 0) {
+      const outcome = recordAlone.shift()!;
+      try {
+        await policy.turn([outcome], clock.now(), "none");
+      } catch (error) {
+        if (waitsForDatabase(error)) {
+          recordAlone.unshift(outcome);
+          return false;
+        }
+        log.error(`${name} queue: a try's outcome could not be recorded, even alone; it is set aside and tried again at each look for due rows`, { error });
+        setAside.push(outcome);
+      }
+    }
+    return true;
+  }
+
   async function turn() {
+    const claiming: Claiming = stopped ? "none" : lookAround ? "all due" : "top up";
+    if (claiming !== "top up") recordAlone.push(...setAside.splice(0));
+    if (!(await recordEachAlone())) {
+      settleIdleWaiters(new Error(`${name} queue: the database is out of reach`));
+      scheduleTurn(retryFailedTurnMs);
+      return;
+    }
     const batch = outcomes;
     outcomes = [];
-    const claiming: Claiming = stopped ? "none" : lookAround ? "all due" : "top up";
     lookAround = false;
     const now = clock.now();
     try {
@@ -89,12 +128,14 @@ export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePoli
       resumed = true;
       await policy.turn(batch, now, claiming);
     } catch (error) {
-      // Rolled back: the outcomes wait for the next turn, and so does the look it was to make.
-      outcomes = batch.concat(outcomes);
+      // Rolled back: the look it was to make waits for the next turn, and so do its outcomes,
+      // each recorded alone unless the database was out of reach.
       lookAround ||= claiming === "all due";
-      // The database out of reach is the operator's one known problem, said as a warning; the turn retries.
-      if (isStoreUnavailable(error)) log.warn(`${name} queue turn waits for the database`, { error: (error as Error).message });
-      else log.error(`${name} queue turn failed`, { error });
+      if (waitsForDatabase(error)) outcomes = batch.concat(outcomes);
+      else {
+        log.error(`${name} queue turn failed${batch.length > 0 ? "; its outcomes are recorded one by one" : ""}`, { error });
+        recordAlone.push(...batch);
+      }
       settleIdleWaiters(error);
       scheduleTurn(retryFailedTurnMs);
       return;

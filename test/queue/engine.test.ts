@@ -137,6 +137,39 @@ test("a failed turn is made again soon, with the look it was to make, and not in
   }
 });
 
+test("a turn that fails with outcomes records each alone: one that cannot be recorded is set aside, holds up no other try, and is tried alone again at each look until it is recorded", async () => {
+  const app = newApp();
+  let refusesPoison = true;
+  const { policy, log, tries, state } = loggingPolicy();
+  policy.turn = async (outcomes, _now, claiming) => {
+    if (refusesPoison && outcomes.includes("poison")) {
+      log.push(`refused ${turnLine(claiming, outcomes)}`);
+      throw new Error("value too long for type character varying(100)");
+    }
+    log.push(turnLine(claiming, outcomes));
+    if (log.length === 1) state.claims = 3;
+  };
+  const queue = startQueue(app, "webhooks", policy);
+  try {
+    await until("three tries", () => tries.length === 3);
+    tries[0]!("first");
+    tries[1]!("poison");
+    tries[2]!("second");
+    await until("the outcomes recorded one by one", () => log.includes("none: second"));
+    expect(log).toEqual(["all due", "refused top up: first poison second", "none: first", "refused none: poison", "none: second", "top up"].slice(0, log.length));
+    // The queue goes on: a look claims as before, and tries the set-aside outcome alone first.
+    await queue.runDueNow();
+    expect(log.slice(-2)).toEqual(["refused none: poison", "all due"]);
+    refusesPoison = false;
+    await queue.runDueNow();
+    expect(log.slice(-2)).toEqual(["none: poison", "all due"]);
+    await queue.runDueNow();
+    expect(log.slice(-1)).toEqual(["all due"]);
+  } finally {
+    await queue.stop();
+  }
+});
+
 test("stop: gives back the claims not started, waits for the tries in flight, records them in a last turn that claims nothing", async () => {
   const app = newApp();
   const { policy, log, tries, state } = loggingPolicy();
