@@ -200,10 +200,10 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
 
 type SessionTally = { accepted: number; refused: number[] };
 
-/** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */
 /** RFC 1870 §3: the SIZE a client declared at MAIL FROM; 0 when none. */
 const declaredSize = (address: SMTPServerAddress) => Number((address.args || {}).SIZE ?? 0) || 0;
 
+/** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */
 function replyFor(app: App, error: unknown, remoteAddress: string): SmtpReply {
   if (error instanceof SmtpReply) return error;
   // RFC 5321 §4.2.5: a 4yz reply leaves the message with the client, which tries again later.
