@@ -269,6 +269,8 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
     // row lock and an advisory lock): taken last, so that its concurrent sends wait for each other's
     // commits only, not for each other's whole transactions.
     const rateLimit = await takeSend(app, tx, organizationId, now);
+    // Its own event, and those of the recipient inboxes' organizations (their copies'), in one order.
+    await tx.events.holdOrder([organizationId, ...[...localInboxes.values()].map((local) => local.organizationId)]);
     await tx.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries, app.config.deliveryRetryDelays) }, now);
     // A suppressed or refused recipient is rejected at once: the response already says so (docs/api.md, Messages).
     const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", now));

@@ -87,6 +87,7 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
   /** Records what came back and claims what is due in one transaction; then hands the claims to the lanes. */
   async function turn(finished: Finished[], now: number, claiming: Claiming) {
     const claims = await store.transaction(async (tx) => {
+      await tx.events.holdOrder(finished.flatMap(({ outcomes }) => outcomes.map((outcome) => outcome.delivery.organizationId)));
       for (const { outcomes, finishedAt } of finished) await recordOutcomes(app, tx, outcomes, finishedAt, random);
       return claiming === "none" ? undefined : claim(tx, now, claiming);
     });

@@ -120,6 +120,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     // doubled; and what follows this commit (the webhooks' claims, the next acceptances) syncs it.
     // So the analysis runs at the speed of the CPU, not of one fsync per turn.
     const { claims, stored } = await store.transaction(async (tx) => {
+      await tx.events.holdOrder(finished.flatMap((outcome) => (outcome.analysed ? outcome.claim.envelope.recipients.map((recipient) => recipient.organizationId) : [])));
       const stored: { finished: Finished; copies: StoredCopy[] }[] = [];
       for (const outcome of finished) {
         const copies = outcome.analysed && (await recordAnalysed(tx, outcome.claim, outcome.analysed));

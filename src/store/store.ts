@@ -425,6 +425,14 @@ export interface EventsStore {
    */
   emit(event: NewEvent, now: number): Promise<string>;
   /**
+   * Before a transaction emits for several organizations (a send to another's inbox, a batch of
+   * the queues): takes the right to emit for each of them now, in one order. On PostgreSQL an
+   * emit holds its organization's events until the commit, and two transactions that took two
+   * organizations' in opposite orders deadlocked (SQLSTATE 40P01); the embedded engine writes
+   * one transaction at a time and has nothing to take.
+   */
+  holdOrder(organizationIds: Iterable<string>): Promise<void>;
+  /**
    * A page of the organization's events after `read.afterId` (from the oldest kept when null), in
    * id order, which must be the order they were committed in: a reader that resumes after the
    * last id it saw misses nothing and sees nothing twice. Webhook test events are not among them.

@@ -51,6 +51,16 @@ describe("local delivery", () => {
     expect(await rawSource(server, copy.id)).toBe(await rawSource(server, sent.body.id));
   });
 
+  test("two organizations sending to each other's inboxes at the same moment: every send is 201 (on PostgreSQL the two took each other's event locks in opposite orders and deadlocked)", async () => {
+    const send = (from: typeof alice, to: typeof bob, subject: string) => server.api.post(`${messagesPath(from.inbox.id)}/send`, validSend({ to: [to.inbox.email], subject }), from.key);
+    const statuses: number[] = [];
+    for (let round = 0; round < 20; round++) {
+      const answers = await Promise.all([send(alice, bob, `crossing a${round}`), send(bob, alice, `crossing b${round}`)]);
+      statuses.push(...answers.map((answer) => answer.status));
+    }
+    expect(statuses.filter((status) => status !== 201)).toEqual([]);
+  }, 60_000);
+
   test("a Bcc recipient on this server gets a copy that does not name it", async () => {
     const carolOrg = await seedOrganization(server.app);
     const carol = await createInbox(server, carolOrg.apiKey);

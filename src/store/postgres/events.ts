@@ -11,11 +11,14 @@ import { newId } from "../../ids";
 import { storedPayload } from "../event-payload";
 import type { EventRecord } from "../records";
 import type { EventsStore } from "../store";
-import { firstRow, listOf, rowsOf, type PgDb } from "./db";
+import { firstRow, listOf, lockKeys, rowsOf, type PgDb } from "./db";
 import { payloadReader } from "./event-payload";
 import type { AggregateContext } from "./index";
 
 const EVENT_ID = /^evt_([0-9a-f]{24})$/;
+
+/** The advisory lock of an organization's events (lockKeys hashes it as the emit does). */
+const eventsLockKey = (organizationId: string) => `events:${organizationId}`;
 
 /** An event id after `newest` (ids are `evt_` and 24 hex digits, src/ids.ts): the next one in order. */
 function idAfter(newest: string | undefined): string {
@@ -33,10 +36,14 @@ export function eventsStore(db: PgDb, { blobs, eventRecorded, inTransaction }: P
   const wholePayload = payloadReader(db, blobs);
 
   return {
+    async holdOrder(organizationIds) {
+      // Taken again by each emit: an advisory lock a transaction holds is granted to it at once.
+      await lockKeys(db, inTransaction, [...new Set(organizationIds)].map(eventsLockKey));
+    },
     async emit(event, now) {
       // The lock lasts until the caller's transaction commits; outside one, the emit is a transaction of its own.
       const record = async (tx: PgDb) => {
-        await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`events:${event.organizationId}`}, 0))`);
+        await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${eventsLockKey(event.organizationId)}, 0))`);
         // After the lock, in a statement of its own: its snapshot holds every event committed before the lock was ours.
         const newest = await firstRow<{ id: string }>(tx, sql`SELECT id FROM events WHERE organization_id = ${event.organizationId} AND id < ${testEventIdPrefix} ORDER BY id DESC LIMIT 1`);
         const id = idAfter(newest?.id);

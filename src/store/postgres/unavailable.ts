@@ -24,9 +24,11 @@ const CONNECTION_CODES = new Set([
  * SQLSTATEs of a server going away or not taking connections (PostgreSQL, Appendix A): class 08
  * (connection exception), 57P01-57P03 (shut down by an administrator, crashed, cannot connect
  * now: starting, stopping, recovering), 53300 (too many connections), 25006 (a read-only
- * transaction: a failover left this node on a standby for a moment).
+ * transaction: a failover left this node on a standby for a moment); and 40P01 and 40001 (the
+ * server chose this transaction to end a deadlock or a serialization conflict): not this
+ * statement's fault either, and tried again the same way.
  */
-const UNAVAILABLE_STATES = /^(08...|57P0[123]|53300|25006)$/;
+const UNAVAILABLE_STATES = /^(08...|57P0[123]|53300|25006|40P01|40001)$/;
 
 /** Whether `error` (or the driver error drizzle wraps as its cause) is the database being out of reach. */
 export function isConnectionFailure(error: unknown): boolean {

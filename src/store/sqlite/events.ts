@@ -36,6 +36,7 @@ export const eventsStore = (sqlite: Database, subscriptions: WebhookSubscription
   const newestId = (organizationId: string) => newest.get(organizationId, testEventIdPrefix)?.id ?? null;
 
   return {
+    holdOrder(): void {},
     emit(event: NewEvent, now: number): string {
       const id = newId("evt");
       insertEvent.run({ id, organizationId: event.organizationId, type: event.type, inboxId: event.inboxId ?? null, messageId: event.messageId ?? null, payload: storedPayload(event.payload, event.messageId), createdAt: now });
