@@ -110,6 +110,21 @@ describe("POST /v1/access-rules", () => {
     // Another organization is not held back by this one's entries.
     expect((await create({ direction: "send", action: "block", value: "one-more.example" })).status).toBe(201);
   });
+
+  test("created at the same moment: the same entry twice is one 201 and one 409; four at the last place take it once", async () => {
+    const org = await seedOrganization(server.app);
+    for (let round = 0; round < 8; round++) {
+      const statuses = (await Promise.all([1, 2].map(() => create({ direction: "receive", action: "block", value: `twice${round}.example` }, org.apiKey)))).map((res) => res.status);
+      expect(statuses.sort()).toEqual([201, 409]);
+    }
+    const now = server.app.clock.now();
+    for (let i = 8; i < maxAccessRules - 1; i++) {
+      await queryRows(server.app, "INSERT INTO access_rules (id, organization_id, inbox_id, direction, action, value, created_at, updated_at) VALUES (?, ?, NULL, 'receive', 'block', ?, ?, ?)", newId("acr"), org.organizationId, `filler${i}.example`, now, now);
+    }
+    const last = await Promise.all([1, 2, 3, 4].map((n) => create({ direction: "send", action: "block", value: `last${n}.example` }, org.apiKey)));
+    expect(last.map((res) => res.status).sort()).toEqual([201, 422, 422, 422]);
+    expect((await queryRows<{ n: number }>(server.app, "SELECT count(*) AS n FROM access_rules WHERE organization_id = ?", org.organizationId))[0]!.n).toBe(maxAccessRules);
+  }, 60_000);
 });
 
 describe("GET and DELETE", () => {

@@ -32,6 +32,15 @@ const post = (path: string, body?: unknown, key = org.apiKey) => server.api.post
 const get = (path: string, key = org.apiKey) => server.api.get(path, key);
 const del = (path: string, key = org.apiKey) => server.api.delete(path, key);
 
+test("the same name added twice at the same moment: one 201 and one 409, never a 500", async () => {
+  const racers = await Promise.all(["Racer one", "Racer two"].map(async (name) => (await seedOrganization(server.app, name)).apiKey));
+  for (let round = 0; round < 10; round++) {
+    const name = `race${round}.example`;
+    const statuses = (await Promise.all(racers.map((key) => post("/v1/domains", { name }, key)))).map((res) => res.status);
+    expect({ name, statuses: statuses.sort() }).toEqual({ name, statuses: [201, 409] });
+  }
+}, 60_000);
+
 async function createDomain(name: string, key = org.apiKey) {
   const res = await post("/v1/domains", { name }, key);
   expect(res.status).toBe(201);

@@ -1,7 +1,7 @@
 /** Allow and block list entries per organization, some for one inbox only (../sqlite/access-rules.ts). */
 import { and, count, desc, eq, isNull, or, sql, type SQL } from "drizzle-orm";
 import type { AccessRuleFilter, AccessRulesStore } from "../store";
-import { renderedOnce, type PgDb } from "./db";
+import { lockKeys, renderedOnce, type PgDb } from "./db";
 import { accessRules } from "./schema/index";
 
 /** What applies to an inbox: read twice for each received message (./db.ts: renderedOnce). */
@@ -20,7 +20,13 @@ const filtered = (organizationId: string, filter: AccessRuleFilter): SQL | undef
     filter.inboxId === null ? isNull(accessRules.inboxId) : filter.inboxId ? eq(accessRules.inboxId, filter.inboxId) : undefined,
   );
 
-export function accessRulesStore(db: PgDb): AccessRulesStore {
+/**
+ * `inTransaction`: findSame takes the organization's rules until the commit, so that its check,
+ * the count after it and the insert are one transaction's at a time, as on the embedded engine
+ * (two nodes creating the same rule at once: a raw unique violation, a 500, for one of them; four
+ * at the 999th: 1,003 rules).
+ */
+export function accessRulesStore(db: PgDb, inTransaction: boolean): AccessRulesStore {
   return {
     async insert(row) {
       await db.insert(accessRules).values(row);
@@ -30,6 +36,7 @@ export function accessRulesStore(db: PgDb): AccessRulesStore {
       return row;
     },
     async findSame(row) {
+      await lockKeys(db, inTransaction, [`access_rules:${row.organizationId}`]);
       const [same] = await db
         .select()
         .from(accessRules)

@@ -6,10 +6,15 @@
 import { and, asc, desc, eq, lte, or, sql } from "drizzle-orm";
 import type { DomainRecord, InboxRecord } from "../records";
 import type { DomainChanges, DomainsStore } from "../store";
-import { firstRow, type PgDb } from "./db";
+import { firstRow, lockKeys, type PgDb } from "./db";
 import { domains, inboxes } from "./schema/index";
 
-export function domainsStore(db: PgDb): DomainsStore {
+/**
+ * `inTransaction`: findByName takes the name until the commit, so that a claim's check and its
+ * insert are one transaction's at a time, as on the embedded engine (two nodes adding one name
+ * at once: a raw unique violation, a 500 instead of 409, for one of them).
+ */
+export function domainsStore(db: PgDb, inTransaction: boolean): DomainsStore {
   return {
     async insert(row: DomainRecord): Promise<void> {
       await db.insert(domains).values(row);
@@ -19,6 +24,7 @@ export function domainsStore(db: PgDb): DomainsStore {
       return row;
     },
     async findByName(name: string): Promise<DomainRecord | undefined> {
+      await lockKeys(db, inTransaction, [`domains:${name.toLowerCase()}`]);
       const [row] = await db.select().from(domains).where(eq(domains.name, name));
       return row;
     },

@@ -68,7 +68,7 @@ const ORPHAN_AGE_MS = 60 * 60 * 1000;
 export type AggregateBuilders<T> = { [K in keyof T]: (db: PgDb, context: AggregateContext) => T[K] };
 
 const aggregateBuilders: AggregateBuilders<Aggregates> = {
-  accessRules: (db) => accessRulesStore(db),
+  accessRules: (db, { inTransaction }) => accessRulesStore(db, inTransaction),
   accounts: (db, { inTransaction }) => accountsStore(db, inTransaction),
   drafts: (db, { blobs, leases }) => draftsStore(db, blobs, leases),
   events: (db, context) => eventsStore(db, context),
