@@ -90,6 +90,19 @@ test("a received message is written once: each copy's source is its trace fields
   expect(await count(`blob_chunks WHERE blob_id = '${blobId}'`)).toBe(0);
 }, 30_000);
 
+test("a blob two inboxes' messages share, both inboxes deleted at the same moment: its chunks go with them", async () => {
+  const other = await seedOrganization(server.app, "Other side");
+  for (let round = 0; round < 6; round++) {
+    const [sender, recipient] = [await newInbox(), (await server.api.post("/v1/inboxes", {}, other.apiKey)).body as { id: string; email: string }];
+    // Over 256 KiB: the source is a blob, which the sent message and the recipient's copy share.
+    const sent = await server.api.post(`/v1/inboxes/${sender.id}/messages/send`, { to: [recipient.email], subject: "shared", text: "x".repeat(400 * 1024), html: "" }, apiKey);
+    expect(sent.status).toBe(201);
+    const deleted = await Promise.all([server.api.delete(`/v1/inboxes/${sender.id}`, apiKey), server.api.delete(`/v1/inboxes/${recipient.id}`, other.apiKey)]);
+    expect(deleted.map((res) => res.status)).toEqual([200, 200]);
+  }
+  expect(await unnamedChunks()).toBe(0);
+}, 60_000);
+
 test("an accepted message no copy keeps (a duplicate), or whose forged Authentication-Results the analysis took out, leaves no blob behind", async () => {
   const inbox = await newInbox();
   const raw = `From: a@example.net\r\nTo: ${inbox.email}\r\nSubject: twice\r\nMessage-ID: <twice@example.net>\r\n\r\nSent twice.\r\n`;

@@ -1,8 +1,10 @@
 /** The PostgreSQL engine's numbered SQL migrations, embedded in the executable as text. Append new files here in order. */
 import mail from "../../../migrations/postgres/0001_mail.sql" with { type: "text" };
 import delivery from "../../../migrations/postgres/0002_delivery.sql" with { type: "text" };
+import blobGoneLock from "../../../migrations/postgres/0003_blob_gone_lock.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_mail", sql: mail },
   { version: "0002_delivery", sql: delivery },
+  { version: "0003_blob_gone_lock", sql: blobGoneLock },
 ];
