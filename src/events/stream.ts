@@ -27,6 +27,13 @@ const RETRY_AFTER_SECONDS = 5;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const eventIdPattern = /^evt_[0-9a-f]{24}$/;
+/**
+ * The position of a stream that starts before any event it could name (none kept yet, or after
+ * a reset): an id below every event's. A client that loses the connection before the first event
+ * resumes from it and gets every event kept, where without a position it would start again at
+ * the newest and miss those committed while it reconnected.
+ */
+const beforeEveryEvent = `evt_${"0".repeat(24)}`;
 
 /** When newId made the event id: its first 12 hex digits are milliseconds (src/ids.ts). */
 const idTime = (id: string) => parseInt(id.slice(4, 16), 16);
@@ -108,8 +115,9 @@ export class EventStreams {
       if (request.inboxId !== undefined && !(await this.store.inboxes.find(organizationId, request.inboxId))) throw notFound("Inbox not found");
       // A resume id older than the retention period may have lost events after it to the purge:
       // the client is told (a `reset` event) and gets every event still kept.
-      const reset = resume !== undefined && idTime(resume.id) < this.clock.now() - this.settings.eventRetentionDays * DAY_MS;
-      const afterId = reset ? null : (resume?.id ?? (await this.store.events.newestId(organizationId)));
+      const fromTheStart = resume?.id === beforeEveryEvent;
+      const reset = resume !== undefined && !fromTheStart && idTime(resume.id) < this.clock.now() - this.settings.eventRetentionDays * DAY_MS;
+      const afterId = reset || fromTheStart ? null : (resume?.id ?? (await this.store.events.newestId(organizationId)));
       const stillAuthorized = () => organizationOfApiKey(this.store, request.apiKey, this.clock.now()).then((organization) => organization === organizationId, () => false);
       return stream.body({ organizationId, afterId, reset, types, inboxId: request.inboxId, stillAuthorized });
     } catch (error) {
@@ -176,7 +184,7 @@ class EventStream {
           this.controller = controller;
           // The position alone (an id without data dispatches nothing but sets the last event id,
           // §9.2.6): a client reconnecting before any event came resumes from here, missing none.
-          const position = start.afterId === null ? "" : `id: ${start.afterId}\n`;
+          const position = `id: ${start.afterId ?? beforeEveryEvent}\n`;
           this.write(`retry: ${RECONNECT_MS}\n${position}\n${start.reset ? resetText : ""}`);
         },
         pull: () =>

@@ -118,6 +118,19 @@ describe("a stream", () => {
     expect(payload((await resumed.waitForEvents(1))[0]!).data.id).toBe(missed.id);
   });
 
+  test("a stream of an organization with no event kept starts at a position below every event: resumed from it, nothing is missed and nothing is reset", async () => {
+    const empty = await seedOrganization(server.app, "No events yet");
+    const quiet = await open("/v1/events", empty.apiKey);
+    await quiet.waitForComment("ping");
+    expect(quiet.lastEventId).toBe(`evt_${"0".repeat(24)}`);
+    quiet.close();
+    const missed = await createInbox(empty.apiKey);
+    const resumed = await open("/v1/events", empty.apiKey, { "last-event-id": quiet.lastEventId! });
+    const [first] = await resumed.waitForEvents(1);
+    expect(first!.event).toBe("inbox.created");
+    expect(payload(first!).data.id).toBe(missed.id);
+  });
+
   test("?since= resumes alike, and Last-Event-ID wins over it", async () => {
     const stream = await open();
     const a = await createInbox();
