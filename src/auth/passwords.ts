@@ -13,9 +13,13 @@ export const passwordMinLength = 8;
 /** Long enough for any passphrase or manager-generated secret; refuses megabyte "passwords" before hashing. */
 export const passwordMaxLength = 1024;
 
-/** Throws 422 for a password too long to be worth hashing: a login can refuse it before any work. */
+/**
+ * Throws 422 for a password too long to be worth hashing: a login can refuse it before any work.
+ * Counted in code points, as the minimum is (an emoji is one character, two UTF-16 units); a
+ * string of more than twice as many units holds more code points anyway, and is not counted.
+ */
 export function refuseOverlongPassword(password: string) {
-  if (password.length > passwordMaxLength) throw invalid(`password: must be at most ${passwordMaxLength} characters`);
+  if (password.length > 2 * passwordMaxLength || [...password].length > passwordMaxLength) throw invalid(`password: must be at most ${passwordMaxLength} characters`);
 }
 
 /** Throws 422 naming the field unless a new password's length is within the rules (minimum in code points). */

@@ -88,6 +88,9 @@ describe("POST /auth/register", () => {
   test("a password of exactly 8 and of exactly 1024 characters is accepted", async () => {
     expect((await server.api.post("/auth/register", { ...valid(), password: "12345678" })).status).toBe(201);
     expect((await server.api.post("/auth/register", { ...valid(), password: "p".repeat(1024) })).status).toBe(201);
+    // Code points, as the minimum: 1,024 emoji are 2,048 UTF-16 units; one more is over.
+    expect((await server.api.post("/auth/register", { ...valid(), password: "😀".repeat(1024) })).status).toBe(201);
+    expect((await server.api.post("/auth/register", { ...valid(), password: "😀".repeat(1025) })).body).toEqual({ error: "password: must be at most 1024 characters" });
   });
 
   // Each row: what is wrong, the body change, and the field the 422 must name.
