@@ -2,7 +2,7 @@
 // threads and shows, via mailparser's simpleParser. Limits: see ./limits.
 
 import { Readable } from "node:stream";
-import { simpleParser, type AddressObject, type EmailAddress, type HeaderLines } from "mailparser";
+import { simpleParser, type AddressObject, type Attachment, type EmailAddress, type HeaderLines } from "mailparser";
 import { storableText } from "../store/storable-text";
 import { parseAddress } from "./address";
 import { BOUNDED_PARSER_OPTIONS, MAX_HTML_TO_TEXT_CHARS, asLimitError } from "./limits";
@@ -55,6 +55,16 @@ function* slices(pieces: readonly Buffer[]): Generator<Buffer> {
 }
 
 /**
+ * An attachment's media type as its part declares it (RFC 2045 §5). mailparser puts a guess from
+ * the file name in place of `application/octet-stream`: `page.html` sent as inert bytes came back
+ * `text/html`, an active type for whoever downloads it.
+ */
+function declaredType(attachment: Attachment): string {
+  const declared = attachment.headers.get("content-type") as { value?: unknown } | undefined;
+  return declared?.value === "application/octet-stream" ? declared.value : attachment.contentType;
+}
+
+/**
  * Parses one message. Bodies in any charset iconv-lite or encoding-japanese
  * know (ISO-8859-*, windows-125x, ISO-2022-JP, ...) come out as strings.
  * Rejects with MessageLimitError past the limits in ./limits; otherwise it is
@@ -89,7 +99,7 @@ export async function parseMessage(message: Buffer | readonly Buffer[]): Promise
     date: readableDate(headers) ? mail.date : undefined,
     attachments: mail.attachments.map((attachment) => ({
       filename: storableText(attachment.filename),
-      contentType: storableText(attachment.contentType),
+      contentType: storableText(declaredType(attachment)),
       content: attachment.content,
       contentId: storableText(attachment.cid),
       inline: attachment.contentDisposition === "inline",

@@ -146,9 +146,9 @@ describe("header injection", () => {
     expect(parsed.fromName).toBe("Alice Bcc: victim@evil.example X-Injected: yes body");
     expect(parsed.attachments).toHaveLength(1);
     expect(parsed.attachments[0].filename).toBe("a Bcc: victim@evil.example X-Injected: yes body.txt");
-    // The unreadable type was replaced; mailparser then guesses from the name.
+    // The unreadable type was replaced, and reads back as written (no guess from the name).
     expect(text).toContain("Content-Type: application/octet-stream; name=");
-    expect(parsed.attachments[0].contentType).toBe("text/plain");
+    expect(parsed.attachments[0].contentType).toBe("application/octet-stream");
     expect(parsed.attachments[0].content.toString()).toBe("x");
     expect(parsed.inReplyTo).toMatch(/^<[^\s<>]+>$/);
     expect(parsed.references).toHaveLength(1);

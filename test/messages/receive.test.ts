@@ -120,6 +120,18 @@ describe("storeReceivedMessage", () => {
     expect(message.attachments).toEqual([{ id: expect.stringMatching(/^att_/), name: "data.bin", contentType: "application/octet-stream", size: 4, inline: false, content: Buffer.from([0, 1, 2, 255]).toString("base64") }]);
   });
 
+  test("an attachment keeps the media type its part declares: application/octet-stream named page.html stays inert bytes", async () => {
+    const part = (type: string, name: string) => [`--b`, `Content-Type: ${type}; name="${name}"`, `Content-Disposition: attachment; filename="${name}"`, "", "<script>alert(1)</script>"];
+    const raw = Buffer.from(
+      ["From: sender@example.com", `To: ${inbox.email}`, "Subject: Typed files", "MIME-Version: 1.0", 'Content-Type: multipart/mixed; boundary="b"', "", "--b", "Content-Type: text/plain", "", "Two files.", ...part("application/octet-stream", "page.html"), ...part("text/html", "shown.html"), "--b--", ""].join("\r\n"),
+    );
+    const message = await receive(raw);
+    expect(message.attachments.map((attachment) => [attachment.name, attachment.contentType])).toEqual([
+      ["page.html", "application/octet-stream"],
+      ["shown.html", "text/html"],
+    ]);
+  });
+
   test("all or nothing: a failure leaves no thread, message or event behind", async () => {
     const count = async (table: string) => (await queryRow<{ n: number }>(server.app, `SELECT count(*) AS n FROM ${table}`))!.n;
     const before = await Promise.all(["threads", "messages", "events"].map(count));
