@@ -130,12 +130,15 @@ export async function updateDraft(app: App, organizationId: string, inboxId: str
 }
 
 /** Deleting a scheduled draft cancels its send; one being sent cannot be deleted until it settles (409). */
-export async function deleteDraft(app: App, organizationId: string, inboxId: string, draftId: string): Promise<void> {
-  await app.store.transaction(async (tx) => {
+/** Deletes the draft and returns it as it was, as every DELETE returns what it deleted. */
+export async function deleteDraft(app: App, organizationId: string, inboxId: string, draftId: string): Promise<Draft> {
+  return app.store.transaction(async (tx) => {
     const draft = await tx.drafts.find(organizationId, inboxId, draftId);
     if (!draft) throw notFound("Draft not found");
     if (draft.status === "sending") throw beingSent();
+    const attachments = await tx.drafts.attachmentSummaries([draft.id]);
     await tx.drafts.delete(organizationId, inboxId, draftId);
+    return presentDraft(draft, attachments);
   });
 }
 

@@ -104,7 +104,7 @@ describe("draft CRUD", () => {
     expect((await server.api.get(`${drafts(inbox.id)}/${ids[0]}`, key)).body).toEqual({ error: "Draft not found" });
   });
 
-  test("DELETE: 204, then 404; its attachments' staged blob goes with it", async () => {
+  test("DELETE: 200 with the draft as it was, then 404; its attachments' staged blob goes with it", async () => {
     const large = Buffer.alloc(300 * 1024, 7);
     const draft = (await create({ attachments: [{ content: large.toString("base64"), name: "big.bin" }] })).body;
     expect(draft.attachments).toEqual([{ name: "big.bin", contentType: "application/octet-stream", size: large.byteLength }]);
@@ -113,8 +113,8 @@ describe("draft CRUD", () => {
     expect(await chunks()).toBeGreaterThan(0);
     const before = await allChunks();
     const res = await server.api.delete(`${drafts()}/${draft.id}`, key);
-    expect(res.status).toBe(204);
-    expect(res.body).toBeUndefined();
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(draft);
     expect(await allChunks()).toBeLessThan(before);
     expect((await get(draft.id)).status).toBe(404);
     expect((await server.api.delete(`${drafts()}/${draft.id}`, key)).status).toBe(404);
@@ -146,7 +146,7 @@ describe("sending a draft", () => {
     expect(sent).toMatchObject({ status: "sent", messageId: res.body.id, failureReason: null });
     expect((await sendNow(draft.id)).body).toEqual({ error: `Draft was already sent (message ${res.body.id})` });
     expect((await patch(draft.id, { subject: "again" })).status).toBe(409);
-    expect((await server.api.delete(`${drafts()}/${draft.id}`, key)).status).toBe(204);
+    expect((await server.api.delete(`${drafts()}/${draft.id}`, key)).status).toBe(200);
   });
 
   test("a reply draft keeps its thread and goes out as a reply: recipients and subject filled in, In-Reply-To and References", async () => {
@@ -228,7 +228,7 @@ describe("scheduled send", () => {
     const deleted = await schedule("Cancelled by delete");
     const unscheduled = await schedule("Cancelled by unschedule");
     await schedule("Cancelled with its inbox", doomed.id);
-    expect((await server.api.delete(`${drafts()}/${deleted.id}`, key)).status).toBe(204);
+    expect((await server.api.delete(`${drafts()}/${deleted.id}`, key)).status).toBe(200);
     expect((await patch(unscheduled.id, { sendAt: null })).body).toMatchObject({ status: "draft", sendAt: null });
     expect((await server.api.delete(`/v1/inboxes/${doomed.id}`, key)).status).toBe(200);
     server.clock.advance(700_000);

@@ -294,7 +294,7 @@ describe("from source", () => {
       expect(refused.isError).toBe(true);
       expect(refused.structuredContent.status).toBe(422);
       expect((refused.content[0] as { text: string }).text).toContain("to");
-      expect(await ok(client, "delete_draft", { inboxId: to.id, draftId: empty.id })).toEqual({ done: true });
+      expect(await ok(client, "delete_draft", { inboxId: to.id, draftId: empty.id })).toMatchObject({ id: empty.id, status: "draft" });
       expect((await call(client, "get_draft", { inboxId: to.id, draftId: empty.id })).isError).toBe(true);
     });
 

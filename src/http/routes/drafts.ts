@@ -74,17 +74,10 @@ export const draftRoutes = (app: App) =>
       response: { 200: Draft, ...failures(401, ...bodyFailures, [404, "Inbox or draft not found"], [409, "The draft was sent or is being sent"]) },
       detail: { summary: "Change a draft's fields (attachments replace the old ones; null clears a field; sendAt schedules it, null unschedules it)" },
     })
-    .delete(
-      "/:draftId",
-      async ({ organizationId, params, set }) => {
-        await deleteDraft(app, organizationId, params.inboxId, params.draftId);
-        set.status = 204;
-      },
-      {
-        response: { 204: t.Void({ description: "Deleted; a scheduled send is cancelled" }), ...failures(401, [404, "Inbox or draft not found"], [409, "The draft is being sent"]) },
-        detail: { summary: "Delete a draft, which cancels its scheduled send" },
-      },
-    )
+    .delete("/:draftId", ({ organizationId, params }) => deleteDraft(app, organizationId, params.inboxId, params.draftId), {
+      response: { 200: Draft, ...failures(401, [404, "Inbox or draft not found"], [409, "The draft is being sent"]) },
+      detail: { summary: "Delete a draft, which cancels its scheduled send; returns it as it was" },
+    })
     .post("/:draftId/send", async ({ organizationId, params, set }) => created(set, await sendDraftNow(app, organizationId, params.inboxId, params.draftId)), {
       ...idempotentRoute,
       response: {
