@@ -58,11 +58,17 @@ export function openPayload(stored: string): OpenedPayload | null {
 
 /**
  * The payload whole, from what the engine read: the message's text and HTML (undefined: the
- * message is gone), and attachment contents by id (an attachment whose message was deleted since
- * keeps what it still has). Contents go last, where presentAttachment puts them.
+ * message is gone, and they are left out, as an optional field without a value is), and
+ * attachment contents by id (an attachment whose message was deleted since keeps what it still
+ * has). Contents go last, where presentAttachment puts them.
  */
 export function wholePayload({ payload, attachments }: OpenedPayload, bodies: Bodies | undefined, contents: ReadonlyMap<string, Uint8Array>): string {
-  for (const field of BODY_FIELDS) if (isStoredWithMessage(payload[field])) payload[field] = bodies?.[field] ?? null;
+  for (const field of BODY_FIELDS) {
+    if (!isStoredWithMessage(payload[field])) continue;
+    const body = bodies?.[field];
+    if (body === undefined || body === null) delete payload[field];
+    else payload[field] = body;
+  }
   for (const attachment of attachments) {
     const content = contents.get(attachment.id as string);
     if (content) attachment.content = Buffer.from(content.buffer, content.byteOffset, content.byteLength).toString("base64");

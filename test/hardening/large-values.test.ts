@@ -157,11 +157,12 @@ test("a message event is stored without the message's text and HTML, and its web
   }
 }, 30_000);
 
-test("a message deleted before its event is read: the event carries null text and HTML, the rest as it was", async () => {
+test("a message deleted before its event is read: the event leaves its text and HTML out, the rest as it was", async () => {
   const inbox = await newInbox();
   const message = await receiveWithBodies(inbox, "deleted");
   expect((await server.api.delete(`/v1/inboxes/${inbox.id}`, apiKey)).status).toBe(200);
-  expect(JSON.parse((await receivedEvents(inbox.id))[0]!.payload)).toEqual({ ...message, text: null, html: null });
+  const { text: _text, html: _html, ...withoutBodies } = message;
+  expect(JSON.parse((await receivedEvents(inbox.id))[0]!.payload)).toEqual(withoutBodies);
 }, 30_000);
 
 test("a declared SIZE above, at or below the real size: the message is stored byte for byte", async () => {
