@@ -9,6 +9,7 @@ import { Elysia, t } from "elysia";
 import type { App } from "../app";
 import { invalid } from "../errors";
 import { beginIdempotent, completeIdempotent, fingerprintOf, keyLifetimeMs, maxKeyLength } from "../idempotency/keys";
+import { currentRateLimit, rateLimitHeaders } from "../messages/rate-limit";
 
 /** The requests this process runs as the first with their key, until their response is recorded. */
 const running = new WeakMap<Request, { organizationId: string; key: string }>();
@@ -18,8 +19,11 @@ const keyDescription =
   "gets the first response again, with `Idempotent-Replayed: true`, and creates nothing; the same key with another request is 422, and while the first is still running 409. " +
   `Keys are per organization; 1 to ${maxKeyLength} printable ASCII characters, a UUID say (a quoted Structured Fields string is unquoted). Responses 429 and 5xx are not kept: a retry runs anew.`;
 
-export const idempotentRoute = {
-  idempotent: true,
+/** What a replayed response carries besides its first one's body: the send rate limit's headers, as they stand now, for the routes it counts. */
+type Replay = "plain" | "rateLimited";
+
+const idempotentRouteOf = <R extends Replay>(replay: R) => ({
+  idempotent: replay,
   headers: t.Object(
     {
       "idempotency-key": t.Optional(
@@ -29,7 +33,11 @@ export const idempotentRoute = {
     // The other headers stay: Elysia would otherwise drop those the schema does not list (Authorization).
     { additionalProperties: true },
   ),
-} as const;
+});
+
+export const idempotentRoute = idempotentRouteOf("plain");
+/** A send, reply, forward or draft send: its replay carries the RateLimit headers too, as the first response did (contract: "Both responses"). */
+export const idempotentSendRoute = idempotentRouteOf("rateLimited");
 
 /** The 409 of a route with an Idempotency-Key and no conflict of its own. */
 export const keyInUse = [409, "A request with this Idempotency-Key is still running"] as const;
@@ -42,7 +50,7 @@ function keyOf(value: string): string {
 
 export const idempotency = (app: App) =>
   new Elysia({ name: "idempotency" }).macro({
-    idempotent: {
+    idempotent: (replay: Replay) => ({
       async beforeHandle(context) {
         const header = context.headers["idempotency-key"];
         if (header === undefined) return;
@@ -51,7 +59,10 @@ export const idempotency = (app: App) =>
         const key = keyOf(header);
         if (key === "") throw invalid(`idempotency-key: must be 1 to ${maxKeyLength} printable ASCII characters`);
         const begun = await beginIdempotent(app, organizationId, key, fingerprintOf(context.request.method, context.path, context.body));
-        if (!begun.first) return new Response(new Uint8Array(begun.body), { status: begun.statusCode, headers: { "content-type": "application/json", "idempotent-replayed": "true" } });
+        if (!begun.first) {
+          const rateLimit = replay === "rateLimited" ? rateLimitHeaders(await currentRateLimit(app, organizationId, app.clock.now())) : {};
+          return new Response(new Uint8Array(begun.body), { status: begun.statusCode, headers: { "content-type": "application/json", "idempotent-replayed": "true", ...rateLimit } });
+        }
         running.set(context.request, { organizationId, key });
       },
       // After the handler or the app's error mapper, before the response leaves: a success and a
@@ -62,5 +73,5 @@ export const idempotency = (app: App) =>
         running.delete(request);
         await completeIdempotent(app, first.organizationId, first.key, typeof set.status === "number" ? set.status : 200, JSON.stringify(responseValue));
       },
-    },
+    }),
   });

@@ -38,6 +38,13 @@ function exhausted(limit: number, reset: number): ServiceError {
   return new ServiceError("rate_limited", tooManyRequests, { ...rateLimitHeaders({ limit, remaining: 0, reset }), "Retry-After": String(reset) });
 }
 
+/** The window as it stands, counting nothing: what a replayed send's response tells. */
+export async function currentRateLimit(app: App, organizationId: string, now: number): Promise<RateLimitState> {
+  const { start, reset } = currentWindow(now);
+  const limit = app.config.sendLimit;
+  return { limit, remaining: Math.max(0, limit - (await app.store.sendWindows.used(organizationId, start))), reset };
+}
+
 /** Refuses (429) when the window is already full, without counting: checked before the costly work. */
 export async function assertSendAllowed(app: App, organizationId: string, now: number): Promise<void> {
   const { start, reset } = currentWindow(now);

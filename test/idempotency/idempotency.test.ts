@@ -86,6 +86,17 @@ describe("Idempotency-Key on send", () => {
     expect(await sentWithSubject("Theirs")).toBe(1);
   });
 
+  test("a replayed send carries the RateLimit headers as they stand now, as its first response did", async () => {
+    const idempotencyKey = newKey();
+    const first = await post(sendPath(), validSend({ to: [colleague.email], subject: "Counted once" }), idempotencyKey);
+    expect(first.status).toBe(201);
+    const replayed = await post(sendPath(), validSend({ to: [colleague.email], subject: "Counted once" }), idempotencyKey);
+    expect(replayed.headers.get("idempotent-replayed")).toBe("true");
+    // Nothing was counted again: the same limit, policy and remaining sends; the reset is a moment later.
+    for (const name of ["ratelimit-limit", "ratelimit-remaining", "ratelimit-policy"]) expect({ name, value: replayed.headers.get(name) }).toEqual({ name, value: first.headers.get(name) });
+    expect(Number(replayed.headers.get("ratelimit-reset"))).toBeGreaterThan(0);
+  });
+
   test("the key: 1 to 255 printable ASCII characters (422 past either edge); a quoted Structured Fields string is the same key", async () => {
     const body = (subject: string) => validSend({ to: [colleague.email], subject });
     expect((await post(sendPath(), body("Long key"), "k".repeat(255))).status).toBe(201);

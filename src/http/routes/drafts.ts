@@ -4,7 +4,7 @@ import type { App } from "../../app";
 import { createDraft, deleteDraft, getDraft, listDrafts, sendDraftNow, updateDraft } from "../../drafts/service";
 import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
-import { idempotency, idempotentRoute } from "../idempotency";
+import { idempotency, idempotentSendRoute } from "../idempotency";
 import { labelList } from "../labels";
 import { security } from "../openapi";
 import { addresses, attachmentsField, text } from "../outgoing-fields";
@@ -79,7 +79,7 @@ export const draftRoutes = (app: App) =>
       detail: { summary: "Delete a draft, which cancels its scheduled send; returns it as it was" },
     })
     .post("/:draftId/send", async ({ organizationId, params, set }) => created(set, await sendDraftNow(app, organizationId, params.inboxId, params.draftId)), {
-      ...idempotentRoute,
+      ...idempotentSendRoute,
       response: {
         201: rateLimited(Message),
         ...failures(401, [404, "Inbox, draft or the message it answers not found"], [409, "The draft was sent or is being sent, or a request with this Idempotency-Key is still running"], [422, "The draft lacks to, subject or text and html: `error` names them"], [429, "Too many requests, please try again later."]),

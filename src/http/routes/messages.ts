@@ -12,7 +12,7 @@ import { getAttachment, getMessage, getMessageSource, listMessages } from "../..
 import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
 import { downloadHeaders } from "../download";
-import { idempotency, idempotentRoute, keyInUse } from "../idempotency";
+import { idempotency, idempotentSendRoute, keyInUse } from "../idempotency";
 import { security } from "../openapi";
 import { paged, paginationQuery } from "../pagination";
 import { labelList, labelQuery } from "../labels";
@@ -69,19 +69,19 @@ export const messageRoutes = (app: App) =>
     .use(apiKeyGuard(app))
     .use(idempotency(app))
     .post("/send", async ({ organizationId, params, body, set }) => created(set, await sendMessage(app, organizationId, params.inboxId, body)), {
-      ...idempotentRoute,
+      ...idempotentSendRoute,
       body: sendBody,
       response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox not found"], keyInUse, [429, "Too many requests, please try again later."]) },
       detail: { summary: `Send a new message in a new thread (at most ${maxRecipients} recipients in all); rate-limited` },
     })
     .post("/:messageId/reply", async ({ organizationId, params, body, set }) => created(set, await replyToMessage(app, organizationId, params.inboxId, params.messageId, body)), {
-      ...idempotentRoute,
+      ...idempotentSendRoute,
       body: replyBody,
       response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox or message not found"], keyInUse, [429, "Too many requests, please try again later."]) },
       detail: { summary: "Reply in the message's thread, to its sender (or to its recipients for a message the inbox sent; with replyAll, also to its other recipients); rate-limited" },
     })
     .post("/:messageId/forward", async ({ organizationId, params, body, set }) => created(set, await forwardMessage(app, organizationId, params.inboxId, params.messageId, body)), {
-      ...idempotentRoute,
+      ...idempotentSendRoute,
       body: forwardRequestBody,
       response: { 201: rateLimited(Message), ...failures(401, ...bodyFailures, [404, "Inbox or message not found"], keyInUse, [429, "Too many requests, please try again later."]) },
       detail: { summary: "Forward the message, its attachments included, with an optional note, as a new message in a new thread (subject Fwd: ...); rate-limited" },
