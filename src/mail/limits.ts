@@ -45,9 +45,13 @@ export const BOUNDED_PARSER_OPTIONS: BoundedParserOptions = {
   maxHeadSize: MAX_HEADER_BYTES,
   maxChildNodes: MAX_MIME_PARTS,
   // Converted separately, with MAX_HTML_TO_TEXT_CHARS: mailparser's own bound
-  // (maxHtmlLengthToParse) rejects the whole message instead.
+  // (maxHtmlLengthToParse) rejects the whole message instead. An HTML part
+  // beside text parts is converted by the parser, from as many characters
+  // (patches/mailparser+3.9.31.patch: it was left out of the text version).
   skipHtmlToText: true,
-  // textAsHtml is not used, and building it runs linkify over the text.
+  maxHtmlLengthToParse: MAX_HTML_TO_TEXT_CHARS,
+  // textAsHtml is not used, and building it runs linkify over the text; a text
+  // part beside HTML parts is still escaped into the HTML version (the patch).
   skipTextToHtml: true,
   // The stored HTML stays as sent: inlining cid: images as data: URLs would
   // copy every inline image into the HTML.

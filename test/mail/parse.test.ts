@@ -97,6 +97,45 @@ describe("parseMessage: bodies", () => {
     expect(parsed.attachments[0].content.toString()).toBe("%PDF-1.4\n");
   });
 
+  test("parts that are no alternatives of each other (mixed) are all in both versions: an HTML body with a text footer, two texts beside an HTML part", async () => {
+    const mixed = (...parts: string[]) =>
+      parseMessage(message("From: a@example.com\nContent-Type: multipart/mixed; boundary=b\n\n", ...parts.map((part) => `--b\n${part}\n`), "--b--\n"));
+    const footer = "Content-Type: text/plain; charset=utf-8\n\nlist footer: unsubscribe at https://x.test/ <now>";
+    const withFooter = await mixed("Content-Type: text/html; charset=utf-8\n\n<p>The main <b>announcement</b> body</p>", footer);
+    expect(withFooter.text).toContain("The main announcement body");
+    expect(withFooter.text).toContain("list footer: unsubscribe");
+    expect(withFooter.html).toContain("<p>The main <b>announcement</b> body</p>");
+    // The text part escaped into the HTML, not linkified (textAsHtml is not built).
+    expect(withFooter.html).toContain("list footer: unsubscribe at https://x.test/ &lt;now&gt;");
+    expect(withFooter.html).not.toContain("<a href");
+
+    const twoTexts = await mixed("Content-Type: text/plain\n\nfirst text", "Content-Type: text/plain\n\nsecond text", "Content-Type: text/html\n\n<p>html part</p>");
+    for (const words of ["first text", "second text"]) expect(twoTexts.html).toContain(words);
+    expect(twoTexts.text).toContain("html part");
+
+    // Within an alternative each version is whole already: nothing is added across.
+    const alternative = await parseMessage(
+      message(
+        "From: a@example.com\nContent-Type: multipart/alternative; boundary=a\n\n",
+        "--a\nContent-Type: text/plain\n\nplain version\n",
+        "--a\nContent-Type: text/html\n\n<p>html version</p>\n",
+        "--a--\n",
+      ),
+    );
+    expect(alternative.text).not.toContain("html version");
+    expect(alternative.html).not.toContain("plain version");
+  });
+
+  test("an HTML part beside text parts becomes text from its first MAX_HTML_TO_TEXT_CHARS characters only", async () => {
+    const html = `<p>${"a".repeat(MAX_HTML_TO_TEXT_CHARS)}</p><p>TAIL</p>`;
+    const parsed = await parseMessage(
+      message("From: a@example.com\nContent-Type: multipart/mixed; boundary=b\n\n", "--b\nContent-Type: text/plain\n\nintro\n", `--b\nContent-Type: text/html\n\n${html}\n`, "--b--\n"),
+    );
+    expect(parsed.text).toContain("intro");
+    expect(parsed.text).not.toContain("TAIL");
+    expect(parsed.html).toContain("TAIL");
+  });
+
   test("text-only message has no html", async () => {
     const parsed = await parseMessage(message("From: a@example.com\nContent-Type: text/plain\n\nJust text, https://example.com.\n"));
     expect(parsed.text?.trim()).toBe("Just text, https://example.com.");
