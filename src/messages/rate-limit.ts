@@ -47,9 +47,8 @@ export async function currentRateLimit(app: App, organizationId: string, now: nu
 
 /** Refuses (429) when the window is already full, without counting: checked before the costly work. */
 export async function assertSendAllowed(app: App, organizationId: string, now: number): Promise<void> {
-  const { start, reset } = currentWindow(now);
-  const limit = app.config.sendLimit;
-  if ((await app.store.sendWindows.used(organizationId, start)) >= limit) throw exhausted(limit, reset);
+  const { limit, remaining, reset } = await currentRateLimit(app, organizationId, now);
+  if (remaining === 0) throw exhausted(limit, reset);
 }
 
 /** Counts one send, or refuses (429). Call inside the transaction that stores the send. */
