@@ -19,15 +19,16 @@ type Statements = ReturnType<typeof messageSearchStore>;
 type Run = <T>(statements: () => T) => Promise<T>;
 
 /**
- * Reads windows from `before` down, each into `collect`, until it says it has enough or the first
- * message is passed. `collect` is given the window and how many rows it still wants.
+ * The rows of windows from `before` down, read by `read` (given the window and how many rows are
+ * still wanted), until there are `wanted` or the first message is passed.
  */
-async function readWindows(before: number, wanted: number, collect: (window: RowidWindow, limit: number) => Promise<number>): Promise<void> {
-  let left = wanted;
-  for (let end = before; end > 0 && left > 0; end -= SEARCH_WINDOW_ROWIDS) {
+async function readWindows<Row>(before: number, wanted: number, read: (window: RowidWindow, limit: number) => Promise<Row[]>): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (let end = before; end > 0 && rows.length < wanted; end -= SEARCH_WINDOW_ROWIDS) {
     if (end !== before) await takeTurn();
-    left -= await collect({ lowest: Math.max(0, end - SEARCH_WINDOW_ROWIDS), before: end }, left);
+    rows.push(...(await read({ lowest: Math.max(0, end - SEARCH_WINDOW_ROWIDS), before: end }, wanted - rows.length)));
   }
+  return rows;
 }
 
 /** `caughtUp`: indexes what waits for the index, so that a search sees every message committed before it. */
@@ -38,12 +39,7 @@ export function windowedSearch(statements: Statements, run: Run, caughtUp: () =>
     summaries: (messageIds) => run(() => statements.summaries(messageIds)),
     async containing(inboxId, text, page, per, extra = 0, label) {
       await caughtUp();
-      const ids: string[] = [];
-      await readWindows(await run(() => statements.rowidEnd()), page * per + extra, async (window, limit) => {
-        const found = await run(() => statements.containingIn(inboxId, text, window, limit, label));
-        ids.push(...found);
-        return found.length;
-      });
+      const ids = await readWindows(await run(() => statements.rowidEnd()), page * per + extra, (window, limit) => run(() => statements.containingIn(inboxId, text, window, limit, label)));
       return run(() => statements.summaries(ids.slice((page - 1) * per)));
     },
     async walk(inboxId, requirement, after, limit, label) {
@@ -51,14 +47,8 @@ export function windowedSearch(statements: Statements, run: Run, caughtUp: () =>
       const match = requirement && ftsQuery(requirement);
       if (!match) return run(() => statements.scan(inboxId, after, limit, label));
       await caughtUp();
-      const rows: Awaited<ReturnType<MessageSearchStore["walk"]>> = [];
       const before = after === undefined ? await run(() => statements.rowidEnd()) : (after as unknown as Position).rowid;
-      await readWindows(before, limit, async (window, left) => {
-        const found = await run(() => statements.candidatesIn(inboxId, match, window, left, label));
-        rows.push(...found);
-        return found.length;
-      });
-      return rows;
+      return readWindows(before, limit, (window, left) => run(() => statements.candidatesIn(inboxId, match, window, left, label)));
     },
   };
 }
