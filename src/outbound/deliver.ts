@@ -32,6 +32,8 @@ export interface RecipientOutcome {
   reply: string;
   /** The host that answered, as `name [address]`, when one did. */
   host?: string;
+  /** It refused the recipient at RCPT TO: only such a refusal may suppress the address. */
+  refusedAtRcpt?: boolean;
 }
 
 export interface DeliveryContext {
@@ -157,7 +159,8 @@ export async function transmitJob(context: DeliveryContext, prepared: PreparedJo
   return outcomes.concat(
     pending.map(({ delivery, address }) => {
       const answer = answers.get(address)!;
-      return { delivery, kind: answer.accepted ? "delivered" : answer.permanent ? "bounced" : "deferred", reply: answer.reply, host: transaction.host };
+      const kind = answer.accepted ? "delivered" : answer.permanent ? "bounced" : "deferred";
+      return { delivery, kind, reply: answer.reply, host: transaction.host, refusedAtRcpt: answer.refusedAtRcpt };
     }),
   );
 }

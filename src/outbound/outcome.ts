@@ -47,7 +47,7 @@ export async function recordOutcomes(app: App, tx: Transaction, outcomes: Recipi
   const messages = new Set<string>();
   await recordAcceptances(tx, outcomes, finishedAt);
   for (const outcome of outcomes) {
-    const { delivery, kind, reply } = outcome;
+    const { delivery, kind, reply, refusedAtRcpt } = outcome;
     messages.add(delivery.messageId);
     if (kind === "delivered") {
       await tx.deliveries.finishAccepted(delivery.id, finishedAt);
@@ -70,7 +70,7 @@ export async function recordOutcomes(app: App, tx: Transaction, outcomes: Recipi
     }
     await setDelivery(tx, delivery.id, kind, reply, null, finishedAt);
     logAttempt(app, outcome, kind);
-    if (kind === "bounced" && isHardBounce(reply)) await suppress(tx, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, finishedAt);
+    if (kind === "bounced" && refusedAtRcpt && isHardBounce(reply)) await suppress(tx, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, finishedAt);
   }
   for (const messageId of messages) await settleMessage(tx, messageId, finishedAt);
 }

@@ -37,17 +37,21 @@ export function lastTryDueAt(retryDelaysSeconds: readonly number[], attempts: nu
 /** RFC 3463 §2 status-code, as servers put it right after the reply code: "550 5.1.1 ...". */
 const ENHANCED_STATUS = /^\d{3}[ -]([245])\.(\d{1,3})\.(\d{1,3})\b/;
 
+/** RFC 3463 §3.2: X.1.7 and X.1.8 say the sender's address is bad, not the recipient's. */
+const SENDER_ADDRESS_DETAILS = new Set(["7", "8"]);
+
 /**
- * A permanent failure that says the address itself is bad, so that later mail to it is suppressed:
- * RFC 3463 X.1.x (addressing: no such mailbox, no such domain) and X.2.1 (mailbox disabled). A
+ * A permanent refusal of a recipient (a RCPT TO reply, or a DSN's status for it) that says the
+ * address itself is bad, so that later mail to it is suppressed: RFC 3463 X.1.x (addressing: no
+ * such mailbox, no such domain) but for the sender's address, and X.2.1 (mailbox disabled). A
  * message refused for its content, size or a policy (X.2.3, X.3.x, X.6.x, X.7.x ...) is a bounce
- * of that message only. A 5xx without an enhanced code counts as a dead address, as most are.
+ * of that message only. A 5xx without an enhanced code counts as a dead address, as most at RCPT are.
  */
 export function isHardBounce(reply: string): boolean {
   const match = ENHANCED_STATUS.exec(reply.trim());
   if (!match) return /^5\d\d/.test(reply.trim());
   const [, klass, subject, detail] = match;
-  return klass === "5" && (subject === "1" || (subject === "2" && detail === "1"));
+  return klass === "5" && ((subject === "1" && !SENDER_ADDRESS_DETAILS.has(detail!)) || (subject === "2" && detail === "1"));
 }
 
 /** The same test on a bare RFC 3463 status of a DSN ("5.1.1"). */

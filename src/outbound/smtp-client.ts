@@ -60,6 +60,11 @@ export interface RecipientAnswer {
   permanent: boolean;
   /** The server's reply, or what went wrong without one. */
   reply: string;
+  /**
+   * The reply refused this recipient's RCPT TO: the one reply that can say the address is bad. A
+   * refused MAIL FROM or message data speaks of the sender or the message (RFC 5321 §3.3).
+   */
+  refusedAtRcpt: boolean;
 }
 
 export type TransactionResult =
@@ -136,7 +141,7 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
           connection.send(envelope, raw, (error, result) => (error ? reject(error) : resolve(result))),
         );
         busy = false;
-        return { kind: "answered", recipients: answersOf(recipients, info.rejectedErrors ?? [], { accepted: true, permanent: false, reply: info.response }) };
+        return { kind: "answered", recipients: answersOf(recipients, info.rejectedErrors ?? [], { accepted: true, permanent: false, reply: info.response, refusedAtRcpt: false }) };
       } catch (error) {
         const failure = error as NodemailerError;
         if (failure.responseCode === undefined) {
@@ -146,9 +151,9 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
           }
           // Refused before sending (RFC 1870 §6: larger than the server's SIZE), for good.
           busy = !(await resetSession(connection));
-          return { kind: "answered", recipients: recipients.map((recipient) => ({ recipient, accepted: false, permanent: true, reply: localRefusal(failure) })) };
+          return { kind: "answered", recipients: recipients.map((recipient) => ({ recipient, accepted: false, permanent: true, reply: localRefusal(failure), refusedAtRcpt: false })) };
         }
-        const whole = { accepted: false, permanent: failure.permanent === true, reply: oneLine(failure.response ?? failure.message) };
+        const whole = { accepted: false, permanent: failure.permanent === true, reply: oneLine(failure.response ?? failure.message), refusedAtRcpt: false };
         // A refused MAIL FROM refuses every recipient; otherwise those refused at RCPT keep their own answer.
         const perRecipient = failure.command === "MAIL FROM" ? [] : (failure.rejectedErrors ?? envelope.rejectedErrors ?? []);
         if (failure.responseCode === 421) broken = true;
@@ -196,7 +201,7 @@ function answersOf(recipients: string[], rejected: NodemailerError[], others: Om
   return recipients.map((recipient) => {
     const refusal = byRecipient.get(recipient);
     if (!refusal) return { recipient, ...others };
-    return { recipient, accepted: false, permanent: refusal.permanent === true, reply: oneLine(refusal.response ?? refusal.message) };
+    return { recipient, accepted: false, permanent: refusal.permanent === true, reply: oneLine(refusal.response ?? refusal.message), refusedAtRcpt: true };
   });
 }
 

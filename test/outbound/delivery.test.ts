@@ -194,6 +194,27 @@ describe("suppression", () => {
     expect((await sendAndRun({ to: ["carol@remote.test"] })).status).toBe("delivered");
   });
 
+  test("a refused sender (MAIL FROM 5.1.8) or a refused message (554 at the data, no enhanced code) bounces it and suppresses no recipient", async () => {
+    const suppressed = async () => (await w.server.api.get("/v1/suppressions", w.apiKey)).body.map((s: any) => s.address);
+    w.refusals.mailFrom = { code: 550, message: "5.1.8 Sender address rejected: Domain not found" };
+    const refusedSender = await sendAndRun({ to: ["gus@remote.test", "hal@remote.test"] });
+    delete w.refusals.mailFrom;
+    expect(refusedSender.status).toBe("bounced");
+    expect(refusedSender.deliveries.map((d: any) => [d.status, d.lastResponse])).toEqual([
+      ["bounced", "550 5.1.8 Sender address rejected: Domain not found"],
+      ["bounced", "550 5.1.8 Sender address rejected: Domain not found"],
+    ]);
+
+    w.refusals.data = { code: 554, message: "Message rejected as spam" };
+    const refusedMessage = await sendAndRun({ to: ["ida@remote.test"] });
+    delete w.refusals.data;
+    expect(refusedMessage.status).toBe("bounced");
+    expect(refusedMessage.deliveries[0]).toMatchObject({ status: "bounced", lastResponse: "554 Message rejected as spam" });
+    expect(await suppressed()).not.toEqual(expect.arrayContaining([expect.stringMatching(/^(gus|hal|ida)@/)]));
+    // The same refusals reach them no more: the next message to each is delivered.
+    expect((await sendAndRun({ to: ["gus@remote.test", "hal@remote.test", "ida@remote.test"] })).status).toBe("delivered");
+  });
+
   test("suppressions belong to one organization: another's key sees none, and 401 without a key", async () => {
     const other = (await w.server.api.post("/auth/register", { firstName: "O", lastName: "T", username: "other-org@example.com", password: "correct horse battery staple" })).body;
     expect((await w.server.api.get("/v1/suppressions", other.apiKey.key)).body).toEqual([]);

@@ -18,6 +18,8 @@ export interface OutboundWorld {
   rcptLog: string[];
   /** How the sink answers RCPT TO for an address; unset: accepted. */
   answers: Map<string, SmtpRejection | (() => SmtpRejection | undefined)>;
+  /** How the sink answers every MAIL FROM, or every message's data, while set; unset: accepted. */
+  refusals: { mailFrom?: SmtpRejection; data?: SmtpRejection };
   send(body: Record<string, unknown>): Promise<any>;
   message(id: string): Promise<any>;
   /** Event types recorded for a message, oldest first. */
@@ -38,8 +40,11 @@ export async function startOutboundWorld(options: WorldOptions = {}): Promise<Ou
   const dns = await startDnsServer();
   const rcptLog: string[] = [];
   const answers = new Map<string, SmtpRejection | (() => SmtpRejection | undefined)>();
+  const refusals: OutboundWorld["refusals"] = {};
   const sink = await startSmtpSink({
     tls: true,
+    mailFromResponse: () => refusals.mailFrom,
+    dataResponse: () => refusals.data,
     ...options.sink,
     respond(rcpt) {
       rcptLog.push(rcpt);
@@ -72,6 +77,7 @@ export async function startOutboundWorld(options: WorldOptions = {}): Promise<Ou
     inbox,
     rcptLog,
     answers,
+    refusals,
     async send(body) {
       const res = await server.api.request("POST", `/v1/inboxes/${inbox.id}/messages/send`, { token: apiKey, body: { subject: "Hello", text: "Hi there.", html: "<p>Hi there.</p>", ...body } });
       if (res.status !== 201) throw new Error(`send: ${res.status} ${JSON.stringify(res.body)}`);

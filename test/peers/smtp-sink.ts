@@ -13,6 +13,7 @@ export type SmtpSinkOptions = {
   tls?: boolean; // offer STARTTLS with a self-signed certificate for "localhost"
   certificate?: PemCertificate; // the STARTTLS certificate instead (with tls)
   auth?: { user: string; pass: string }; // require AUTH PLAIN/LOGIN with these credentials
+  mailFromResponse?: (address: string) => SmtpRejection | undefined; // answer MAIL FROM; undefined accepts
   respond?: (rcpt: string) => SmtpRejection | undefined; // answer RCPT TO; undefined accepts
   dataResponse?: (message: SinkMessage) => SmtpRejection | undefined; // answer the DATA; undefined accepts
 };
@@ -63,7 +64,9 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
       }
       callback(rejection({ code: 535, message: "5.7.8 Authentication credentials invalid" }));
     },
-    onMailFrom(_address, session, callback) {
+    onMailFrom(address, session, callback) {
+      const answer = options.mailFromResponse?.(address.address);
+      if (answer) return callback(rejection(answer));
       latest.set(session.id, []);
       callback();
     },
