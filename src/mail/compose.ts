@@ -169,10 +169,11 @@ function hasLongerWord(text: string): boolean {
 
 /**
  * A subject with a word too long for a line goes out as encoded words (RFC 2047 §2), which may
- * be cut anywhere and folded between: readers show the same text. A non-ASCII one the composer
- * encodes and cuts itself.
+ * be cut anywhere and folded between: readers show the same text. So does one holding "=?": as
+ * it is, a reader would decode what reads as an encoded word in it (§5) and show other text than
+ * the sender's. A non-ASCII one the composer encodes and cuts itself.
  */
-const foldableSubject = (subject: string) => (hasLongerWord(subject) ? encodeWord(subject, "B", 52) : subject);
+const foldableSubject = (subject: string) => (hasLongerWord(subject) || subject.includes("=?") ? encodeWord(subject, "B", 52) : subject);
 
 /**
  * `<id>` with no whitespace or control characters inside. Ids read from received mail may lack

@@ -120,6 +120,15 @@ describe("header injection", () => {
     }
   });
 
+  test("RFC 2047 §5: a subject that holds what reads as an encoded word goes out encoded, so readers show its text as given", async () => {
+    for (const subject of ["Invoice =?utf-8?B?UGFpZA==?= pending", "=?iso-8859-1?Q?caf=E9?=", "a =? b ?= c"]) {
+      for (const extra of [{}, { attachments: [{ filename: "a.bin", content: Buffer.from("x") }] }]) {
+        const parsed = await parseMessage(await composeMessage({ ...base, ...extra, subject }));
+        expect(parsed.subject).toBe(subject);
+      }
+    }
+  });
+
   test("CR, LF and NUL in subject, display name, filename and ids add no header", async () => {
     const raw = await composeMessage({
       ...base,
