@@ -68,7 +68,8 @@ export async function recordOutcomes(app: App, tx: Transaction, outcomes: Recipi
       }
       continue;
     }
-    await setDelivery(tx, delivery.id, kind, reply, null, finishedAt);
+    // Rejected: it could not be tried (docs/outbound-delivery.md), so the try its claim counted was none.
+    await setDelivery(tx, delivery.id, kind, reply, null, finishedAt, kind === "rejected" ? delivery.attempts - 1 : undefined);
     logAttempt(app, outcome, kind);
     if (kind === "bounced" && refusedAtRcpt && isHardBounce(reply)) await suppress(tx, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, finishedAt);
   }
@@ -82,8 +83,8 @@ function logAttempt(app: App, { delivery, reply, host }: RecipientOutcome, outco
   log("delivery attempt", { messageId: delivery.messageId, domain: delivery.domain, attempt: delivery.attempts, mx: host ?? null, outcome, reply, ...next });
 }
 
-function setDelivery(tx: Transaction, id: string, status: DeliveryStatus, lastResponse: string, nextAttemptAt: number | null, now: number) {
-  return tx.deliveries.update({ id, status, lastResponse, nextAttemptAt, now });
+function setDelivery(tx: Transaction, id: string, status: DeliveryStatus, lastResponse: string, nextAttemptAt: number | null, now: number, attempts?: number) {
+  return tx.deliveries.update({ id, status, lastResponse, nextAttemptAt, now, attempts });
 }
 
 /** The message status its deliveries call for now, if it may move there. */

@@ -210,6 +210,8 @@ export interface DeliveryUpdate {
   lastResponse: string;
   /** Null once the delivery is final. */
   nextAttemptAt: number | null;
+  /** The tries made, when fewer than counted: a try claimed (recordAttempt) but never made. */
+  attempts?: number;
   now: number;
 }
 

@@ -235,7 +235,7 @@ describe("routing (RFC 5321 §5.1)", () => {
     w.dns.set("nullmx.test", "MX", [{ exchange: ".", priority: 0 }]);
     const message = await sendAndRun({ to: ["hal@nullmx.test"] });
     expect(message.status).toBe("rejected");
-    expect(message.deliveries[0]).toMatchObject({ status: "rejected", lastResponse: expect.stringContaining("null MX") });
+    expect(message.deliveries[0]).toMatchObject({ status: "rejected", attempts: 0, lastResponse: expect.stringContaining("null MX") });
     expect(await w.events(message.id)).toEqual(["message.sent", "message.rejected"]);
     expect(rcptCount("hal@nullmx.test")).toBe(0);
   });
@@ -243,7 +243,7 @@ describe("routing (RFC 5321 §5.1)", () => {
   test("a domain that does not exist is rejected; a DNS failure is retried", async () => {
     const missing = await sendAndRun({ to: ["ivy@nowhere.test"] });
     expect(missing.status).toBe("rejected");
-    expect(missing.deliveries[0].lastResponse).toContain("nowhere.test does not exist");
+    expect(missing.deliveries[0]).toMatchObject({ attempts: 0, lastResponse: expect.stringContaining("nowhere.test does not exist") });
 
     w.mx("flaky.test");
     w.dns.failNext("flaky.test", "SERVFAIL", 2); // both rounds of the resolver's first look-up
@@ -252,6 +252,14 @@ describe("routing (RFC 5321 §5.1)", () => {
     w.server.clock.advance(67_000);
     await w.queue.runDueNow();
     expect((await w.message(flaky.id)).status).toBe("delivered");
+
+    // Tried once (the look-up failed), then found not to exist: one try made.
+    w.dns.failNext("vanished.test", "SERVFAIL", 2);
+    const vanished = await sendAndRun({ to: ["kay@vanished.test"] });
+    expect(vanished.deliveries[0]).toMatchObject({ status: "queued", attempts: 1 });
+    w.server.clock.advance(67_000);
+    await w.queue.runDueNow();
+    expect((await w.message(vanished.id)).deliveries[0]).toMatchObject({ status: "rejected", attempts: 1, lastResponse: expect.stringContaining("vanished.test does not exist") });
   });
 
   test("the preferred MX refusing connections, the next one takes the message", async () => {

@@ -22,7 +22,7 @@ test("an MX on 127.0.0.1 is refused: the recipient is rejected with the reason, 
   expect(message.status).toBe("rejected");
   expect(message.deliveries[0]).toMatchObject({
     status: "rejected",
-    attempts: 1,
+    attempts: 0,
     lastResponse: "rejected: no mail server of this domain may be connected to: mx.loopback.test resolves to a private, loopback, link-local or reserved address (127.0.0.1)",
   });
   expect(await w.events(message.id)).toContain("message.rejected");

@@ -110,7 +110,8 @@ export function deliveriesStore(db: PgDb, blobs: PgBlobs, leases: Leases): Deliv
     },
     async update(change: DeliveryUpdate): Promise<void> {
       await db.execute(sql`
-        UPDATE deliveries SET status = ${change.status}, last_response = ${change.lastResponse}, next_attempt_at = ${change.nextAttemptAt}, claimed_by = NULL, lease_until = NULL, updated_at = ${change.now}
+        UPDATE deliveries SET status = ${change.status}, last_response = ${change.lastResponse}, next_attempt_at = ${change.nextAttemptAt}, claimed_by = NULL, lease_until = NULL, updated_at = ${change.now},
+          attempts = COALESCE(${change.attempts ?? null}::integer, attempts)
         WHERE id = ${change.id}`);
     },
     /**

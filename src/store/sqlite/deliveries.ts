@@ -52,8 +52,8 @@ export const deliveriesStore = (db: Db, blobs: BlobStore) => {
   const releaseAttempt = sqlite.query<never, [string, number, number]>(
     "UPDATE deliveries SET attempts = attempts - 1, next_attempt_at = ?2, updated_at = ?3 WHERE id = ?1 AND status = 'queued'",
   );
-  const update = sqlite.query<never, [string, string, string, number | null, number]>(
-    "UPDATE deliveries SET status = ?2, last_response = ?3, next_attempt_at = ?4, updated_at = ?5 WHERE id = ?1",
+  const update = sqlite.query<never, [string, string, string, number | null, number, number | null]>(
+    "UPDATE deliveries SET status = ?2, last_response = ?3, next_attempt_at = ?4, updated_at = ?5, attempts = COALESCE(?6, attempts) WHERE id = ?1",
   );
   const markAccepted = sqlite.query<never, [string, string, number]>(
     "UPDATE deliveries SET status = 'delivered', last_response = ?2, next_attempt_at = ?3, updated_at = ?3 WHERE id = ?1 AND status = 'queued'",
@@ -116,7 +116,7 @@ export const deliveriesStore = (db: Db, blobs: BlobStore) => {
       releaseAttempt.run(id, dueAt, now);
     },
     update(change: DeliveryUpdate) {
-      update.run(change.id, change.status, change.lastResponse, change.nextAttemptAt, change.now);
+      update.run(change.id, change.status, change.lastResponse, change.nextAttemptAt, change.now, change.attempts ?? null);
     },
     /**
      * A remote server accepted the delivery: it is `delivered`, and due now until finishAccepted,
