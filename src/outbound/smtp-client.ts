@@ -210,7 +210,10 @@ function localRefusal(error: NodemailerError): string {
 }
 
 function describe(error: NodemailerError): string {
-  return oneLine(error.response ? `${error.message}: ${error.response}` : error.message);
+  if (!error.response) return oneLine(error.message);
+  // nodemailer writes the reply into its message already, some twice ("Invalid greeting. response=<reply>: <reply>"): once is enough.
+  const what = error.message.split(error.response)[0]!.replace(/[.:]? ?(response=)?$/, "");
+  return oneLine(`${what}: ${error.response}`);
 }
 
 /** Multi-line replies (RFC 5321 §4.2.1) kept on one line for last_response and logs. */

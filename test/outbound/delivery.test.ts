@@ -292,6 +292,25 @@ describe("routing (RFC 5321 §5.1)", () => {
     }
   });
 
+  test("an MX that greets with 554 (RFC 5321 §3.1) is passed over for the next; when it is the only one, the try is deferred with its reply", async () => {
+    const refusing = net.createServer((socket) => socket.end("554 5.7.1 no service here\r\n"));
+    await new Promise<void>((resolve) => refusing.listen(w.sink.port, "127.0.0.4", resolve));
+    try {
+      w.mx("refusing.test", [
+        { name: "mx1.refusing.test", priority: 10, address: "127.0.0.4" },
+        { name: "mx2.refusing.test", priority: 20, address: "127.0.0.1" },
+      ]);
+      expect((await sendAndRun({ to: ["max@refusing.test"] })).status).toBe("delivered");
+      w.mx("closed.test", [{ name: "mx.closed.test", priority: 10, address: "127.0.0.4" }]);
+      const deferred = (await sendAndRun({ to: ["ned@closed.test"] })).deliveries[0];
+      expect(deferred).toMatchObject({ status: "queued", attempts: 1 });
+      // The server's reply, once: nodemailer's message carries it already.
+      expect(deferred.lastResponse.split("554 5.7.1 no service here").length - 1).toBe(1);
+    } finally {
+      refusing.close();
+    }
+  });
+
   test("connections are reused: ten messages to one domain travel over at most two (the per-domain limit)", async () => {
     w.mx("reuse.test");
     const before = w.sink.connections;
