@@ -77,14 +77,15 @@ export async function createDraft(app: App, organizationId: string, inboxId: str
     createdAt: now,
     updatedAt: now,
   };
-  const attachments = await withChanges(app, draft, input, now);
+  applyChanges(draft, input, now);
+  const attachments = input.attachments === undefined ? [] : await stageAttachments(app, draft.id, input.attachments, now);
   try {
-    await app.store.transaction((tx) => tx.drafts.insert(draft, attachments ?? []));
+    await app.store.transaction((tx) => tx.drafts.insert(draft, attachments));
   } finally {
     await releaseStaged(app, attachments);
   }
   if (draft.status === "scheduled") app.queues.wake("drafts");
-  return presentDraft(draft, attachments ?? []);
+  return presentDraft(draft, attachments);
 }
 
 export async function listDrafts(app: App, organizationId: string, inboxId: string, page: Page): Promise<Listing<Draft>> {
@@ -112,21 +113,26 @@ export async function updateDraft(app: App, organizationId: string, inboxId: str
   const current = await requireDraft(app, organizationId, inboxId, draftId);
   assertChangeable(current);
   const now = app.clock.now();
-  const draft: DraftRecord = { ...current, updatedAt: now };
-  const attachments = await withChanges(app, draft, input, now);
+  // Checked on the draft as read, before its attachments are staged, to refuse a bad change early.
+  applyChanges({ ...current }, input, now);
+  const attachments = input.attachments === undefined ? undefined : await stageAttachments(app, draftId, input.attachments, now);
   try {
-    await app.store.transaction(async (tx) => {
-      // The queue may have claimed it meanwhile: the check again, where no claim can come in between.
+    const draft = await app.store.transaction(async (tx) => {
+      // Applied to the draft as it is now, held until the commit: a change made meanwhile (another
+      // PATCH, a claim by the queue) stands, or this one is refused.
       const latest = await tx.drafts.find(organizationId, inboxId, draftId);
       if (!latest) throw notFound("Draft not found");
       assertChangeable(latest);
-      await tx.drafts.update(draft, attachments);
+      const changed: DraftRecord = { ...latest, updatedAt: now };
+      applyChanges(changed, input, now);
+      await tx.drafts.update(changed, attachments);
+      return changed;
     });
+    if (draft.status === "scheduled") app.queues.wake("drafts");
+    return presentDraft(draft, attachments ?? (await app.store.drafts.attachmentSummaries([draft.id])));
   } finally {
     await releaseStaged(app, attachments);
   }
-  if (draft.status === "scheduled") app.queues.wake("drafts");
-  return presentDraft(draft, attachments ?? (await app.store.drafts.attachmentSummaries([draft.id])));
 }
 
 /** Deleting a scheduled draft cancels its send; one being sent cannot be deleted until it settles (409). */
@@ -152,7 +158,11 @@ export async function sendDraftNow(app: App, organizationId: string, inboxId: st
   assertChangeable(draft);
   assertComplete(draft);
   const claimed = await app.store.drafts.claim(draft.id, [draft.status], app.clock.now());
-  if (!claimed) throw beingSent();
+  if (!claimed) {
+    // It changed since it was read: the answer says how (deleted, sent, being sent, or changed).
+    assertChangeable(await requireDraft(app, organizationId, inboxId, draftId));
+    throw conflict("Draft was changed while it was being sent; send it again");
+  }
   try {
     return await sendClaimed(app, claimed);
   } catch (error) {
@@ -205,11 +215,8 @@ function assertComplete(draft: DraftRecord): void {
   if (missing.length > 0) throw invalid(`${missing.join(", ")}: required to send the draft`);
 }
 
-/**
- * Applies the fields given to `draft` (checked as a send checks them) with its schedule, and
- * stages the new attachments, if any were given: their rows, to store in place of the old ones.
- */
-async function withChanges(app: App, draft: DraftRecord, input: DraftFields, now: number): Promise<DraftAttachmentRecord[] | undefined> {
+/** Applies the fields given to `draft`, checked as a send checks them, with its schedule; attachments are staged apart (stageAttachments). */
+function applyChanges(draft: DraftRecord, input: DraftFields, now: number): void {
   for (const field of ["to", "cc", "bcc"] as const) {
     const list = input[field];
     if (list === undefined) continue;
@@ -224,8 +231,6 @@ async function withChanges(app: App, draft: DraftRecord, input: DraftFields, now
   if (input.labels !== undefined) draft.labels = uniqueLabels(input.labels);
   schedule(draft, input.sendAt, now);
   if (draft.status === "scheduled") assertComplete(draft);
-  if (input.attachments === undefined) return undefined;
-  return stageAttachments(app, draft.id, input.attachments, now);
 }
 
 /**

@@ -500,6 +500,7 @@ export interface MessagesStore {
    */
   insert(message: MessageRecord, raw: StoredBytes, attachments: AttachmentRecord[]): Promise<void>;
   insertDeliveries(deliveries: DeliveryRecord[]): Promise<void>;
+  /** In a transaction the message is held until its end, so that a change read and written there (labels) is the only one at a time. */
   find(organizationId: string, inboxId: string, id: string): Promise<MessageRecord | undefined>;
   /** Whether the inbox already received a message with this Message-ID. */
   hasReceived(inboxId: string, messageId: string): Promise<boolean>;
@@ -714,6 +715,7 @@ export interface DraftSettlement {
 export interface DraftsStore {
   /** The draft with its attachments; prepared blobs (`blobId` set) are claimed here. */
   insert(draft: DraftRecord, attachments: DraftAttachmentRecord[]): Promise<void>;
+  /** In a transaction the draft is held until its end, so that a change read and written there is the only one at a time. */
   find(organizationId: string, inboxId: string, id: string): Promise<DraftRecord | undefined>;
   /** Newest first; ties within one millisecond in creation order. */
   list(organizationId: string, inboxId: string, page: number, per: number): Promise<DraftRecord[]>;

@@ -1,15 +1,16 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { maxScheduleAheadMs } from "../../src/drafts/service";
+import { deleteDraft, maxScheduleAheadMs, sendDraftNow, updateDraft } from "../../src/drafts/service";
 import { queryRow, seedOrganization, type TestServer } from "../harness";
 import { createInbox, events, headerBlock, rawSource, startMessageServer } from "../messages/helpers";
 
 let server: TestServer;
 let key: string;
+let organizationId: string;
 let inbox: { id: string; email: string };
 let colleague: { id: string; email: string };
 beforeAll(async () => {
   server = await startMessageServer({ INBOXD_SEND_LIMIT: "10000" });
-  key = (await seedOrganization(server.app)).apiKey;
+  ({ apiKey: key, organizationId } = await seedOrganization(server.app));
   inbox = await createInbox(server, key, { name: "Sales" });
   colleague = await createInbox(server, key, { name: "Colleague" });
 });
@@ -82,6 +83,36 @@ describe("draft CRUD", () => {
     expect((await get(draft.id)).body).toEqual(res.body);
     expect((await patch(draft.id, { to: ["bad"] })).body).toEqual({ error: "to[0]: must be an email address such as name@example.com or Name <name@example.com>" });
     expect((await patch("drf_unknown", { subject: "x" })).status).toBe(404);
+    // Fixed when the draft is made: refused, not ignored as if it applied.
+    expect((await patch(draft.id, { inReplyToMessageId: "msg_x" })).body).toEqual({ error: "inReplyToMessageId: set when the draft is created; it cannot change" });
+    expect((await patch(draft.id, { replyAll: true })).body).toEqual({ error: "replyAll: set when the draft is created; it cannot change" });
+  });
+
+  test("PATCHes at once each keep their change: none writes back the fields another changed meanwhile", async () => {
+    for (let round = 0; round < 3; round++) {
+      const draft = (await create({ ...complete, to: [colleague.email], sendAt: inFuture(600_000) })).body;
+      const changes = [{ subject: `S${round}` }, { text: `T${round}` }, { html: `<p>H${round}</p>` }, { cc: ["cc@example.com"] }, { bcc: ["bcc@example.com"] }, { labels: [`L${round}`] }, { sendAt: null }];
+      const answers = await Promise.all(changes.map((change) => patch(draft.id, change)));
+      expect(answers.map((res) => res.status)).toEqual(changes.map(() => 200));
+      expect((await get(draft.id)).body).toMatchObject({
+        subject: `S${round}`,
+        text: `T${round}`,
+        html: `<p>H${round}</p>`,
+        cc: ["cc@example.com"],
+        bcc: ["bcc@example.com"],
+        labels: [`L${round}`],
+        sendAt: null,
+        status: "draft",
+      });
+    }
+    // A change whose attachment is staged while another commits: the unschedule stands, and the draft is not sent.
+    const scheduled = (await create({ ...complete, to: [colleague.email], sendAt: inFuture(60_000) })).body;
+    const large = { name: "large.bin", content: Buffer.alloc(4 * 1024 * 1024, 7).toString("base64") };
+    await Promise.all([updateDraft(server.app, organizationId, inbox.id, scheduled.id, { attachments: [large] }), updateDraft(server.app, organizationId, inbox.id, scheduled.id, { sendAt: null })]);
+    expect((await get(scheduled.id)).body).toMatchObject({ status: "draft", sendAt: null, attachments: [{ name: "large.bin", size: 4 * 1024 * 1024 }] });
+    server.clock.advance(60_000);
+    await server.app.queues.runDueNow("drafts");
+    expect((await get(scheduled.id)).body.status).toBe("draft");
   });
 
   test("list: newest first, paged, counted; another organization sees none of it", async () => {
@@ -127,6 +158,15 @@ describe("sending a draft", () => {
     expect((await sendNow(draft.id)).body).toEqual({ error: "to, subject, text or html: required to send the draft" });
     await patch(draft.id, { to: [colleague.email], html: "" });
     expect((await sendNow(draft.id)).body).toEqual({ error: "subject: required to send the draft" });
+  });
+
+  test("a draft deleted as it is sent: the send says 404, not that it is being sent", async () => {
+    for (let round = 0; round < 5; round++) {
+      const draft = (await create({ ...complete, subject: "Deleted as it is sent", to: [colleague.email] })).body;
+      const [, sent] = await Promise.allSettled([deleteDraft(server.app, organizationId, inbox.id, draft.id), sendDraftNow(server.app, organizationId, inbox.id, draft.id)]);
+      // Sent before the delete came, or refused as deleted.
+      if (sent.status === "rejected") expect(sent.reason).toMatchObject({ kind: "not_found", message: "Draft not found" });
+    }
   });
 
   test("201 with the sent message, as a send answers; the draft stays, sent, and changes no more", async () => {

@@ -46,6 +46,14 @@ describe("PATCH /v1/inboxes/{inboxId}/messages/{messageId}", () => {
     expect((await patch(message.id, { removeLabels: ["keep"] })).body.labels).toEqual(["new"]);
   });
 
+  test("twenty addLabels at once each keep their label: none writes back the labels it read before another's change", async () => {
+    const message = await send();
+    const added = labels(20, "c");
+    const answers = await Promise.all(added.map((label) => patch(message.id, { addLabels: [label] })));
+    expect(answers.map((res) => res.status)).toEqual(added.map(() => 200));
+    expect((await server.api.get(`/v1/inboxes/${inbox.id}/messages/${message.id}`, key)).body.labels.toSorted()).toEqual(added.toSorted());
+  });
+
   test("labels with addLabels or removeLabels, or none of the three: 422 naming them", async () => {
     const message = await send();
     for (const body of [{ labels: ["a"], addLabels: ["b"] }, { labels: ["a"], removeLabels: ["b"] }]) {

@@ -39,6 +39,9 @@ const draftBody = t.Object(
   { "x-body-optional": true },
 );
 
+/** What only a new draft may say: given to a PATCH, refused rather than ignored, as the client expects it to apply. */
+const fixedAtCreation = t.Optional(t.Never({ error: "set when the draft is created; it cannot change", description: "only when the draft is created" }));
+
 export const draftRoutes = (app: App) =>
   new Elysia({ prefix: "/v1/inboxes/:inboxId/drafts", detail: { tags: ["drafts"], security: security.apiKey } })
     .use(apiKeyGuard(app))
@@ -70,7 +73,7 @@ export const draftRoutes = (app: App) =>
       detail: { summary: "Get a draft" },
     })
     .patch("/:draftId", ({ organizationId, params, body }) => updateDraft(app, organizationId, params.inboxId, params.draftId, body), {
-      body: t.Object(draftFields),
+      body: t.Object({ ...draftFields, inReplyToMessageId: fixedAtCreation, replyAll: fixedAtCreation }),
       response: { 200: Draft, ...failures(401, ...bodyFailures, [404, "Inbox or draft not found"], [409, "The draft was sent or is being sent"]) },
       detail: { summary: "Change a draft's fields (attachments replace the old ones; null clears a field; sendAt schedules it, null unschedules it)" },
     })

@@ -10,8 +10,12 @@ import { draftAttachments, drafts } from "./schema/index";
 const EMPTY = Buffer.alloc(0);
 const { content: _content, blobId: _blobId, ...summaryColumns } = getTableColumns(draftAttachments);
 
-/** `leases`: a draft being sent is held by its node's lease (./leases.ts), so that only a dead node's drafts are released. */
-export function draftsStore(db: PgDb, blobs: PgBlobs, leases: Leases): DraftsStore {
+/**
+ * `leases`: a draft being sent is held by its node's lease (./leases.ts), so that only a dead
+ * node's drafts are released. `inTransaction`: find locks the row until the commit, as the
+ * embedded engine's single writer holds it (two PATCHes at once: the second's write undid the first's).
+ */
+export function draftsStore(db: PgDb, blobs: PgBlobs, leases: Leases, inTransaction: boolean): DraftsStore {
   const leaseOf = (id: string, held: boolean) =>
     db.execute(held ? sql`UPDATE drafts SET claimed_by = ${leases.holder}, lease_until = ${leases.until()} WHERE id = ${id}` : sql`UPDATE drafts SET claimed_by = NULL, lease_until = NULL WHERE id = ${id}`);
   const whole = withContent(blobs);
@@ -28,7 +32,8 @@ export function draftsStore(db: PgDb, blobs: PgBlobs, leases: Leases): DraftsSto
       await insertAttachments(attachments);
     },
     async find(organizationId, inboxId, id) {
-      const [row] = await db.select().from(drafts).where(and(inInbox(organizationId, inboxId), eq(drafts.id, id)));
+      const query = db.select().from(drafts).where(and(inInbox(organizationId, inboxId), eq(drafts.id, id)));
+      const [row] = inTransaction ? await query.for("update") : await query;
       return row;
     },
     async list(organizationId, inboxId, page, per) {

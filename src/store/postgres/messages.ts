@@ -37,7 +37,11 @@ const EMPTY = Buffer.alloc(0);
 const insertMessage = renderedOnce((db) => db.insert(messages).values(placeholdersOf(messages)));
 const insertSource = renderedOnce((db) => db.insert(messageSources).values(placeholdersOf(messageSources)));
 
-export function messagesStore(db: PgDb, blobs: PgBlobs): MessagesStore {
+/**
+ * `inTransaction`: find locks the row until the commit, as the embedded engine's single writer
+ * holds it (twenty label changes at once kept one).
+ */
+export function messagesStore(db: PgDb, blobs: PgBlobs, inTransaction: boolean): MessagesStore {
   const whole = withContent(blobs);
   const inInbox = (organizationId: string, inboxId: string, id: string) => and(eq(messages.organizationId, organizationId), eq(messages.inboxId, inboxId), eq(messages.id, id));
   return {
@@ -53,7 +57,8 @@ export function messagesStore(db: PgDb, blobs: PgBlobs): MessagesStore {
       if (rows.length) await db.insert(deliveries).values(rows);
     },
     async find(organizationId, inboxId, id) {
-      const [row] = await db.select().from(messages).where(inInbox(organizationId, inboxId, id));
+      const query = db.select().from(messages).where(inInbox(organizationId, inboxId, id));
+      const [row] = inTransaction ? await query.for("update") : await query;
       return row;
     },
     async hasReceived(inboxId, messageId) {
