@@ -26,6 +26,8 @@ const RECONNECT_MS = 3000;
 const RETRY_AFTER_SECONDS = 5;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** How far ahead of this node's clock an id may be, made on another node: far more than clocks drift (leases assume less). */
+const FUTURE_ID_ALLOWANCE_MS = 60 * 60 * 1000;
 const eventIdPattern = /^evt_[0-9a-f]{24}$/;
 /**
  * The position of a stream that starts before any event it could name (none kept yet, or after
@@ -53,7 +55,8 @@ export interface StreamRequest {
 interface StreamStart {
   organizationId: string;
   afterId: string | null;
-  reset: boolean;
+  /** Why the client's position is unknown (a `reset` begins the stream), or undefined. */
+  reset?: string;
   types?: EventName[];
   inboxId?: string;
   stillAuthorized: () => Promise<boolean>;
@@ -113,17 +116,27 @@ export class EventStreams {
     this.remember(organizationId, stream);
     try {
       if (request.inboxId !== undefined && !(await this.store.inboxes.find(organizationId, request.inboxId))) throw notFound("Inbox not found");
-      // A resume id older than the retention period may have lost events after it to the purge:
-      // the client is told (a `reset` event) and gets every event still kept.
       const fromTheStart = resume?.id === beforeEveryEvent;
-      const reset = resume !== undefined && !fromTheStart && idTime(resume.id) < this.clock.now() - this.settings.eventRetentionDays * DAY_MS;
-      const afterId = reset || fromTheStart ? null : (resume?.id ?? (await this.store.events.newestId(organizationId)));
+      const reset = resume === undefined || fromTheStart ? undefined : this.unknownPosition(idTime(resume.id));
+      const afterId = reset !== undefined || fromTheStart ? null : (resume?.id ?? (await this.store.events.newestId(organizationId)));
       const stillAuthorized = () => organizationOfApiKey(this.store, request.apiKey, this.clock.now()).then((organization) => organization === organizationId, () => false);
       return stream.body({ organizationId, afterId, reset, types, inboxId: request.inboxId, stillAuthorized });
     } catch (error) {
       this.forget(organizationId, stream);
       throw error;
     }
+  }
+
+  /**
+   * Why a resume id's time makes its position unknown, told to the client in a `reset` before
+   * every event still kept. Older than the retention period, events after it may have been
+   * purged. Later than any node's clock could make it (a mangled id), nothing would ever follow it.
+   */
+  private unknownPosition(time: number): string | undefined {
+    const now = this.clock.now();
+    if (time < now - this.settings.eventRetentionDays * DAY_MS) return "Events after the given id may have been purged (older than the retention period): reload what you keep; the oldest events still kept follow";
+    if (time > now + FUTURE_ID_ALLOWANCE_MS) return "The given id is later than any event of this server: reload what you keep; the oldest events still kept follow";
+    return undefined;
   }
 
   /** Server shutdown: every stream ends (its client reconnects elsewhere or later), and no new one opens. */
@@ -150,7 +163,7 @@ const encoder = new TextEncoder();
 /** The text of one event: its id resumes the stream, its name is the webhook event's, its data the webhook body. */
 const eventText = (event: EventRecord) => `id: ${event.id}\nevent: ${event.type}\ndata: ${envelopeBody(event)}\n\n`;
 
-const resetText = `event: reset\ndata: ${JSON.stringify({ reason: "Events after the given id may have been purged (older than the retention period): reload what you keep; the oldest events still kept follow" })}\n\n`;
+const resetText = (reason: string) => `event: reset\ndata: ${JSON.stringify({ reason })}\n\n`;
 
 class EventStream {
   private start?: StreamStart;
@@ -185,7 +198,7 @@ class EventStream {
           // The position alone (an id without data dispatches nothing but sets the last event id,
           // §9.2.6): a client reconnecting before any event came resumes from here, missing none.
           const position = `id: ${start.afterId ?? beforeEveryEvent}\n`;
-          this.write(`retry: ${RECONNECT_MS}\n${position}\n${start.reset ? resetText : ""}`);
+          this.write(`retry: ${RECONNECT_MS}\n${position}\n${start.reset === undefined ? "" : resetText(start.reset)}`);
         },
         pull: () =>
           this.next().catch((error: unknown) => {

@@ -131,6 +131,21 @@ describe("a stream", () => {
     expect(payload(first!).data.id).toBe(missed.id);
   });
 
+  test("a resume id later than any node's clock could make (a mangled id) begins with a reset, then every event kept, oldest first", async () => {
+    const org = await seedOrganization(server.app, "Mangled resume id");
+    const kept = await createInbox(org.apiKey);
+    const stream = await open("/v1/events", org.apiKey, { "last-event-id": `evt_ffffffffffff${"0".repeat(12)}` });
+    const [reset, first] = await stream.waitForEvents(2);
+    expect(reset!.event).toBe("reset");
+    expect(JSON.parse(reset!.data).reason).toMatch(/later than any event/);
+    expect(payload(first!).data.id).toBe(kept.id);
+    // An id a little ahead of this node's clock (another node's) is a position, as any other.
+    const ahead = `evt_${(server.clock.now() + 60_000).toString(16).padStart(12, "0")}${"0".repeat(12)}`;
+    const quiet = await open("/v1/events", org.apiKey, { "last-event-id": ahead });
+    await quiet.waitForComment("ping");
+    expect(quiet.events).toEqual([]);
+  });
+
   test("?since= resumes alike, and Last-Event-ID wins over it", async () => {
     const stream = await open();
     const a = await createInbox();
