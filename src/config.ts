@@ -36,6 +36,19 @@ const positiveInt: Parser<number> = (raw, name) => {
   const n = nonNegativeInt(raw, name);
   return n > 0 ? n : fail(name, raw, "a whole number > 0");
 };
+const atMost = (parse: Parser<number>, max: number, why: string): Parser<number> => (raw, name) => {
+  const n = parse(raw, name);
+  return n <= max ? n : fail(name, raw, `at most ${max} (${why})`);
+};
+/** The longest a timer waits (2^31 - 1 ms): past it the runtime fires it at once, so a 30-day timeout would be 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+const durationMs = atMost(positiveInt, MAX_TIMER_MS, "24.8 days, the longest a timer waits");
+const delayMs = atMost(nonNegativeInt, MAX_TIMER_MS, "24.8 days, the longest a timer waits");
+/** A port to connect to: 0 names none. */
+const remotePort: Parser<number> = (raw, name) => {
+  const n = Number(raw);
+  return /^\d+$/.test(raw) && n >= 1 && n <= 65535 ? n : fail(name, raw, "a port (1-65535)");
+};
 const bool: Parser<boolean> = (raw, name) => {
   const v = raw.toLowerCase();
   if (["1", "true", "yes", "on"].includes(v)) return true;
@@ -46,9 +59,11 @@ const text: Parser<string> = (raw) => raw;
 const nonEmptyText: Parser<string> = (raw, name) => (raw.trim() ? raw.trim() : fail(name, raw, "a non-empty value"));
 /** The entries of a comma-separated list, trimmed, empty ones left out. */
 const commaList = (raw: string) => raw.split(",").map((s) => s.trim()).filter(Boolean);
+/** A retry schedule: no delay over 30 days (RFC 5321 §4.5.4.1 gives up after 4-5 days in all). */
+const MAX_RETRY_DELAY_SECONDS = 30 * 24 * 60 * 60;
 const secondsList: Parser<number[]> = (raw, name) => {
   const parts = raw.split(",").map((s) => s.trim());
-  if (!parts.every((p) => /^\d+(\.\d+)?$/.test(p))) fail(name, raw, "a comma-separated list of seconds");
+  if (!parts.every((p) => /^\d+(\.\d+)?$/.test(p) && Number(p) <= MAX_RETRY_DELAY_SECONDS)) fail(name, raw, `a comma-separated list of seconds, each at most ${MAX_RETRY_DELAY_SECONDS} (30 days)`);
   return parts.map(Number);
 };
 const hostPortList: Parser<string[]> = (raw, name) => {
@@ -80,10 +95,10 @@ const optionalUrl: Parser<string | undefined> = (raw, name) => {
   if (!raw) return undefined;
   try {
     const url = new URL(raw);
-    if (url.protocol !== "smtp:" && url.protocol !== "smtps:") throw new Error();
+    if ((url.protocol !== "smtp:" && url.protocol !== "smtps:") || !url.hostname || url.port === "0") throw new Error();
     return raw;
   } catch {
-    return fail(name, raw, "an smtp:// or smtps:// URL");
+    return fail(name, raw, "an smtp:// or smtps:// URL with a host (and a port from 1 to 65535, if any)");
   }
 };
 const optionalHostPort: Parser<{ host: string; port: number } | undefined> = (raw, name) => {
@@ -115,6 +130,7 @@ const machineName = osHostname() || "localhost";
  * second thread held 25-30 MB more under load.
  */
 const defaultSmtpWorkers = (cores: number) => Math.min(4, Math.max(1, cores - 1));
+const MAX_SMTP_WORKERS = 64;
 
 /** The memory this process may use: the machine's, or less where a cgroup limits it (systemd's MemoryMax, a container). */
 export function memoryForThisProcess(): number {
@@ -144,7 +160,7 @@ export const settings = {
   publicIps: setting("INBOXD_PUBLIC_IPS", "", ipList, "this server's public addresses, for custom domains' SPF (empty: the A/AAAA records of INBOXD_HOSTNAME)"),
   doctorProbeDomain: setting("INBOXD_DOCTOR_PROBE_DOMAIN", "gmail.com", domainName, "`inboxd doctor`: the domain whose MX the outbound port 25 check connects to"),
   doctorNtpServer: setting("INBOXD_DOCTOR_NTP_SERVER", "pool.ntp.org", nonEmptyText, "`inboxd doctor`: the NTP server (host[:port]) the clock is compared with"),
-  outboundPort: setting("INBOXD_OUTBOUND_PORT", "25", port, "port used when delivering to an MX host"),
+  outboundPort: setting("INBOXD_OUTBOUND_PORT", "25", remotePort, "port used when delivering to an MX host"),
   outboundAllowPrivate: setting("INBOXD_OUTBOUND_ALLOW_PRIVATE", "0", bool, "deliver to MX hosts on private, loopback, link-local or reserved addresses (private networks, tests); the relay is always allowed"),
   smtpRelay: setting("INBOXD_SMTP_RELAY", "", optionalUrl, "smtp(s)://user:pass@host:port: send everything through this relay"),
   deliveryRetryDelays: setting("INBOXD_DELIVERY_RETRY_DELAYS", "300,900,1800,3600,7200,14400,28800,57600,86400,86400,86400", secondsList, "seconds between outbound delivery tries; after the last the recipient bounces"),
@@ -153,29 +169,29 @@ export const settings = {
   dkimRsaEngine: setting("INBOXD_DKIM_RSA", "auto", oneOf("auto", "builtin"), "who makes RSA DKIM signatures: the system's OpenSSL 3 where it loads and proves itself, else node:crypto (auto); node:crypto always (builtin)"),
   smtpClientTimeoutScale: setting("INBOXD_SMTP_CLIENT_TIMEOUT_SCALE", "1", (raw, name) => { const n = Number(raw); return n > 0 && n <= 1 ? n : fail(name, raw, "a factor in (0, 1]"); }, "multiplies the RFC 5321 §4.5.3.2 client timeouts (tests shorten them)"),
   sendLimit: setting("INBOXD_SEND_LIMIT", "100", positiveInt, "sends and replies per hour per organization"),
-  searchBudgetMs: setting("INBOXD_SEARCH_BUDGET_MS", "250", positiveInt, "time one regular-expression search may run (in its slices, not counting the turns it waits for) before it answers 422"),
+  searchBudgetMs: setting("INBOXD_SEARCH_BUDGET_MS", "250", durationMs, "time one regular-expression search may run (in its slices, not counting the turns it waits for) before it answers 422"),
   searchConcurrencyPerOrg: setting("INBOXD_SEARCH_CONCURRENCY_PER_ORG", "4", positiveInt, "regular-expression (and 1-2 character) searches one organization may run at once before 429; words and phrases are not counted"),
   webhookRetryDelays: setting("INBOXD_WEBHOOK_RETRY_DELAYS", "60,300,1800,7200", secondsList, "seconds between webhook tries"),
-  webhookTimeoutMs: setting("INBOXD_WEBHOOK_TIMEOUT_MS", "5000", positiveInt, "timeout of one webhook try"),
+  webhookTimeoutMs: setting("INBOXD_WEBHOOK_TIMEOUT_MS", "5000", durationMs, "timeout of one webhook try"),
   webhookAllowPrivate: setting("INBOXD_WEBHOOK_ALLOW_PRIVATE", "0", bool, "allow http and private/loopback webhook targets (development, tests)"),
   webhookConcurrency: setting("INBOXD_WEBHOOK_CONCURRENCY", "64", positiveInt, "webhook requests in flight at once"),
   webhookConcurrencyPerUrl: setting("INBOXD_WEBHOOK_CONCURRENCY_PER_URL", "4", positiveInt, "webhook requests in flight at once to one URL"),
   eventRetentionDays: setting("INBOXD_EVENT_RETENTION_DAYS", "7", positiveInt, "days events are kept for GET /v1/events to resume from (events with webhook deliveries still pending stay longer)"),
   eventStreamsPerOrg: setting("INBOXD_EVENT_STREAMS_PER_ORG", "10", positiveInt, "GET /v1/events streams one organization may hold open at once before 429"),
-  eventHeartbeatMs: setting("INBOXD_EVENT_HEARTBEAT_MS", "15000", positiveInt, "how long an event stream may stay silent before it sends a `: ping` comment (keeps proxies from closing it)"),
+  eventHeartbeatMs: setting("INBOXD_EVENT_HEARTBEAT_MS", "15000", durationMs, "how long an event stream may stay silent before it sends a `: ping` comment (keeps proxies from closing it)"),
   smtpMaxSize: setting("INBOXD_SMTP_MAX_SIZE", String(25 * 1024 * 1024), positiveInt, "largest inbound message in bytes (advertised as SIZE)"),
   smtpMaxConnections: setting("INBOXD_SMTP_MAX_CONNECTIONS", "200", positiveInt, "inbound SMTP connections at once"),
   smtpMaxConnectionsPerIp: setting("INBOXD_SMTP_MAX_CONNECTIONS_PER_IP", "20", positiveInt, "inbound SMTP connections at once from one address"),
-  smtpGreetingDelayMs: setting("INBOXD_SMTP_GREETING_DELAY_MS", "100", nonNegativeInt, "wait before the SMTP greeting; clients that talk early are refused"),
-  smtpIdleTimeoutMs: setting("INBOXD_SMTP_IDLE_TIMEOUT_MS", "300000", positiveInt, "how long an inbound SMTP client may stay silent (RFC 5321 §4.5.3.2.7)"),
-  smtpDataTimeoutMs: setting("INBOXD_SMTP_DATA_TIMEOUT_MS", "600000", positiveInt, "how long an inbound message may take to arrive after DATA (slow clients)"),
-  smtpCommandTimeoutMs: setting("INBOXD_SMTP_COMMAND_TIMEOUT_MS", "300000", positiveInt, "how long one command line may take to arrive, however slowly its bytes trickle in (RFC 5321 §4.5.3.2)"),
-  smtpSessionTimeoutMs: setting("INBOXD_SMTP_SESSION_TIMEOUT_MS", "1800000", positiveInt, "how long one inbound SMTP connection may last in all; a message under way is answered first"),
+  smtpGreetingDelayMs: setting("INBOXD_SMTP_GREETING_DELAY_MS", "100", delayMs, "wait before the SMTP greeting; clients that talk early are refused"),
+  smtpIdleTimeoutMs: setting("INBOXD_SMTP_IDLE_TIMEOUT_MS", "300000", durationMs, "how long an inbound SMTP client may stay silent (RFC 5321 §4.5.3.2.7)"),
+  smtpDataTimeoutMs: setting("INBOXD_SMTP_DATA_TIMEOUT_MS", "600000", durationMs, "how long an inbound message may take to arrive after DATA (slow clients)"),
+  smtpCommandTimeoutMs: setting("INBOXD_SMTP_COMMAND_TIMEOUT_MS", "300000", durationMs, "how long one command line may take to arrive, however slowly its bytes trickle in (RFC 5321 §4.5.3.2)"),
+  smtpSessionTimeoutMs: setting("INBOXD_SMTP_SESSION_TIMEOUT_MS", "1800000", durationMs, "how long one inbound SMTP connection may last in all; a message under way is answered first"),
   smtpMaxHeaderLines: setting("INBOXD_SMTP_MAX_HEADER_LINES", "2000", positiveInt, "lines (folded continuations included) in the header of an inbound message; more is refused with 552"),
-  smtpAnalysisTimeoutMs: setting("INBOXD_SMTP_ANALYSIS_TIMEOUT_MS", "30000", positiveInt, "how long parsing and authenticating one inbound message may take before it is answered 451 and its thread replaced"),
+  smtpAnalysisTimeoutMs: setting("INBOXD_SMTP_ANALYSIS_TIMEOUT_MS", "30000", durationMs, "how long parsing and authenticating one inbound message may take before it is answered 451 and its thread replaced"),
   messageMemoryMb: setting("INBOXD_MESSAGE_MEMORY_MB", "32", positiveInt, "MiB of message data received, analysed and stored at once (SMTP and HTTP together); above it SMTP answers 452 and HTTP 503, try later"),
   dbCacheMb: setting("INBOXD_DB_CACHE_MB", String(defaultDbCacheMb(memoryForThisProcess())), positiveInt, "MiB of SQLite page cache: resident memory that keeps indexes in memory (default: 1/256 of the memory there is, 2 to 16); raise it for large mailboxes on hosts with memory to spare"),
-  smtpWorkers: setting("INBOXD_SMTP_WORKERS", String(defaultSmtpWorkers(availableParallelism())), nonNegativeInt, "threads that parse and authenticate inbound mail, beside the main thread (0: on the main thread)"),
+  smtpWorkers: setting("INBOXD_SMTP_WORKERS", String(defaultSmtpWorkers(availableParallelism())), atMost(nonNegativeInt, MAX_SMTP_WORKERS, "each thread holds a heap of its own, 25-40 MB"), "threads that parse and authenticate inbound mail, beside the main thread (0: on the main thread)"),
   tlsCert: setting("INBOXD_TLS_CERT", "", text, "PEM certificate for STARTTLS (empty: self-signed, generated once into the data dir)"),
   tlsKey: setting("INBOXD_TLS_KEY", "", text, "PEM private key for STARTTLS"),
   apiHostname: setting("INBOXD_API_HOSTNAME", "", (raw, name) => (raw.trim() ? domainName(raw, name) : undefined), "host name of the API and console over HTTPS, when not INBOXD_HOSTNAME (its certificate comes from ACME too)"),
@@ -185,7 +201,7 @@ export const settings = {
   acmeHttpPort: setting("INBOXD_ACME_HTTP_PORT", "80", port, "with ACME: the plain HTTP port that answers HTTP-01 challenges and redirects everything else to HTTPS (0: any free port)"),
   httpsPort: setting("INBOXD_HTTPS_PORT", "", (raw, name) => (raw === "" ? undefined : port(raw, name)), "HTTPS port of the API and console (empty: 443 with ACME, else no HTTPS)"),
   mtaStsMode: setting("INBOXD_MTA_STS_MODE", "testing", oneOf("testing", "enforce", "none"), "mode of the MTA-STS policy served for the service domain and verified custom domains (RFC 8461)"),
-  mtaStsPolicyPort: setting("INBOXD_MTA_STS_POLICY_PORT", "443", port, "port of recipient domains' MTA-STS policy hosts (tests change it)"),
+  mtaStsPolicyPort: setting("INBOXD_MTA_STS_POLICY_PORT", "443", remotePort, "port of recipient domains' MTA-STS policy hosts (tests change it)"),
   outboundCaFile: setting("INBOXD_OUTBOUND_CA_FILE", "", text, "PEM file of CAs trusted beside the system's for recipients' MX certificates and MTA-STS policy hosts (private networks, tests)"),
   // Unlike the other settings, a wrong value is not repeated in the error: it is a secret.
   secretKey: setting("INBOXD_SECRET_KEY", "", (raw, name) => { if (raw === "") return undefined; const key = parseSecretKey(raw); if (!key) throw new ConfigError(`${name}: the value is not 32 bytes in base64 or hex (make one with: openssl rand -base64 32)`); return key; }, "key that seals webhook secrets and DKIM private keys in the database, base64 or hex of 32 bytes (empty: the data dir's secret.key, made at first start)"),
@@ -196,7 +212,7 @@ export const settings = {
   loginLockoutSeconds: setting("INBOXD_LOGIN_LOCKOUT_SECONDS", "300", positiveInt, "how long logins stay refused after too many failures"),
   trustedProxies: setting("INBOXD_TRUSTED_PROXIES", "", ipOrCidrList, "reverse proxies (IPs, CIDRs) whose X-Forwarded-For names the client, for the per-address limits (and whose X-Forwarded-Proto/-Host, the lists' Link URLs)"),
   registerLimit: setting("INBOXD_REGISTER_LIMIT", "20", positiveInt, "registrations per client address per hour before 429"),
-  shutdownTimeoutMs: setting("INBOXD_SHUTDOWN_TIMEOUT_MS", "10000", positiveInt, "how long shutdown waits for in-flight work"),
+  shutdownTimeoutMs: setting("INBOXD_SHUTDOWN_TIMEOUT_MS", "10000", durationMs, "how long shutdown waits for in-flight work"),
   metricsToken: setting("INBOXD_METRICS_TOKEN", "", text, "bearer token that GET /metrics on the API port requires (empty: no /metrics there)"),
   metricsBind: setting("INBOXD_METRICS_BIND", "", optionalHostPort, "host:port of a separate listener for GET /metrics, without a token (e.g. 127.0.0.1:9106)"),
   logFormat: setting("INBOXD_LOG_FORMAT", "text", oneOf("text", "json"), "log lines as text or JSON"),
@@ -225,7 +241,8 @@ function readConfigFile(path: string): Record<string, string> {
     if (!trimmed || trimmed.startsWith("#")) continue;
     const eq = trimmed.indexOf("=");
     if (eq < 0) throw new ConfigError(`INBOXD_CONFIG: line '${trimmed}' is not KEY=VALUE`);
-    values[trimmed.slice(0, eq).trim()] = trimmed.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1");
+    // `export NAME=value`, as a shell file sourced elsewhere may say it.
+    values[trimmed.slice(0, eq).trim().replace(/^export\s+/, "")] = trimmed.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1");
   }
   return values;
 }
@@ -277,16 +294,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /**
- * What deserves a word at start without stopping it: an INBOXD_* name that no setting has (in the
- * environment or the config file; a typo would leave its setting at the default unnoticed), and a
- * host name that is not fully qualified.
+ * What deserves a word at start without stopping it: an INBOXD_* name in the environment that no
+ * setting has, and any such name in the config file, whose every line is meant for inboxd (a typo
+ * would leave its setting at the default unnoticed); and a host name that is not fully qualified.
  */
 export function configWarnings(config: Config, env: Record<string, string | undefined> = process.env, flags: Record<string, string> = {}): string[] {
   const configPath = flags["--config"] ?? env.INBOXD_CONFIG;
   const file = configPath ? readConfigFile(configPath) : {};
   const known = settingNames();
-  const unknown = [...new Set([...Object.keys(env), ...Object.keys(file)])].filter((name) => name.startsWith("INBOXD_") && !known.includes(name) && !OTHER_PROGRAMS_VARIABLES.includes(name));
-  const warnings = unknown.sort().map((name) => `${name} is not a setting of inboxd and is ignored${suggestion(name, known)}`);
+  const unknown = [...new Set([...Object.keys(env).filter((name) => name.startsWith("INBOXD_")), ...Object.keys(file)])].filter((name) => !known.includes(name) && !OTHER_PROGRAMS_VARIABLES.includes(name));
+  const warnings = unknown.sort().map((name) => `${name} is not a setting of inboxd and is ignored${suggestion(name.toUpperCase(), known)}`);
   if (!config.hostname.includes(".")) warnings.push(`INBOXD_HOSTNAME is '${config.hostname}', not a fully qualified name: receivers and TLS need one (e.g. mx.example.com)`);
   // Addresses in a one-label domain (bob@vm) are refused by receivers and by inboxd's own sends.
   if (!config.mailDomain.includes(".")) warnings.push(`INBOXD_MAIL_DOMAIN is '${config.mailDomain}', not a domain with a dot: inboxes there cannot send or receive mail (set e.g. example.com)`);

@@ -166,10 +166,11 @@ async function main(argv: string[]): Promise<number> {
   return command.run(config, positional.slice(1), flags);
 }
 
-async function serve(config: Config): Promise<number> {
+async function serve(config: Config, _args: string[], flags: Record<string, string>): Promise<number> {
   await checkBeforeStart(config);
   const app = await openApp(config);
-  for (const warning of configWarnings(config, process.env)) app.log.warn(warning);
+  // With the flags: a file given with --config is checked as one given with INBOXD_CONFIG.
+  for (const warning of configWarnings(config, process.env, flags)) app.log.warn(warning);
   // Taken before anything starts: a stop asked for during the start (systemd stopping the unit
   // at once) comes once the start is done, instead of the signal's default, an exit mid-start.
   const stopAsked = new Promise<void>((resolve) => {

@@ -5,8 +5,8 @@
 import { resolve } from "node:path";
 import type { App } from "./app";
 import { createServer } from "node:net";
-import { listenError, type Config } from "./config";
-import { operatorCertificate, readPem } from "./smtp/tls";
+import { ConfigError, listenError, type Config } from "./config";
+import { operatorCertificate, readCertificates } from "./smtp/tls";
 import { createHttpApp } from "./http/app";
 import { listenerBodyBytes } from "./http/body";
 import { metricsResponse } from "./http/routes/metrics";
@@ -95,8 +95,9 @@ export async function checkBeforeStart(config: Config): Promise<void> {
   const httpsPort = httpsPortOf(config);
   if (httpsPort !== undefined) listeners.push(["INBOXD_HTTPS_PORT", config.bind, httpsPort]);
   if (config.acmeEmail) listeners.push(["INBOXD_ACME_HTTP_PORT", config.bind, config.acmeHttpPort]);
-  if (config.acmeCaFile) readPem("INBOXD_ACME_CA_FILE", config.acmeCaFile);
-  if (config.outboundCaFile) readPem("INBOXD_OUTBOUND_CA_FILE", config.outboundCaFile);
+  if (config.acmeCaFile) readCertificates("INBOXD_ACME_CA_FILE", config.acmeCaFile);
+  if (config.outboundCaFile) readCertificates("INBOXD_OUTBOUND_CA_FILE", config.outboundCaFile);
+  refuseSharedPorts(listeners);
   for (const [setting, host, port] of listeners) {
     if (port === 0) continue;
     const probe = createServer();
@@ -113,6 +114,16 @@ export async function checkBeforeStart(config: Config): Promise<void> {
       await new Promise<void>((resolve) => probe.close(() => resolve()));
     }
   }
+}
+
+const everyAddress = (host: string) => host === "0.0.0.0" || host === "::";
+
+/** Two listeners on one port: each probe would pass alone, and the second listen would then blame "another process". */
+function refuseSharedPorts(listeners: [string, string, number][]): void {
+  listeners.forEach(([setting, host, port], i) => {
+    const earlier = listeners.slice(0, i).find(([, otherHost, otherPort]) => port !== 0 && otherPort === port && (otherHost === host || everyAddress(host) || everyAddress(otherHost)));
+    if (earlier) throw new ConfigError(`${setting}: port ${port} is ${earlier[0]}'s too: give each listener a port of its own`);
+  });
 }
 
 export async function startServices(app: App): Promise<Running> {

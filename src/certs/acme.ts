@@ -6,7 +6,7 @@
 import { Agent } from "node:https";
 import * as acme from "acme-client";
 import type { App } from "../app";
-import { readPem } from "../smtp/tls";
+import { readCertificates } from "../smtp/tls";
 
 /** How long the CA may take to look at a challenge before its key authorization is forgotten. */
 const CHALLENGE_LIFETIME_MS = 60 * 60_000;
@@ -24,7 +24,7 @@ let configuredFor: string | undefined;
 function configureHttp(caFile: string) {
   if (configuredFor === caFile) return;
   acme.axios.defaults.timeout = REQUEST_TIMEOUT_MS;
-  acme.axios.defaults.httpsAgent = caFile ? new Agent({ ca: readPem("INBOXD_ACME_CA_FILE", caFile) }) : undefined;
+  acme.axios.defaults.httpsAgent = caFile ? new Agent({ ca: readCertificates("INBOXD_ACME_CA_FILE", caFile) }) : undefined;
   configuredFor = caFile;
 }
 

@@ -4,11 +4,11 @@
  * (a changed id fetches the policy again). Without a policy, or when it cannot be had and none is
  * cached, delivery stays opportunistic: MTA-STS only ever adds requirements a domain asked for.
  */
-import { readFileSync } from "node:fs";
 import { rootCertificates } from "node:tls";
 import type { App } from "../app";
 import type { Resolver } from "../dns/resolver";
 import { mxMatches, parsePolicy, policyIdOf } from "../mta-sts/parse";
+import { readCertificates } from "../smtp/tls";
 import { readBodyUpTo } from "../net/body";
 import type { MtaStsPolicyRecord } from "../store";
 import { screenAddresses, TemporaryRouteError, type Hop } from "./route";
@@ -23,7 +23,7 @@ let trusted: { path: string; cas: string[] } | undefined;
 export function outboundCas(app: App): string[] | undefined {
   const path = app.config.outboundCaFile;
   if (!path) return undefined;
-  if (trusted?.path !== path) trusted = { path, cas: [...rootCertificates, readFileSync(path, "utf8")] };
+  if (trusted?.path !== path) trusted = { path, cas: [...rootCertificates, readCertificates("INBOXD_OUTBOUND_CA_FILE", path)] };
   return trusted.cas;
 }
 

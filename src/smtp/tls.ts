@@ -4,6 +4,7 @@
 // one still keeps the mail private on the wire.
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { X509Certificate } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import type { App } from "../app";
 import { ConfigError, type Config } from "../config";
@@ -52,4 +53,15 @@ export function readPem(setting: string, path: string): string {
 function writeAtomically(path: string, content: string, mode: number): void {
   writeFileSync(`${path}.tmp`, content, { mode });
   renameSync(`${path}.tmp`, path);
+}
+
+/** A PEM file of CA certificates named by a setting; unreadable or holding none, a ConfigError that names the setting. */
+export function readCertificates(setting: string, path: string): string {
+  const pem = readPem(setting, path);
+  try {
+    new X509Certificate(pem);
+  } catch (error) {
+    throw new ConfigError(`${setting}: ${path} holds no PEM certificate (${(error as Error).message})`);
+  }
+  return pem;
 }

@@ -1,10 +1,13 @@
 // The certificate settings at their edges, and the renewal schedule: two thirds of the lifetime,
 // backoff doubling from 10 minutes to a 12-hour cap.
 import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { backoff, renewalTime } from "../../src/certs/renewal";
 import { httpsPortOf } from "../../src/certs/names";
 import { loadConfig } from "../../src/config";
 import { checkBeforeStart } from "../../src/serve";
+import { selfSignedCert } from "../../src/smtp/self-signed";
 import { tempDir, testEnv } from "../harness";
 
 const MINUTE = 60_000;
@@ -31,6 +34,20 @@ describe("settings", () => {
   test("an unreadable CA file stops the start, naming the setting", async () => {
     await expect(checkBeforeStart(config({ INBOXD_ACME_CA_FILE: "/nonexistent/ca.pem" }))).rejects.toThrow("INBOXD_ACME_CA_FILE: cannot read /nonexistent/ca.pem");
     await expect(checkBeforeStart(config({ INBOXD_OUTBOUND_CA_FILE: "/nonexistent/ca.pem" }))).rejects.toThrow("INBOXD_OUTBOUND_CA_FILE: cannot read /nonexistent/ca.pem");
+    // Readable, but no certificate: refused now rather than at the first delivery or ACME order.
+    const notPem = join(tempDir("certs-settings"), "ca.pem");
+    writeFileSync(notPem, "not a certificate\n");
+    for (const name of ["INBOXD_ACME_CA_FILE", "INBOXD_OUTBOUND_CA_FILE"]) await expect(checkBeforeStart(config({ [name]: notPem }))).rejects.toThrow(`${name}: ${notPem} holds no PEM certificate`);
+    const ca = join(tempDir("certs-settings"), "ca.pem");
+    writeFileSync(ca, selfSignedCert("ca.test").cert);
+    await checkBeforeStart(config({ INBOXD_OUTBOUND_CA_FILE: ca, INBOXD_ACME_CA_FILE: ca }));
+  });
+
+  test("two listeners on one port stop the start, naming both, before anything is opened", async () => {
+    await expect(checkBeforeStart(config({ INBOXD_HTTP_PORT: "17764", INBOXD_SMTP_PORT: "17764" }))).rejects.toThrow("INBOXD_SMTP_PORT: port 17764 is INBOXD_HTTP_PORT's too: give each listener a port of its own");
+    await expect(checkBeforeStart(config({ INBOXD_HTTP_PORT: "17765", INBOXD_METRICS_BIND: "127.0.0.1:17765" }))).rejects.toThrow("INBOXD_METRICS_BIND: port 17765 is INBOXD_HTTP_PORT's too");
+    // Port 0 takes any free port: never shared.
+    await checkBeforeStart(config({ INBOXD_HTTP_PORT: "0", INBOXD_SMTP_PORT: "0" }));
   });
 });
 

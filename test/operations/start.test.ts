@@ -1,6 +1,8 @@
 // Strict settings and start failures: each is one line on stderr naming the setting, exit code 2,
 // and nothing written to the data dir; help and version for every command.
 import { describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { SQL } from "bun";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { totalmem } from "node:os";
@@ -46,14 +48,18 @@ describe("settings", () => {
     expect(stdout).toBe("");
   });
 
-  test("an unknown INBOXD_ variable, a single-label host name and mail domain are warned about at start, with the closest name", async () => {
-    const child = keep(await startChildServer(testEnv(freshDir(), { INBOXD_SMTP_MAX_CONECTIONS: "5", INBOXD_HOSTNAME: "mailhost", INBOXD_MAIL_DOMAIN: "mail" }), { command: inboxdCommand() }));
+  test("an unknown INBOXD_ variable, a name in the --config file that is no setting, a single-label host name and mail domain are warned about at start, with the closest name", async () => {
+    const configFile = join(freshDir(), "inboxd.env");
+    writeFileSync(configFile, "INBOXD_HTTP_PROT=5\n");
+    const env = testEnv(freshDir(), { INBOXD_SMTP_MAX_CONECTIONS: "5", INBOXD_HOSTNAME: "mailhost", INBOXD_MAIL_DOMAIN: "mail" });
+    const child = keep(await startChildServer(env, { command: inboxdCommand(), args: ["--config", configFile] }));
         const warnings = child
       .output()
       .split("\n")
       .filter((line) => line.includes('"level":"warn"'))
       .map((line) => JSON.parse(line).event);
     expect(warnings).toContain("INBOXD_SMTP_MAX_CONECTIONS is not a setting of inboxd and is ignored (did you mean INBOXD_SMTP_MAX_CONNECTIONS?)");
+    expect(warnings).toContain("INBOXD_HTTP_PROT is not a setting of inboxd and is ignored (did you mean INBOXD_HTTP_PORT?)");
     expect(warnings.some((warning: string) => warning.startsWith("INBOXD_HOSTNAME is 'mailhost', not a fully qualified name"))).toBe(true);
     expect(warnings.some((warning: string) => warning.startsWith("INBOXD_MAIL_DOMAIN is 'mail', not a domain with a dot"))).toBe(true);
   });
@@ -134,6 +140,25 @@ describe("help and version", () => {
     expect(unknown.exitCode).toBe(2);
     expect(unknown.stderr.trim()).toBe("inboxd: unknown command 'frobnicate' (see inboxd --help)");
   }, 60_000);
+
+  test("a database a newer inboxd migrated is refused by migrate and serve, in one line, rather than written into", async () => {
+    const env = testEnv(join(freshDir(), "data"));
+    expect((await runInboxd(["migrate"], env)).exitCode).toBe(0);
+    const newer = "INSERT INTO schema_migrations (version, applied_at) VALUES ('9999_from_a_newer_inboxd', 0)";
+    if (onPostgres) {
+      const client = new SQL(env.INBOXD_DATABASE_URL!);
+      await client.unsafe(newer);
+      await client.close();
+    } else {
+      const database = new Database(join(env.INBOXD_DATA_DIR!, "inboxd.db"));
+      database.exec(newer);
+      database.close();
+    }
+    const setting = onPostgres ? "INBOXD_DATABASE_URL" : "INBOXD_DATA_DIR";
+    for (const command of ["migrate", "serve"]) {
+      expect(await expectOneLineFailure([command], env, setting)).toBe(`inboxd: ${setting}: the database was migrated by a newer inboxd (9999_from_a_newer_inboxd, unknown to this version): run that version, or restore a backup this version made`);
+    }
+  }, 30_000);
 
   test("migrate says what it applied, then that the database is current; dns says when it made the keys", async () => {
     const env = testEnv(join(freshDir(), "data"));

@@ -1,0 +1,89 @@
+// Settings at their edges: a value the server could not honour stops the start with a line naming
+// the setting, rather than being taken and acting otherwise (a 30-day timeout firing at once).
+import { afterAll, describe, expect, test } from "bun:test";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ConfigError, configWarnings, loadConfig } from "../../src/config";
+import { tempDir } from "../harness";
+
+const dir = tempDir();
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const refused = (env: Record<string, string>) => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error(`accepted: ${JSON.stringify(env)}`);
+};
+
+describe("durations", () => {
+  const timers = [
+    "INBOXD_SEARCH_BUDGET_MS",
+    "INBOXD_WEBHOOK_TIMEOUT_MS",
+    "INBOXD_EVENT_HEARTBEAT_MS",
+    "INBOXD_SMTP_IDLE_TIMEOUT_MS",
+    "INBOXD_SMTP_DATA_TIMEOUT_MS",
+    "INBOXD_SMTP_COMMAND_TIMEOUT_MS",
+    "INBOXD_SMTP_SESSION_TIMEOUT_MS",
+    "INBOXD_SMTP_ANALYSIS_TIMEOUT_MS",
+    "INBOXD_SHUTDOWN_TIMEOUT_MS",
+    "INBOXD_SMTP_GREETING_DELAY_MS",
+  ];
+
+  test.each(timers)("%s: 2147483647 ms (24.8 days) is taken, one more is refused with the reason", (name) => {
+    expect(Object.values(loadConfig({ [name]: "2147483647" }))).toContain(2_147_483_647);
+    expect(refused({ [name]: "2147483648" })).toBe(`${name}: '2147483648' is not at most 2147483647 (24.8 days, the longest a timer waits)`);
+    expect(refused({ [name]: "2592000000" })).toContain(name);
+  });
+
+  test("retry delays: 30 days each at most", () => {
+    for (const name of ["INBOXD_DELIVERY_RETRY_DELAYS", "INBOXD_WEBHOOK_RETRY_DELAYS"]) {
+      expect(loadConfig({ [name]: "60,2592000" })).toBeDefined();
+      expect(refused({ [name]: "60,2592001" })).toContain(`${name}: '60,2592001' is not a comma-separated list of seconds, each at most 2592000 (30 days)`);
+      expect(refused({ [name]: "99999999999999999999999" })).toContain(name);
+    }
+  });
+
+  test("analysis threads: at most 64", () => {
+    expect(loadConfig({ INBOXD_SMTP_WORKERS: "64" }).smtpWorkers).toBe(64);
+    expect(refused({ INBOXD_SMTP_WORKERS: "65" })).toContain("INBOXD_SMTP_WORKERS: '65' is not at most 64");
+  });
+});
+
+describe("where mail goes", () => {
+  test("a relay URL needs a host, and a port from 1 to 65535 if it names one", () => {
+    for (const url of ["smtp://", "smtps://:25", "smtp://relay.example.com:0", "smtp://relay.example.com:65536", "http://relay.example.com"]) {
+      expect(refused({ INBOXD_SMTP_RELAY: url })).toStartWith("INBOXD_SMTP_RELAY:");
+    }
+    expect(loadConfig({ INBOXD_SMTP_RELAY: "smtp://relay.example.com:2525" }).smtpRelay).toBe("smtp://relay.example.com:2525");
+  });
+
+  test("ports connected to are 1-65535: 0 names no port", () => {
+    for (const name of ["INBOXD_OUTBOUND_PORT", "INBOXD_MTA_STS_POLICY_PORT"]) {
+      expect(refused({ [name]: "0" })).toBe(`${name}: '0' is not a port (1-65535)`);
+      expect(Object.values(loadConfig({ [name]: "65535" }))).toContain(65535);
+    }
+  });
+});
+
+describe("the config file (INBOXD_CONFIG)", () => {
+  test("`export NAME=value` lines apply as NAME=value", () => {
+    const file = join(dir, "exported.env");
+    writeFileSync(file, "export INBOXD_HTTP_PORT=17781\nINBOXD_SMTP_PORT=17783\n");
+    expect(loadConfig({ INBOXD_CONFIG: file })).toMatchObject({ httpPort: 17781, smtpPort: 17783 });
+    expect(configWarnings(loadConfig({ INBOXD_CONFIG: file }), { INBOXD_CONFIG: file })).toEqual(expect.not.arrayContaining([expect.stringContaining("is not a setting")]));
+  });
+
+  test("every name in it that is not a setting is warned about, whatever its case, with the setting meant", () => {
+    const file = join(dir, "typos.env");
+    writeFileSync(file, "inboxd_smtp_port=17783\nHTTP_PORT=1\n");
+    const warnings = configWarnings(loadConfig({ INBOXD_CONFIG: file }), { INBOXD_CONFIG: file });
+    expect(warnings).toContain("inboxd_smtp_port is not a setting of inboxd and is ignored (did you mean INBOXD_SMTP_PORT?)");
+    expect(warnings).toContainEqual(expect.stringMatching(/^HTTP_PORT is not a setting of inboxd and is ignored/));
+    // In the environment only INBOXD_ names are inboxd's: PATH and HOME are not warned about.
+    expect(configWarnings(loadConfig({}), { PATH: "/bin", HOME: "/root" }).filter((line) => line.includes("is not a setting"))).toEqual([]);
+  });
+});
