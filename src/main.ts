@@ -42,7 +42,7 @@ const commands: Record<string, Command> = {
   version: { usage: "inboxd version", summary: "print the version", details: "Also: inboxd --version.", run: printVersion },
   dns: {
     usage: "inboxd dns",
-    summary: "print the DNS records of INBOXD_MAIL_DOMAIN (MX, SPF, DKIM, DMARC) as zone-file lines",
+    summary: "print the DNS records of INBOXD_MAIL_DOMAIN (MX, SPF, DKIM, DMARC, MTA-STS, TLS reporting, the host's A) as zone-file lines",
     details: "Makes the DKIM keys first when the data dir has none yet (and says so); while inboxd runs, reads them beside it.",
     async run(config) {
       const { serviceDnsZone } = await import("./outbound/dns-command");

@@ -8,7 +8,7 @@
  * - the text and HTML of the message a message event presents: they never change once the message
  *   is stored, and were most of the payload (2.9 of 3.5 kB for a short message with both parts). A
  *   received message wrote 11 % fewer bytes without them (bench/smtp-ingest/catch-up.ts). A message
- *   deleted before its event is read leaves `text` and `html` null in it, like its attachments'
+ *   deleted before its event is read leaves `text` and `html` out of it, like its attachments'
  *   contents, which go with it.
  */
 type AttachmentPayload = { id?: unknown; content?: unknown };
