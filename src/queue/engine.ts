@@ -45,6 +45,8 @@ export interface QueuePolicy<Outcome> {
 
 /** A turn that failed (the disk full or busy) is tried again after this long, not in a loop. */
 const retryFailedTurnMs = 250;
+/** Turns failing one after another are logged once, then once a minute: a disk full for an hour is not 14,400 lines. */
+const repeatedFailureLogMs = 60_000;
 
 export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePolicy<Outcome>): Queue {
   const { clock, log } = app;
@@ -86,10 +88,22 @@ export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePoli
     });
   }
 
+  /** Failed turns since the last that succeeded, and when one was last logged (performance.now()). */
+  let failures: { turns: number; loggedAt: number } | undefined;
+  /** Logs a failed turn: the first of a run of them, then one a minute with the count so far. */
+  function logFailure(write: (fields: Record<string, unknown>) => void) {
+    const now = performance.now();
+    failures ??= { turns: 0, loggedAt: -Infinity };
+    failures.turns++;
+    if (now - failures.loggedAt < repeatedFailureLogMs) return;
+    failures.loggedAt = now;
+    write(failures.turns > 1 ? { failedTurns: failures.turns } : {});
+  }
+
   /** The database out of reach is the operator's one known problem, said as a warning; the turn retries. */
   const waitsForDatabase = (error: unknown) => {
     if (!isStoreUnavailable(error)) return false;
-    log.warn(`${name} queue turn waits for the database`, { error: (error as Error).message });
+    logFailure((fields) => log.warn(`${name} queue turn waits for the database`, { error: (error as Error).message, ...fields }));
     return true;
   };
 
@@ -133,7 +147,7 @@ export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePoli
       lookAround ||= claiming === "all due";
       if (waitsForDatabase(error)) outcomes = batch.concat(outcomes);
       else {
-        log.error(`${name} queue turn failed${batch.length > 0 ? "; its outcomes are recorded one by one" : ""}`, { error });
+        logFailure((fields) => log.error(`${name} queue turn failed${batch.length > 0 ? "; its outcomes are recorded one by one" : ""}`, { error, ...fields }));
         recordAlone.push(...batch);
       }
       settleIdleWaiters(error);
@@ -141,6 +155,8 @@ export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePoli
       return;
     }
     if (claiming === "all due") lookedAt = now;
+    if (failures) log.info(`${name} queue turns succeed again`, { failedTurns: failures.turns });
+    failures = undefined;
     if (!stopped) startTries();
     if (again) return;
     if (outcomes.length === 0 && tries.size === 0) settleIdleWaiters();

@@ -137,6 +137,27 @@ test("a failed turn is made again soon, with the look it was to make, and not in
   }
 });
 
+test("turns that keep failing are logged once (then once a minute), and the first to succeed after them says how many failed", async () => {
+  const lines: { level: string; event: string; failedTurns?: number }[] = [];
+  const app = { ...newApp(), log: createLogger("json", "info", (line) => lines.push(JSON.parse(line))) } as unknown as App;
+  let failures = 6;
+  const { policy, log } = loggingPolicy();
+  policy.turn = async (_outcomes, _now, claiming) => {
+    log.push(claiming);
+    if (failures-- > 0) throw new Error("disk full");
+  };
+  const queue = startQueue(app, "outbound", policy);
+  try {
+    await until("the turn after six failed ones", () => log.length === 7, 10_000);
+    expect(lines.map(({ level, event, failedTurns }) => [level, event, failedTurns])).toEqual([
+      ["error", "outbound queue turn failed", undefined],
+      ["info", "outbound queue turns succeed again", 6],
+    ]);
+  } finally {
+    await queue.stop();
+  }
+});
+
 test("a turn that fails with outcomes records each alone: one that cannot be recorded is set aside, holds up no other try, and is tried alone again at each look until it is recorded", async () => {
   const app = newApp();
   let refusesPoison = true;
