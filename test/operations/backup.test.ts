@@ -1,7 +1,7 @@
 // `inboxd backup` while the server takes mail, then `inboxd restore` into a fresh data dir: every
 // message acknowledged before the backup began is there, and the restored server works.
 import { expect, test } from "bun:test";
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { eventually, inboxdCommand, onPostgres, register, runInboxd, scratch, sqliteOnly, startChildServer, testEnv } from "../harness";
 import { openSession } from "../smtp/raw-client";
@@ -87,6 +87,26 @@ test.skipIf(onPostgres)(sqliteOnly("a backup under an SMTP write load restores i
   await session.command("DATA");
   expect((await session.command("Subject: after the restore\r\n\r\nHello.\r\n.")).code).toBe(250);
 }, 90_000);
+
+test.skipIf(onPostgres)(sqliteOnly("a backup killed as it starts writing leaves no file under its name; a second one to the name is refused until the first's .partial is gone", "backup and restore are of the embedded database (PostgreSQL has pg_dump)"), async () => {
+  const dir = freshDir();
+  const env = testEnv(join(dir, "data"));
+  expect((await runInboxd(["migrate"], env)).exitCode).toBe(0);
+  const backupFile = join(dir, "cut-off.db");
+  const child = Bun.spawn([...inboxdCommand(), "backup", backupFile], { env: { ...process.env, ...env }, stdout: "ignore", stderr: "ignore" });
+  // Killed the moment the first of its files shows: the copy's, whatever it is called.
+  while (!existsSync(backupFile) && !existsSync(`${backupFile}.partial`) && child.exitCode === null) await Bun.sleep(1);
+  child.kill("SIGKILL");
+  await child.exited;
+  expect(existsSync(backupFile)).toBe(false);
+  const again = await runInboxd(["backup", backupFile], env);
+  expect(again.exitCode).toBe(2);
+  expect(again.stderr.trim()).toBe(`inboxd: ${backupFile}.partial exists already: choose a new file name`);
+  rmSync(`${backupFile}.partial`);
+  expect((await runInboxd(["backup", backupFile], env)).exitCode).toBe(0);
+  expect(readdirSync(dir).filter((name) => name.startsWith("cut-off")).sort()).toEqual(["cut-off.db", "cut-off.db.key"]);
+  expect((await runInboxd(["restore", backupFile], testEnv(join(dir, "restored")))).exitCode).toBe(0);
+}, 60_000);
 
 test.skipIf(onPostgres)(sqliteOnly("restore refuses a file that is not an inboxd database", "backup and restore are of the embedded database (PostgreSQL has pg_dump)"), async () => {
   const dir = freshDir();

@@ -4,8 +4,8 @@
  * one read transaction, compacted, with no WAL beside it; bun:sqlite has no online-backup API.
  */
 import { Database } from "bun:sqlite";
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { ConfigError } from "../../config";
 import { workerUrl } from "../../workers/url";
 import { opensProbe, secretBox } from "../secret-box";
@@ -24,6 +24,8 @@ const sizeOf = (path: string) => (existsSync(path) ? statSync(path).size : 0);
 /**
  * Copies the data dir's database to `target` (which must not exist yet); `onProgress` hears the
  * bytes written so far against the live database's size (an upper bound: the copy is compacted).
+ * The copy is written as `target.partial` and takes its name once whole and on disk, its key file
+ * before it: a backup cut off (killed, the disk full) leaves no file that looks like one.
  */
 export async function backupDatabase(dataDir: string, target: string, onProgress: (written: number, estimate: number) => void, options: { secretKeySet: boolean }): Promise<{ bytes: number; keyFile?: string }> {
   const source = databasePath(dataDir);
@@ -32,40 +34,32 @@ export async function backupDatabase(dataDir: string, target: string, onProgress
   // restore elsewhere (the data dir lost with its key) still works. With INBOXD_SECRET_KEY the key
   // is the operator's to keep, and the data dir's file, if any, is not the one in use.
   const keyFile = !options.secretKeySet && existsSync(secretKeyFile(dataDir)) ? backupKeyFile(target) : undefined;
+  for (const file of [target, keyFile]) if (file && existsSync(file)) throw new ConfigError(`${file} exists already: choose a new file name`);
+  const partial = partialFile(target);
   // Made empty first, mode 0600 whatever the umask (the copy holds everything), which VACUUM INTO
-  // accepts; "wx" also refuses a file that exists.
-  createEmpty(target);
-  if (keyFile) {
-    try {
-      createEmpty(keyFile);
-    } catch (error) {
-      rmSync(target, { force: true });
-      throw error;
-    }
-  }
+  // accepts; "wx" also refuses a file that exists: another backup to the same name under way.
+  createEmpty(partial);
   const estimate = sizeOf(source) + sizeOf(`${source}-wal`);
   const worker = new Worker(workerUrl("store/sqlite/backup-worker.ts"));
-  const timer = setInterval(() => onProgress(sizeOf(target), estimate), PROGRESS_EVERY_MS);
+  const timer = setInterval(() => onProgress(sizeOf(partial), estimate), PROGRESS_EVERY_MS);
   try {
     const reply = await new Promise<BackupReply>((resolve) => {
       worker.onmessage = ({ data }: MessageEvent<BackupReply>) => resolve(data);
       worker.onerror = (event) => resolve({ error: event.message });
       // A thread that exits without a word fails the backup; after its reply, this changes nothing.
       worker.addEventListener("close", () => resolve({ error: "the backup thread exited" }));
-      worker.postMessage({ source, target } satisfies BackupRequest);
+      worker.postMessage({ source, target: partial } satisfies BackupRequest);
     });
-    if ("error" in reply) {
-      for (const file of [target, keyFile]) if (file) rmSync(file, { force: true });
-      throw new Error(`backup failed: ${reply.error}`);
-    }
+    if ("error" in reply) throw new Error(`backup failed: ${reply.error}`);
+    syncFile(partial);
+    if (keyFile) installNew(keyFile, readFileSync(secretKeyFile(dataDir)));
+    // link, not rename: a file made under the name meanwhile is not replaced.
+    linkSync(partial, target);
+    syncFile(dirname(target));
   } finally {
     clearInterval(timer);
     worker.terminate();
-  }
-  syncFile(target);
-  if (keyFile) {
-    writeFileSync(keyFile, readFileSync(secretKeyFile(dataDir)));
-    syncFile(keyFile);
+    for (const file of [partial, `${partial}-journal`]) rmSync(file, { force: true });
   }
   const bytes = sizeOf(target);
   onProgress(bytes, bytes);
@@ -74,6 +68,22 @@ export async function backupDatabase(dataDir: string, target: string, onProgress
 
 /** Where `inboxd backup FILE` puts the key of FILE's secrets, and where `inboxd restore FILE` looks for it. */
 export const backupKeyFile = (backup: string) => `${backup}.key`;
+
+/** Where `inboxd backup FILE` writes the copy until it is whole. */
+export const partialFile = (backup: string) => `${backup}.partial`;
+
+/** Writes `content` as a new file, mode 0600, on disk under its name before this returns. */
+function installNew(path: string, content: Buffer): void {
+  const partial = partialFile(path);
+  createEmpty(partial);
+  try {
+    writeFileSync(partial, content);
+    syncFile(partial);
+    linkSync(partial, path);
+  } finally {
+    rmSync(partial, { force: true });
+  }
+}
 
 /** A new empty file, mode 0600 whatever the umask; refused when it exists. */
 function createEmpty(path: string): void {
