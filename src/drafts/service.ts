@@ -157,7 +157,8 @@ export async function sendDraftNow(app: App, organizationId: string, inboxId: st
   const draft = await requireDraft(app, organizationId, inboxId, draftId);
   assertChangeable(draft);
   assertComplete(draft);
-  const claimed = await app.store.drafts.claim(draft.id, [draft.status], app.clock.now());
+  // In a transaction: on PostgreSQL the claim and its node's lease are two statements, committed together.
+  const claimed = await app.store.transaction((tx) => tx.drafts.claim(draft.id, [draft.status], app.clock.now()));
   if (!claimed) {
     // It changed since it was read: the answer says how (deleted, sent, being sent, or changed).
     assertChangeable(await requireDraft(app, organizationId, inboxId, draftId));
