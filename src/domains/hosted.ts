@@ -22,12 +22,14 @@ export async function isHostedDomain(app: App, store: Aggregates, domain: string
 /**
  * Throws a 422 naming `email` unless an inbox of this organization may have an address on the
  * domain: the service's mail domain, or one of the organization's domains with receiving verified.
+ * `store`: the transaction that creates the inbox, which holds the domain until its commit (a
+ * domain deleted in between would leave the inbox on no domain).
  */
-export async function assertUsableInboxDomain(app: App, organizationId: string, domain: string): Promise<void> {
+export async function assertUsableInboxDomain(app: App, store: Aggregates, organizationId: string, domain: string): Promise<void> {
   const name = canonical(domain);
   const serviceDomain = app.config.mailDomain.toLowerCase();
   if (name === serviceDomain) return;
-  const row = await app.store.domains.findByName(name);
+  const row = await store.domains.findByName(name);
   if (!row || row.organizationId !== organizationId) {
     throw invalid(`email: ${name} is neither the service's mail domain (${serviceDomain}) nor a domain of this organization; add it with POST /v1/domains`);
   }

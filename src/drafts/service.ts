@@ -80,7 +80,11 @@ export async function createDraft(app: App, organizationId: string, inboxId: str
   applyChanges(draft, input, now);
   const attachments = input.attachments === undefined ? [] : await stageAttachments(app, draft.id, input.attachments, now);
   try {
-    await app.store.transaction((tx) => tx.drafts.insert(draft, attachments));
+    await app.store.transaction(async (tx) => {
+      // Held until the commit: an inbox deleted meanwhile is a 404, not a draft of no inbox.
+      await requireInbox(tx, organizationId, inboxId);
+      await tx.drafts.insert(draft, attachments);
+    });
   } finally {
     await releaseStaged(app, attachments);
   }

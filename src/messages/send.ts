@@ -246,7 +246,13 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
   // Concurrent sends share one commit (group commit); each still answers only once it is on disk.
   const sent = await app.store
     .transactionBatched(async (tx) => {
-    // The inbox may have been deleted while the message was composed.
+    // A transaction that emits takes its organizations' event locks before any row (an inbox's
+    // delete too), so that none waits for another in a cycle: the recipients are looked up first,
+    // holding nothing, to know whose events this send emits (its own, its local copies').
+    const recipients: { recipient: string; found?: InboxRecord }[] = [];
+    for (const recipient of uniqueRecipients(draft.to, draft.cc, draft.bcc)) recipients.push({ recipient, found: await inboxForAddress(app, tx, recipient) });
+    await tx.events.holdOrder([organizationId, ...recipients.flatMap(({ found }) => (found ? [found.organizationId] : []))]);
+    // Held until the commit (InboxesStore.find); it may have been deleted while the message was composed.
     const inbox = await requireInbox(tx, organizationId, draft.inbox.id);
     const row = sentRow(inbox, draft, await assignThread(tx, inbox, draft, now), messageId, now);
     const attachments = attachmentRows(row.id, draft.attachments, attachmentBlobIds);
@@ -258,19 +264,17 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
     const deliveries: DeliveryRecord[] = [];
     // A recipient the send rules, its own inbox's receive rules or a suppression refuse is rejected without a try.
     const sendRules = await tx.accessRules.applying(organizationId, inbox.id, "send");
-    for (const recipient of uniqueRecipients(draft.to, draft.cc, draft.bcc)) {
-      const local = await inboxForAddress(app, tx, recipient);
+    for (const { recipient, found } of recipients) {
+      // Held too: one deleted since it was looked up gets no copy, as if deleted right after the send.
+      const local = found && (await tx.inboxes.find(found.organizationId, found.id));
+      if (found && !local) continue;
       const refusal = sendRefusal(sendRules, recipient) ?? (local ? await localReceiveRefusal(tx, local, inbox.email, recipient) : await suppressionRefusal(tx, organizationId, recipient));
       if (local && !refusal) localInboxes.set(local.id, local);
       else deliveries.push(remoteDelivery(row, recipient, refusal, now));
     }
     await tx.messages.insertDeliveries(deliveries);
-    // The organization's send window and its events are locked until the commit (on PostgreSQL, a
-    // row lock and an advisory lock): taken last, so that its concurrent sends wait for each other's
-    // commits only, not for each other's whole transactions.
+    // The organization's send window is locked until the commit (on PostgreSQL, a row lock).
     const rateLimit = await takeSend(app, tx, organizationId, now);
-    // Its own event, and those of the recipient inboxes' organizations (their copies'), in one order.
-    await tx.events.holdOrder([organizationId, ...[...localInboxes.values()].map((local) => local.organizationId)]);
     await tx.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries, app.config.deliveryRetryDelays) }, now);
     // A suppressed or refused recipient is rejected at once: the response already says so (docs/api.md, Messages).
     const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", now));

@@ -390,6 +390,11 @@ export interface DkimKeysStore {
 
 export type DomainChanges = Partial<Omit<DomainRecord, "id" | "organizationId" | "name" | "createdAt">>;
 
+/**
+ * The `find`s, in a transaction, hold the domain until its end (on PostgreSQL the row is locked;
+ * the embedded engine has one writer): a check made on it stands until the commit (an inbox
+ * created on a domain being deleted, two key rotations, a verification and a rotation).
+ */
 export interface DomainsStore {
   insert(domain: DomainRecord): Promise<void>;
   /** `idOrName`: the identifier or the (ASCII, any case) name, as `{domainId}` in paths accepts both. */
@@ -473,6 +478,10 @@ export interface EventPage {
 export interface InboxesStore {
   /** False when another inbox has the address (case-insensitive), also one created at the same moment. */
   insert(inbox: InboxRecord): Promise<boolean>;
+  /**
+   * In a transaction the inbox is held until its end (on PostgreSQL the row is locked, mail and
+   * rows referring to it may still be added): it is not deleted or renamed meanwhile.
+   */
   find(organizationId: string, id: string): Promise<InboxRecord | undefined>;
   /** Across organizations: inbound mail and local delivery route by address (case-insensitive). */
   findByEmail(email: string): Promise<InboxRecord | undefined>;
@@ -616,6 +625,7 @@ export interface AttemptWithEvent {
 
 export interface WebhooksStore {
   insert(webhook: WebhookRecord): Promise<void>;
+  /** In a transaction the webhook is held until its end: it is not deleted meanwhile. */
   find(organizationId: string, id: string): Promise<WebhookRecord | undefined>;
   list(organizationId: string, page: number, per: number): Promise<WebhookRecord[]>;
   count(organizationId: string): Promise<number>;

@@ -71,10 +71,10 @@ export async function deleteWebhook(app: App, organizationId: string, id: string
 
 /** Queues a `message.received` event with `{test: ...}` as its data for this webhook only, enabled or not. */
 export async function sendTestEvent(app: App, organizationId: string, id: string) {
-  const row = await findWebhook(app.store, organizationId, id);
   const now = app.clock.now();
-  await app.store.transaction((tx) =>
-    tx.webhooks.queueTestEvent(row.id, {
+  // Found in the transaction that queues the event: held there, so not deleted in between.
+  await app.store.transaction(async (tx) =>
+    tx.webhooks.queueTestEvent((await findWebhook(tx, organizationId, id)).id, {
       id: testEventIdPrefix + randomToken(12),
       organizationId,
       type: "message.received",
@@ -97,9 +97,9 @@ export async function listAttempts(app: App, organizationId: string, id: string,
  * has its next try brought forward; a finished one (failed or not) is queued as a new delivery.
  */
 export async function retryAttempt(app: App, organizationId: string, id: string, attemptId: string) {
-  const row = await findWebhook(app.store, organizationId, id);
   const now = app.clock.now();
   await app.store.transaction(async (tx) => {
+    const row = await findWebhook(tx, organizationId, id);
     const found = await tx.webhooks.findAttempt(row.id, attemptId);
     if (!found) throw notFound("Webhook attempt not found");
     const delivery = (await tx.webhooks.findDelivery(found.attempt.deliveryId))!;

@@ -303,17 +303,17 @@ describe("using a domain", () => {
 
   test("inboxes may use the service domain, or the organization's domain once receiving is verified", async () => {
     const domain = await createDomain("inboxes.example");
-    await expect(assertUsableInboxDomain(server.app, org.organizationId, "inboxd.test")).resolves.toBeUndefined();
-    expect(await refusal(() => assertUsableInboxDomain(server.app, org.organizationId, "inboxes.example"))).toBe(
+    await expect(assertUsableInboxDomain(server.app, server.app.store, org.organizationId, "inboxd.test")).resolves.toBeUndefined();
+    expect(await refusal(() => assertUsableInboxDomain(server.app, server.app.store, org.organizationId, "inboxes.example"))).toBe(
       "email: the domain inboxes.example is not verified for receiving yet; publish its MX record, then POST /v1/domains/inboxes.example/verify",
     );
-    expect(await refusal(() => assertUsableInboxDomain(server.app, org.organizationId, "nobody.example"))).toContain("nor a domain of this organization");
+    expect(await refusal(() => assertUsableInboxDomain(server.app, server.app.store, org.organizationId, "nobody.example"))).toContain("nor a domain of this organization");
     expect(await isHostedDomain(server.app, server.app.store, "inboxes.example")).toBe(false);
 
     publishRecords(dns, [recordOf(domain.records, "MX")]);
     await post(`/v1/domains/${domain.id}/verify`);
-    await expect(assertUsableInboxDomain(server.app, org.organizationId, "Inboxes.Example")).resolves.toBeUndefined();
-    expect(await refusal(() => assertUsableInboxDomain(server.app, other.organizationId, "inboxes.example"))).toContain("nor a domain of this organization");
+    await expect(assertUsableInboxDomain(server.app, server.app.store, org.organizationId, "Inboxes.Example")).resolves.toBeUndefined();
+    expect(await refusal(() => assertUsableInboxDomain(server.app, server.app.store, other.organizationId, "inboxes.example"))).toContain("nor a domain of this organization");
     expect(await isHostedDomain(server.app, server.app.store, "INBOXES.example")).toBe(true);
     expect(await isHostedDomain(server.app, server.app.store, "inboxd.test")).toBe(true);
     expect(await isHostedDomain(server.app, server.app.store, "nobody.example")).toBe(false);

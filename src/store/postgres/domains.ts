@@ -12,25 +12,26 @@ import { domains, inboxes } from "./schema/index";
 /**
  * `inTransaction`: findByName takes the name until the commit, so that a claim's check and its
  * insert are one transaction's at a time, as on the embedded engine (two nodes adding one name
- * at once: a raw unique violation, a 500 instead of 409, for one of them).
+ * at once: a raw unique violation, a 500 instead of 409, for one of them). Each find locks the
+ * row it reads until the commit (../store.ts, DomainsStore): without, two rotations picked the
+ * same selectors, and an inbox was created on a domain deleted meanwhile.
  */
 export function domainsStore(db: PgDb, inTransaction: boolean): DomainsStore {
+  const selectDomains = () => db.select().from(domains).$dynamic();
+  const held = async (query: ReturnType<typeof selectDomains>) => (inTransaction ? await query.for("no key update") : await query)[0];
   return {
     async insert(row: DomainRecord): Promise<void> {
       await db.insert(domains).values(row);
     },
     async find(organizationId: string, idOrName: string): Promise<DomainRecord | undefined> {
-      const [row] = await db.select().from(domains).where(and(eq(domains.organizationId, organizationId), or(eq(domains.id, idOrName), eq(domains.name, idOrName))));
-      return row;
+      return held(selectDomains().where(and(eq(domains.organizationId, organizationId), or(eq(domains.id, idOrName), eq(domains.name, idOrName)))));
     },
     async findByName(name: string): Promise<DomainRecord | undefined> {
       await lockKeys(db, inTransaction, [`domains:${name.toLowerCase()}`]);
-      const [row] = await db.select().from(domains).where(eq(domains.name, name));
-      return row;
+      return held(selectDomains().where(eq(domains.name, name)));
     },
     async findById(id: string): Promise<DomainRecord | undefined> {
-      const [row] = await db.select().from(domains).where(eq(domains.id, id));
-      return row;
+      return held(selectDomains().where(eq(domains.id, id)));
     },
     /** Newest first; ids (time-ordered) break ties within one millisecond. */
     async list(organizationId: string, page: number, per: number): Promise<DomainRecord[]> {

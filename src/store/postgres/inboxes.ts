@@ -19,7 +19,12 @@ const byEmail = renderedOnce((db) =>
     .where(sql`lower(${inboxes.email}) = lower(${sql.placeholder("email")})`),
 );
 
-export function inboxesStore(db: PgDb): InboxesStore {
+/**
+ * `inTransaction`: find locks the row until the commit (FOR NO KEY UPDATE: rows that refer to the
+ * inbox may still be added): without, a PATCH or a draft, access rule or send for an inbox being
+ * deleted met the row gone, a 500.
+ */
+export function inboxesStore(db: PgDb, inTransaction: boolean): InboxesStore {
   const inOrganization = (organizationId: string, id: string) => and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id));
   return {
     async insert(row) {
@@ -27,7 +32,7 @@ export function inboxesStore(db: PgDb): InboxesStore {
       return (await db.insert(inboxes).values(row).onConflictDoNothing().returning({ id: inboxes.id })).length > 0;
     },
     async find(organizationId, id) {
-      const [row] = await byId(db, { organizationId, id });
+      const [row] = inTransaction ? await db.select().from(inboxes).where(inOrganization(organizationId, id)).for("no key update") : await byId(db, { organizationId, id });
       return row;
     },
     /**

@@ -42,7 +42,8 @@ const attemptColumns = {
   createdAt: webhookAttempts.createdAt,
 };
 
-export function webhooksStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs): WebhooksStore {
+/** `inTransaction`: find locks the row until the commit (a PATCH, a test event or a retry for a webhook being deleted met it gone: a 500). */
+export function webhooksStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, inTransaction: boolean): WebhooksStore {
   const opened = <T extends WebhookRecord | undefined>(row: T): T => (row ? { ...row, secret: secrets.open(row.secret) } : row);
   const wholePayload = payloadReader(db, blobs);
   const withWholePayload = async ({ event, ...rest }: AttemptWithEvent): Promise<AttemptWithEvent> => ({ ...rest, event: { ...event, payload: await wholePayload(event.payload) } });
@@ -63,7 +64,8 @@ export function webhooksStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs): Web
       await db.insert(webhooks).values({ ...row, secret: secrets.seal(row.secret) });
     },
     async find(organizationId: string, id: string): Promise<WebhookRecord | undefined> {
-      const [row] = await db.select().from(webhooks).where(and(eq(webhooks.organizationId, organizationId), eq(webhooks.id, id)));
+      const query = db.select().from(webhooks).where(and(eq(webhooks.organizationId, organizationId), eq(webhooks.id, id)));
+      const [row] = inTransaction ? await query.for("no key update") : await query;
       return opened(row);
     },
     async list(organizationId: string, page: number, per: number): Promise<WebhookRecord[]> {
