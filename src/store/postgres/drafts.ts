@@ -33,7 +33,7 @@ export function draftsStore(db: PgDb, blobs: PgBlobs, leases: Leases, inTransact
     },
     async find(organizationId, inboxId, id) {
       const query = db.select().from(drafts).where(and(inInbox(organizationId, inboxId), eq(drafts.id, id)));
-      const [row] = inTransaction ? await query.for("update") : await query;
+      const [row] = inTransaction ? await query.for("no key update") : await query;
       return row;
     },
     async list(organizationId, inboxId, page, per) {

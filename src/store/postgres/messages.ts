@@ -58,7 +58,7 @@ export function messagesStore(db: PgDb, blobs: PgBlobs, inTransaction: boolean):
     },
     async find(organizationId, inboxId, id) {
       const query = db.select().from(messages).where(inInbox(organizationId, inboxId, id));
-      const [row] = inTransaction ? await query.for("update") : await query;
+      const [row] = inTransaction ? await query.for("no key update") : await query;
       return row;
     },
     async hasReceived(inboxId, messageId) {
