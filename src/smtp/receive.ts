@@ -162,7 +162,8 @@ function envelopeOf(app: App, session: SMTPServerSession, recipients: Recipient[
     helo: session.hostNameAppearsAs,
     // smtp-server hands out IDN domains as U-labels; SPF asks DNS for A-labels.
     mailFrom: mailFrom ? (parseAddress(mailFrom.address)?.address ?? mailFrom.address) : "",
-    protocol: session.transmissionType,
+    // RFC 6531 §3.7.3: a transaction with SMTPUTF8 is UTF8SMTP (UTF8SMTPS with TLS) in the Received field.
+    protocol: (session.envelope as { smtpUtf8?: boolean }).smtpUtf8 ? session.transmissionType.replace(/^ESMTP/, "UTF8SMTP") : session.transmissionType,
     tls: session.tlsOptions ? { version: session.tlsOptions.version, cipher: session.tlsOptions.name } : undefined,
     receivedAt: app.clock.now(),
     recipients: copiesPerInbox(recipients),

@@ -89,6 +89,16 @@ describe("delivery", () => {
     expect(await rawSource(message.id)).toContain(`with ESMTP id ${transaction}\r\n`);
   });
 
+  test("RFC 6531 §3.7.3: a transaction with SMTPUTF8 is received `with UTF8SMTP`", async () => {
+    const session = await openSession(server.smtpPort);
+    for (const line of ["EHLO client.example", "MAIL FROM:<alice@sender.test> SMTPUTF8", "RCPT TO:<bob@inboxd.test>"]) expect((await session.command(line)).code).toBe(250);
+    expect((await session.command("DATA")).code).toBe(354);
+    expect((await session.command("From: Zoë <alice@sender.test>\r\nSubject: utf8 transaction\r\n\r\nHi.\r\n.")).code).toBe(250);
+    session.end();
+    const message = await findBySubject(bob, "utf8 transaction");
+    expect(await rawSource(message.id)).toMatch(/\tby mx\.inboxd\.test \(inboxd\) with UTF8SMTP id /);
+  });
+
   test("accepted first: the message shows in the API within tens of milliseconds of its 250", async () => {
     // A client of its own: the harness's lets the inbound queue finish before each request.
     const api = apiClient(server.api.baseUrl);
