@@ -78,6 +78,7 @@ export async function seedMessages(app: Pick<App, "store" | "clock">, inbox: Inb
             to: [inbox.email],
             cc: [],
             bcc: [],
+            replyTo: [],
             subject: content.subject(),
             text: content.text(),
             html: null,

@@ -187,6 +187,7 @@ export const Message = shape("Message", "A message with every field", {
   to: t.Array(t.String()),
   cc: t.Array(t.String()),
   bcc: t.Array(t.String()),
+  replyTo: t.Optional(t.Array(t.String(), { description: "a received message's Reply-To addresses, where its author asks replies to go (a reply goes there); left out when it names none" })),
   subject: t.String(),
   text: omitted(t.String({ description: "plain text body; left out when there is none" })),
   html: omitted(t.String({ description: "HTML body; left out when there is none" })),

@@ -73,6 +73,8 @@ export const presentMessage = (row: MessageRecord, attachments: AttachmentRecord
     to: row.to,
     cc: row.cc,
     bcc: row.bcc,
+    // Where the author asks replies to go (a reply goes there); left out when the message names none.
+    replyTo: row.replyTo.length > 0 ? row.replyTo : undefined,
     subject: row.subject,
     text: row.text,
     html: row.html,

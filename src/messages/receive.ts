@@ -12,7 +12,7 @@ import { presentMessage, type Message } from "./present";
 import { assignThread, messageIdsIn, normalizeMessageId } from "./threading";
 
 /** What is stored of a received message: the fields of `parseMessage`'s result that matter here. */
-export type ReceivedContent = Pick<ParsedMessage, "messageId" | "inReplyTo" | "references" | "from" | "fromName" | "to" | "cc" | "subject" | "text" | "html" | "attachments">;
+export type ReceivedContent = Pick<ParsedMessage, "messageId" | "inReplyTo" | "references" | "from" | "fromName" | "to" | "cc" | "replyTo" | "subject" | "text" | "html" | "attachments">;
 
 export interface ReceivedMessageInput {
   /** The recipient inbox (e.g. `app.store.inboxes.findByEmail(rcpt)`); the message joins its organization. */
@@ -49,6 +49,7 @@ export async function storeReceivedMessage(app: App, tx: Transaction, input: Rec
       to: parsed.to,
       cc: parsed.cc,
       bcc: [],
+      replyTo: parsed.replyTo ?? [],
       subject: parsed.subject,
       text: parsed.text ?? null,
       html: parsed.html ?? null,

@@ -170,12 +170,15 @@ export async function replyToMessage(app: App, organizationId: string, inboxId: 
 /**
  * Whom a reply to `original` goes to: its sender, or, for a message the inbox sent, its original
  * recipients; with `replyAll`, for a received message, also its To (in To) and Cc (in Cc), less
- * the inbox's own address (any `+tag` of it), each address once. 422 when there is no one.
+ * the inbox's own address (any `+tag` of it), each address once. 422 when there is no one. The
+ * sender is where the author asks replies to go, its Reply-To addresses when it names any (RFC
+ * 5322 §3.6.2: a web form's notification, a mailing list), else its From, as mail clients do.
  */
 export function replyRecipients(inbox: InboxRecord, original: MessageRecord, replyAll: boolean): { to: Mailbox[]; cc: Mailbox[] } {
   const answersOwn = original.status !== "received";
-  const sender: Mailbox[] = original.from ? [original.fromName ? { address: original.from, name: original.fromName } : { address: original.from }] : [];
   const mailboxes = (addresses: string[]): Mailbox[] => addresses.map((address) => ({ address }));
+  const from: Mailbox[] = original.from ? [original.fromName ? { address: original.from, name: original.fromName } : { address: original.from }] : [];
+  const sender = original.replyTo.length > 0 ? mailboxes(original.replyTo) : from;
   let to = answersOwn ? mailboxes(original.to) : sender;
   let cc = answersOwn ? mailboxes(original.cc) : [];
   if (!answersOwn && replyAll) {
@@ -302,6 +305,7 @@ function sentRow(inbox: InboxRecord, draft: Draft, threadId: string, messageId: 
     to: addresses(draft.to),
     cc: addresses(draft.cc),
     bcc: addresses(draft.bcc),
+    replyTo: [],
     subject: draft.subject,
     // An empty body part is none: left out, as an optional field without a value is.
     text: draft.text || null,

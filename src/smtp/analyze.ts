@@ -28,7 +28,7 @@ export interface AnalysisSettings {
  * every field it reads, and the rest (DKIM and ARC signatures, trace fields, list and client
  * fields) only the authentication checks use, from the whole message.
  */
-const parsedFields = new Set(["from", "to", "cc", "subject", "date", "message-id", "in-reply-to", "references", "mime-version"]);
+const parsedFields = new Set(["from", "to", "cc", "reply-to", "subject", "date", "message-id", "in-reply-to", "references", "mime-version"]);
 const isParsedField = (field: string) => {
   const name = fieldName(field);
   return parsedFields.has(name) || name.startsWith("content-");
@@ -45,6 +45,6 @@ export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settin
   return { parsed: storedContent(parsed), raw: withoutForgedTraceFields(raw, settings.authservId, block), ...outcome };
 }
 
-function storedContent({ messageId, inReplyTo, references, from, fromName, to, cc, subject, text, html, attachments }: ParsedMessage): ReceivedContent {
-  return { messageId, inReplyTo, references, from, fromName, to, cc, subject, text, html, attachments };
+function storedContent({ messageId, inReplyTo, references, from, fromName, to, cc, replyTo, subject, text, html, attachments }: ParsedMessage): ReceivedContent {
+  return { messageId, inReplyTo, references, from, fromName, to, cc, replyTo, subject, text, html, attachments };
 }

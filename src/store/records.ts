@@ -93,6 +93,8 @@ export interface MessageRecord extends Timestamps {
   to: string[];
   cc: string[];
   bcc: string[];
+  /** A received message's Reply-To addresses (where its author asks replies to go); [] when none, and for sent mail. */
+  replyTo: string[];
   subject: string;
   text: string | null;
   html: string | null;

@@ -169,6 +169,24 @@ describe("reply-all", () => {
     expect(plain.body).toMatchObject({ to: ["ada@remote.test"], cc: [] });
   });
 
+  test("a received Reply-To (RFC 5322 §3.6.2) is shown and answered: a reply goes there, not to From; reply-all adds To and Cc; a reply draft alike", async () => {
+    const original = await receive(
+      support,
+      `From: Contact form <noreply@forms.remote.test>\r\nReply-To: Customer <customer@remote.test>, second@remote.test\r\nTo: ${support.email}\r\nCc: carol@remote.test`,
+      "Form submission",
+    );
+    expect(original).toMatchObject({ from: "noreply@forms.remote.test", replyTo: ["customer@remote.test", "second@remote.test"] });
+    const one = await post(path(support, `/${original.id}/reply`), { text: "Thanks.", html: "" });
+    expect(one.body).toMatchObject({ to: ["customer@remote.test", "second@remote.test"], cc: [] });
+    expect(one.body).not.toHaveProperty("replyTo");
+    const all = await post(path(support, `/${original.id}/reply`), { text: "Thanks.", html: "", replyAll: true });
+    expect(all.body).toMatchObject({ to: ["customer@remote.test", "second@remote.test"], cc: ["carol@remote.test"] });
+    const draft = await post(`/v1/inboxes/${support.id}/drafts`, { inReplyToMessageId: original.id });
+    expect(draft.body).toMatchObject({ to: ["customer@remote.test", "second@remote.test"], subject: "Re: Form submission" });
+    // Without a Reply-To the field is left out, and replies go to From (the test above).
+    expect(await receive(support, `From: ada@remote.test\r\nTo: ${support.email}`, "No reply-to")).not.toHaveProperty("replyTo");
+  });
+
   test("on a message the inbox sent: its recipients, as a plain reply", async () => {
     const sent = (await send({ to: ["x@remote.test", "y@remote.test"], cc: ["z@remote.test"], subject: "Ours" })).body;
     const res = await post(path(sales, `/${sent.id}/reply`), { text: "Again.", html: "", replyAll: true });

@@ -3,7 +3,8 @@
 import { describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import type { DNSResolver } from "mailauth";
-import { parseMessage, type ParsedMessage } from "../../src/mail/parse";
+import { parseMessage } from "../../src/mail/parse";
+import type { ReceivedContent } from "../../src/messages/receive";
 import { analyzeMessage } from "../../src/smtp/analyze";
 
 const identity = { clientIp: "127.0.0.1", helo: "client.example", mailFrom: "alice@sender.test" };
@@ -27,9 +28,9 @@ function message(fields: string[], body: string): Buffer {
   return Buffer.from(`${fields.join("\r\n")}\r\n\r\n${body}`, "latin1");
 }
 
-function stored(parsed: Pick<ParsedMessage, "messageId" | "inReplyTo" | "references" | "from" | "fromName" | "to" | "cc" | "subject" | "text" | "html" | "attachments">) {
-  const { messageId, inReplyTo, references, from, fromName, to, cc, subject, text, html, attachments } = parsed;
-  return { messageId, inReplyTo, references, from, fromName, to, cc, subject, text, html, attachments };
+function stored(parsed: ReceivedContent) {
+  const { messageId, inReplyTo, references, from, fromName, to, cc, replyTo, subject, text, html, attachments } = parsed;
+  return { messageId, inReplyTo, references, from, fromName, to, cc, replyTo, subject, text, html, attachments };
 }
 
 async function expectStoredAsWhole(raw: Buffer) {

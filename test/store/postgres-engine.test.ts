@@ -70,7 +70,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
       const thread = await tx.threads.insert({ id: newId("thr"), organizationId, inboxId, subject: fields.subject ?? "", createdAt: now });
       const message: MessageRecord = {
         id, organizationId, inboxId, threadId: thread.id, fromInboxId: null, toInboxId: null, from: "sender@example.com", fromName: null,
-        to: ["mixed.case@engine.test"], cc: [], bcc: [], subject: "", text: null, html: null, labels: [], read: false, status: "received",
+        to: ["mixed.case@engine.test"], cc: [], bcc: [], replyTo: [], subject: "", text: null, html: null, labels: [], read: false, status: "received",
         messageIdHeader: null, inReplyTo: null, references: [], authentication: null, externalMessageId: null, createdAt: now, updatedAt: now, ...fields,
       };
       await tx.messages.insert(message, raw, []);

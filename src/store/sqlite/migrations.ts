@@ -21,6 +21,7 @@ import tlsReports from "../../../migrations/0181_tls_reports.sql" with { type: "
 import acceptedInbound from "../../../migrations/0190_accepted_inbound.sql" with { type: "text" };
 import messageRead from "../../../migrations/0200_message_read.sql" with { type: "text" };
 import organizationDeliveries from "../../../migrations/0201_organization_deliveries.sql" with { type: "text" };
+import messageReplyTo from "../../../migrations/0210_message_reply_to.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_core", sql: core },
@@ -45,4 +46,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0190_accepted_inbound", sql: acceptedInbound },
   { version: "0200_message_read", sql: messageRead },
   { version: "0201_organization_deliveries", sql: organizationDeliveries },
+  { version: "0210_message_reply_to", sql: messageReplyTo },
 ];

@@ -32,6 +32,7 @@ export const messages = pgTable("messages", {
   to: jsonb<string[]>("to_addresses").notNull(),
   cc: jsonb<string[]>("cc_addresses").notNull(),
   bcc: jsonb<string[]>("bcc_addresses").notNull(),
+  replyTo: jsonb<string[]>("reply_to_addresses").notNull(),
   subject: text("subject").notNull(),
   text: text("text"),
   html: text("html"),

@@ -32,6 +32,7 @@ export const messages = sqliteTable("messages", {
   to: text("to_addresses", { mode: "json" }).$type<string[]>().notNull(),
   cc: text("cc_addresses", { mode: "json" }).$type<string[]>().notNull(),
   bcc: text("bcc_addresses", { mode: "json" }).$type<string[]>().notNull(),
+  replyTo: text("reply_to_addresses", { mode: "json" }).$type<string[]>().notNull(),
   subject: text("subject").notNull(),
   text: text("text"),
   html: text("html"),
