@@ -118,14 +118,19 @@ test("outcomes wait for one turn, which only tops up; runDueNow resolves once ev
   }
 });
 
-test("a failed turn is made again soon, with the look it was to make, and not in a loop", async () => {
-  const app = newApp();
-  let failures = 1;
-  const { policy, log } = loggingPolicy();
-  policy.turn = async (_outcomes, _now, claiming) => {
-    log.push(claiming);
+/** A logging policy whose first `failures` turns fail, as with the disk full. */
+function failingPolicy(failures: number) {
+  const logging = loggingPolicy();
+  logging.policy.turn = async (_outcomes, _now, claiming) => {
+    logging.log.push(claiming);
     if (failures-- > 0) throw new Error("disk full");
   };
+  return logging;
+}
+
+test("a failed turn is made again soon, with the look it was to make, and not in a loop", async () => {
+  const app = newApp();
+  const { policy, log } = failingPolicy(1);
   const queue = startQueue(app, "outbound", policy);
   try {
     await until("the second try", () => log.length === 2);
@@ -140,12 +145,7 @@ test("a failed turn is made again soon, with the look it was to make, and not in
 test("turns that keep failing are logged once (then once a minute), and the first to succeed after them says how many failed", async () => {
   const lines: { level: string; event: string; failedTurns?: number }[] = [];
   const app = { ...newApp(), log: createLogger("json", "info", (line) => lines.push(JSON.parse(line))) } as unknown as App;
-  let failures = 6;
-  const { policy, log } = loggingPolicy();
-  policy.turn = async (_outcomes, _now, claiming) => {
-    log.push(claiming);
-    if (failures-- > 0) throw new Error("disk full");
-  };
+  const { policy, log } = failingPolicy(6);
   const queue = startQueue(app, "outbound", policy);
   try {
     await until("the turn after six failed ones", () => log.length === 7, 10_000);
