@@ -57,6 +57,26 @@ export function parseAddress(input: string): ParsedAddress | null {
   return { local, domain, address };
 }
 
+// RFC 6532 §3.2: atext extended with UTF8-non-ascii, in a dot-atom; at least one character of it.
+const UTF8_DOT_STRING = /^[\p{L}\p{M}\p{N}!#$%&'*+\-/=?^_`{|}~]+(?:\.[\p{L}\p{M}\p{N}!#$%&'*+\-/=?^_`{|}~]+)*$/u;
+
+/**
+ * An address of received mail whose local part holds UTF-8 (RFC 6532, `jöe@example.org`), which
+ * parseAddress refuses: inboxd sends only to ASCII local parts. Kept to show who wrote a message
+ * rather than nothing; the domain as parseAddress gives it, the limits counted in octets.
+ */
+export function parseInternationalAddress(input: string): ParsedAddress | null {
+  if (input.length > MAX_INPUT_LENGTH || /[\x00-\x1f\x7f]/.test(input)) return null;
+  const at = input.lastIndexOf("@");
+  const local = input.slice(0, at).normalize("NFC");
+  if (at <= 0 || /^[\x00-\x7f]*$/.test(local) || !UTF8_DOT_STRING.test(local)) return null;
+  const domain = asciiDomain(input.slice(at + 1));
+  if (domain === null) return null;
+  const address = `${local}@${domain}`;
+  if (Buffer.byteLength(local) > MAX_LOCAL_LENGTH || Buffer.byteLength(address) > MAX_ADDRESS_LENGTH) return null;
+  return { local, domain, address };
+}
+
 /** One mailbox as a person writes it: the address, and the display name beside it when there is one. */
 export interface Mailbox {
   /** Canonical address, as parseAddress gives it. */

@@ -4,7 +4,7 @@
 import { Readable } from "node:stream";
 import { simpleParser, type AddressObject, type Attachment, type EmailAddress, type HeaderLines } from "mailparser";
 import { storableText } from "../store/storable-text";
-import { parseAddress } from "./address";
+import { parseAddress, parseInternationalAddress } from "./address";
 import { BOUNDED_PARSER_OPTIONS, MAX_HTML_TO_TEXT_CHARS, asLimitError } from "./limits";
 
 export interface ParsedAttachment {
@@ -22,7 +22,7 @@ export interface ParsedMessage {
   messageId?: string;
   inReplyTo?: string;
   references: string[];
-  /** First valid From address, ASCII domain; absent when there is none. */
+  /** First valid From address, ASCII domain (a local part in UTF-8 kept, RFC 6532); absent when there is none. */
   from?: string;
   /** Display name of that same mailbox. */
   fromName?: string;
@@ -123,14 +123,14 @@ function rawHeaders(lines: HeaderLines): Map<string, string[]> {
   return headers;
 }
 
-/** Mailboxes of one or more address fields whose address parseAddress accepts, groups flattened. */
+/** Mailboxes of one or more address fields whose address parseAddress (or, for a UTF-8 local part, parseInternationalAddress) accepts, groups flattened. */
 function mailboxes(field: AddressObject | AddressObject[] | undefined): { address: string; name: string }[] {
   const flatten = (entry: EmailAddress): EmailAddress[] => (entry.group ? entry.group.flatMap(flatten) : [entry]);
   return [field ?? []]
     .flat()
     .flatMap((object) => object.value.flatMap(flatten))
     .flatMap((entry) => {
-      const parsed = entry.address ? parseAddress(entry.address) : null;
+      const parsed = entry.address ? (parseAddress(entry.address) ?? parseInternationalAddress(entry.address)) : null;
       return parsed ? [{ address: parsed.address, name: entry.name }] : [];
     });
 }

@@ -187,6 +187,9 @@ export function replyRecipients(inbox: InboxRecord, original: MessageRecord, rep
     [to, cc] = onceEach([...to, ...others(original.to)], others(original.cc));
   }
   if (to.length === 0) throw invalid("messageId: the message has no sender address to reply to");
+  // Received mail may name addresses with a local part in UTF-8 (RFC 6532), shown as written.
+  const unsendable = [...to, ...cc].find((mailbox) => !parseAddress(mailbox.address));
+  if (unsendable) throw invalid(`messageId: inboxd cannot send to ${unsendable.address}: a local part in UTF-8 needs SMTPUTF8 (RFC 6531), which inboxd does not send with`);
   assertRecipientCount(to, cc);
   return { to, cc };
 }

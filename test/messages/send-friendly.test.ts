@@ -144,6 +144,16 @@ describe("received mail keeps the sender's display name", () => {
   });
 });
 
+describe("internationalized addresses (RFC 6532) in received mail", () => {
+  test("a UTF-8 local part in From, To or Cc is shown as written; a reply to it is 422 naming why, not 'no sender'", async () => {
+    const message = await receive(support, `From: Jöe Bloggs <jöe@remote.test>\r\nTo: ${support.email}, Ünï <ünï@remote.test>\r\nCc: zoë@remote.test`, "Grüße");
+    expect(message).toMatchObject({ from: "jöe@remote.test", fromName: "Jöe Bloggs", to: [support.email, "ünï@remote.test"], cc: ["zoë@remote.test"] });
+    const reply = await post(path(support, `/${message.id}/reply`), { text: "Danke.", html: "" });
+    expect(reply.status).toBe(422);
+    expect(reply.body.error).toContain("jöe@remote.test");
+  });
+});
+
 describe("reply-all", () => {
   test("to the sender and the original To, Cc kept as Cc; the inbox itself (any +tag) and duplicates left out", async () => {
     const [local, domain] = support.email.split("@");
