@@ -32,6 +32,16 @@ export function checkHostname(hostname: string): Finding {
   return fail("host name", `'${hostname}' is not a fully qualified domain name`, "set INBOXD_HOSTNAME to the server's full name, e.g. mx.example.com");
 }
 
+/**
+ * RFC 5321 §4.5.1: mail to postmaster MUST be accepted. inboxd takes it, and the reserved role
+ * addresses', into the operator's inbox INBOXD_POSTMASTER_INBOX names; without one it refuses them.
+ */
+export function checkPostmaster(address: string, inboxExists: boolean): Finding {
+  if (!address) return fail("postmaster", "INBOXD_POSTMASTER_INBOX is not set: mail to postmaster (which RFC 5321 §4.5.1 says MUST be accepted) and the reserved addresses is refused with 550", "create an inbox of your own and set INBOXD_POSTMASTER_INBOX to its address");
+  if (!inboxExists) return fail("postmaster", `INBOXD_POSTMASTER_INBOX is ${address}, but no inbox has that address: mail to postmaster is refused with 550`, `create the inbox ${address}, or set INBOXD_POSTMASTER_INBOX to the address of an inbox`);
+  return pass("postmaster", `mail to postmaster and the reserved addresses goes to ${address}`);
+}
+
 /** The host name's A/AAAA records and INBOXD_PUBLIC_IPS must name the same addresses. */
 export async function checkHostAddresses(resolver: Resolver, server: ServerIdentity): Promise<{ finding: Finding; addresses: string[] }> {
   const check = "address records";

@@ -6,7 +6,7 @@ import { configuredResolver } from "../dns/resolver";
 import { serverIdentity } from "../domains/present";
 import { domainRecords, spfValue } from "../domains/records";
 import { openStoreReadOnly } from "../store";
-import { checkAcmeCertificate, checkCertificate, checkClock, checkDataDir, checkDomainRecords, checkHostAddresses, checkHostname, checkHostSpf, checkOutboundPort, checkReverseDns, type Finding } from "./checks";
+import { checkAcmeCertificate, checkCertificate, checkClock, checkDataDir, checkDomainRecords, checkHostAddresses, checkHostname, checkHostSpf, checkOutboundPort, checkPostmaster, checkReverseDns, type Finding } from "./checks";
 
 const NETWORK_TIMEOUT_MS = 5000;
 
@@ -37,7 +37,8 @@ export async function runDoctor(config: Config, now: number = Date.now()): Promi
     try {
       const domains = [config.mailDomain.toLowerCase(), ...(await store.domains.verifiedNames())];
       const perDomain = await Promise.all(domains.map(async (domain) => checkDomainRecords(resolver, server, domain, domainRecords(server, domain, await store.dkimKeys.forDomain(domain)))));
-      return perDomain.flat();
+      const postmasterInbox = config.postmasterInbox ? await store.inboxes.findByEmail(config.postmasterInbox) : undefined;
+      return [...perDomain.flat(), checkPostmaster(config.postmasterInbox, postmasterInbox !== undefined)];
     } finally {
       store.close();
     }

@@ -34,6 +34,7 @@ beforeAll(async () => {
   dns.set("probe.test", "MX", [{ exchange: "mx.probe.test", priority: 10 }]);
   dns.set("mx.probe.test", "A", ["127.0.0.1"]);
   const org = await seedOrganization(server.app, "Acme");
+  expect((await server.api.post("/v1/inboxes", { email: "ops@inboxd.test" }, org.apiKey)).status).toBe(201);
   const created = await server.api.post("/v1/domains", { name: CUSTOM_DOMAIN }, org.apiKey);
   publishRecords(dns, created.body.records);
   expect((await server.api.post(`/v1/domains/${created.body.id}/verify`, undefined, org.apiKey)).body.status).toBe("verified");
@@ -62,6 +63,7 @@ async function runCli(args: string[], overrides: Record<string, string> = {}) {
     INBOXD_DOCTOR_PROBE_DOMAIN: "probe.test",
     INBOXD_OUTBOUND_PORT: String(sink.port),
     INBOXD_DOCTOR_NTP_SERVER: ntp.address,
+    INBOXD_POSTMASTER_INBOX: "ops@inboxd.test",
     ...(certPath ? { INBOXD_TLS_CERT: certPath } : {}),
     INBOXD_LOG_LEVEL: "silent",
     ...overrides,
@@ -85,6 +87,7 @@ describe("inboxd doctor", () => {
       `ok    ${CUSTOM_DOMAIN}: MX ${CUSTOM_DOMAIN}`,
       `ok    ${CUSTOM_DOMAIN}: TXT _dmarc.${CUSTOM_DOMAIN}`,
       `ok    ${HOSTNAME}: SPF`,
+      "ok    postmaster: mail to postmaster and the reserved addresses goes to ops@inboxd.test",
       `ok    outbound port ${sink.port}: mx.probe.test:${sink.port} greeted: 220`,
       `ok    TLS certificate: valid for ${HOSTNAME}`,
       `ok    data dir ${server.dataDir}: mode 700`,
@@ -108,13 +111,14 @@ describe("inboxd doctor", () => {
     writeFileSync(otherCert, selfSignedCert("other.example").cert);
     chmodSync(server.dataDir, 0o755);
     try {
-      const { stdout, exitCode } = await runCli(["doctor"], { INBOXD_TLS_CERT: otherCert, INBOXD_OUTBOUND_PORT: String(await freePort()) });
+      const { stdout, exitCode } = await runCli(["doctor"], { INBOXD_TLS_CERT: otherCert, INBOXD_OUTBOUND_PORT: String(await freePort()), INBOXD_POSTMASTER_INBOX: "nobody@inboxd.test" });
       expect(exitCode).toBe(1);
       const failed = failures(stdout).map((line) => line.replace(/:.*/, ""));
       expect(failed).toEqual([
         `FAIL  reverse DNS of ${PUBLIC_IP}`,
         `FAIL  inboxd.test`,
         `FAIL  ${CUSTOM_DOMAIN}`,
+        "FAIL  postmaster",
         expect.stringMatching(/^FAIL {2}outbound port \d+$/),
         "FAIL  TLS certificate",
         `FAIL  data dir ${server.dataDir}`,
@@ -128,7 +132,8 @@ describe("inboxd doctor", () => {
       expect(stdout).toContain(`is not valid for ${HOSTNAME}`);
       expect(stdout).toContain(`-> chmod 700 ${server.dataDir}`);
       expect(stdout).toMatch(/FAIL {2}clock: off by (29\d{4}|30\d{4}) ms/);
-      expect(stdout).toMatch(/^7 of \d+ checks failed$/m);
+      expect(stdout).toContain("-> create the inbox nobody@inboxd.test, or set INBOXD_POSTMASTER_INBOX to the address of an inbox");
+      expect(stdout).toMatch(/^8 of \d+ checks failed$/m);
     } finally {
       chmodSync(server.dataDir, 0o700);
       ntp.offsetMs = 0;
