@@ -80,6 +80,8 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
         });
       },
       onRcptTo(address, session, callback) {
+        const unsupported = unsupportedParameter(address, session, []);
+        if (unsupported) return callback(unsupported);
         routeRecipient(app, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : "").then(
           (target) => {
             recipients.set(address, { address: normalizeAddress(address.address) ?? address.address, target });
@@ -99,6 +101,8 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       // data is sent. Nothing is held until the data comes: a client that declared sizes and sent
       // nothing held the memory every sender shares, two MAIL FROMs a minute refusing all mail.
       onMailFrom(address, session, callback) {
+        const unsupported = unsupportedParameter(address, session, MAIL_PARAMETERS);
+        if (unsupported) return callback(unsupported);
         const declared = declaredSize(address);
         if (declared > 0 && !app.messageMemory.fits(Math.min(declared, config.smtpMaxSize))) {
           app.metrics.memoryDeferrals.inc({ protocol: "smtp" });
@@ -204,6 +208,20 @@ type SessionTally = { accepted: number; refused: number[] };
 const declaredSize = (address: SMTPServerAddress) => Number((address.args || {}).SIZE ?? 0) || 0;
 
 /** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */
+/** The MAIL FROM parameters of the extensions EHLO offers: SIZE (RFC 1870), BODY (RFC 6152), SMTPUTF8 (RFC 6531); RCPT TO takes none (no DSN). */
+const MAIL_PARAMETERS = ["SIZE", "BODY", "SMTPUTF8"];
+
+/**
+ * RFC 5321 §4.1.1.11: a parameter of an extension the server did not offer (or any, after HELO,
+ * which offers none) is refused with 555, rather than accepted and ignored: a client asking for
+ * DSN notifications (NOTIFY, RET) is told it will get none.
+ */
+function unsupportedParameter(address: SMTPServerAddress, session: SMTPServerSession, offered: string[]): SmtpReply | undefined {
+  const allowed = session.transmissionType.startsWith("E") ? offered : [];
+  const unsupported = Object.keys(address.args || {}).find((key) => !allowed.includes(key));
+  return unsupported === undefined ? undefined : new SmtpReply(555, "5.5.4", `Unsupported parameter ${unsupported}`);
+}
+
 function replyFor(app: App, error: unknown, remoteAddress: string): SmtpReply {
   if (error instanceof SmtpReply) return error;
   // RFC 5321 §4.2.5: a 4yz reply leaves the message with the client, which tries again later.

@@ -89,6 +89,26 @@ describe("delivery", () => {
     expect(await rawSource(message.id)).toContain(`with ESMTP id ${transaction}\r\n`);
   });
 
+  test("RFC 5321 §4.1.1.11: MAIL and RCPT parameters of extensions not offered are 555, those offered are taken; after HELO none are", async () => {
+    const session = await openSession(server.smtpPort);
+    expect((await session.command("EHLO client.example")).code).toBe(250);
+    for (const [line, reply] of [
+      ["MAIL FROM:<alice@sender.test> FOO=BAR", "555 5.5.4 Unsupported parameter FOO"],
+      ["MAIL FROM:<alice@sender.test> RET=HDRS ENVID=x", "555 5.5.4 Unsupported parameter RET"],
+      ["MAIL FROM:<alice@sender.test> SIZE=100 BODY=8BITMIME SMTPUTF8", "250 2.1.0 Accepted"],
+      ["RCPT TO:<bob@inboxd.test> NOTIFY=SUCCESS ORCPT=rfc822;bob@inboxd.test", "555 5.5.4 Unsupported parameter NOTIFY"],
+      ["RCPT TO:<bob@inboxd.test>", "250 2.1.5 Accepted"],
+    ]) {
+      expect((await session.command(line!)).text).toBe(reply!);
+    }
+    session.end();
+    const helo = await openSession(server.smtpPort);
+    expect((await helo.command("HELO client.example")).code).toBe(250);
+    expect((await helo.command("MAIL FROM:<alice@sender.test> SIZE=100")).text).toBe("555 5.5.4 Unsupported parameter SIZE");
+    expect((await helo.command("MAIL FROM:<alice@sender.test>")).code).toBe(250);
+    helo.end();
+  });
+
   test("RFC 6531 §3.7.3: a transaction with SMTPUTF8 is received `with UTF8SMTP`", async () => {
     const session = await openSession(server.smtpPort);
     for (const line of ["EHLO client.example", "MAIL FROM:<alice@sender.test> SMTPUTF8", "RCPT TO:<bob@inboxd.test>"]) expect((await session.command(line)).code).toBe(250);
