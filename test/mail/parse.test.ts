@@ -45,6 +45,15 @@ describe("parseMessage: encodings", () => {
     expect(parsed.text?.trim()).toBe("“Hi” – €5");
   });
 
+  test("8-bit text that declares no charset: UTF-8 as it is, else read as windows-1252 (WHATWG's fallback), never U+FFFD; a declared charset stands", async () => {
+    const legacy = Buffer.from([0x43, 0x61, 0x66, 0xe9, 0x20, 0x93, 0x48, 0x69, 0x94, 0x0d, 0x0a]);
+    expect((await parseMessage(message("From: a@example.com\n\n", legacy))).text?.trim()).toBe("Café “Hi”");
+    const html = await parseMessage(message("From: a@example.com\nContent-Type: text/html\n\n", Buffer.concat([Buffer.from("<p>"), legacy])));
+    expect(html.html).toBe("<p>Café “Hi”\n");
+    expect((await parseMessage(message("From: a@example.com\n\n", Buffer.from("Café “Hi”\r\n")))).text?.trim()).toBe("Café “Hi”");
+    expect((await parseMessage(message("From: a@example.com\nContent-Type: text/plain; charset=utf-8\n\n", legacy))).text?.trim()).toBe("Caf\ufffd \ufffdHi\ufffd");
+  });
+
   test("ISO-2022-JP body", async () => {
     const parsed = await parseMessage(
       message(
