@@ -628,6 +628,7 @@ export interface WebhooksStore {
   /** In a transaction the webhook is held until its end: it is not deleted meanwhile. */
   find(organizationId: string, id: string): Promise<WebhookRecord | undefined>;
   list(organizationId: string, page: number, per: number): Promise<WebhookRecord[]>;
+  /** In a transaction the count holds until its end: two creates at the cap cannot both pass it. */
   count(organizationId: string): Promise<number>;
   update(id: string, changes: WebhookChanges, now: number): Promise<WebhookRecord>;
   /** Its deliveries and attempts go with it. */
@@ -650,6 +651,8 @@ export interface WebhooksStore {
 /** A webhook delivery that is due, with what sending it needs: endpoint, secret and the event. */
 export interface DueWebhookDelivery {
   deliveryId: number;
+  /** The webhook's organization: each may use at most half the sending slots (src/webhooks/queue.ts). */
+  organizationId: string;
   /** When it fell due: where it goes back in the queue should its claim be given back. */
   dueAt: number;
   attempts: number;

@@ -61,7 +61,9 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
     now: () => clock.now(),
   });
   const attemptsAllowed = maxAttempts(config.webhookRetryDelays);
-  const limits = { sending: config.webhookConcurrency, sendingPerUrl: config.webhookConcurrencyPerUrl };
+  // An organization sends on at most half the slots: one whose receivers never answer (a webhook
+  // per slot, each try waiting out its timeout) leaves the others the rest.
+  const limits = { sending: config.webhookConcurrency, sendingPerUrl: config.webhookConcurrencyPerUrl, sendingPerOrganization: Math.ceil(config.webhookConcurrency / 2) };
   const claimLimit = limits.sending * claimAhead;
   const claimDepth = new ClaimDepth(limits.sendingPerUrl, claimAhead, promptTryMs);
   const claimLimitOf = (url: string) => claimDepth.limit(url);
@@ -78,6 +80,12 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
   /** The URL of each try in flight, by delivery, and when it started. */
   const sending = new Map<number, { url: string; startedAt: number }>();
   const sendingPerUrl = new Counts();
+  const sendingPerOrganization = new Counts();
+  /**
+   * The bodies of the events being sent, each made once and shared by its deliveries in flight:
+   * a message event carries its attachments, which a body per delivery held once per webhook.
+   */
+  const bodies = new Map<string, { body: string; sends: number }>();
   /** Webhooks that answered 410 Gone: nothing more is sent to them until a turn disables them. */
   const gone = new Set<string>();
   /** Whether the last turn left due deliveries behind for want of claim slots. */
@@ -184,7 +192,7 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
     for (let i = 0; i < waiting.length && sending.size < limits.sending; ) {
       const claim = waiting[i]!;
       const sendable = !withheld.has(claim.attempt.deliveryId) && !gone.has(claim.due.webhookId);
-      if (sendable && sendingPerUrl.get(claim.due.url) < limits.sendingPerUrl) {
+      if (sendable && sendingPerUrl.get(claim.due.url) < limits.sendingPerUrl && sendingPerOrganization.get(claim.due.organizationId) < limits.sendingPerOrganization) {
         waiting.splice(i, 1);
         started.push(send(claim));
       } else i++;
@@ -193,8 +201,12 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
   }
 
   function send({ attempt, due }: Claim): Promise<Finished> {
-    const body = envelopeBody({ id: due.eventId, type: due.type, createdAt: due.eventCreatedAt, inboxId: due.inboxId, messageId: due.messageId, payload: due.payload });
+    const shared = bodies.get(due.eventId) ?? { body: envelopeBody({ id: due.eventId, type: due.type, createdAt: due.eventCreatedAt, inboxId: due.inboxId, messageId: due.messageId, payload: due.payload }), sends: 0 };
+    shared.sends++;
+    bodies.set(due.eventId, shared);
+    const body = shared.body;
     sendingPerUrl.increment(due.url);
+    sendingPerOrganization.increment(due.organizationId);
     const startedAt = clock.now();
     sending.set(attempt.deliveryId, { url: attempt.url, startedAt });
     return deliver({ url: due.url, secret: due.secret, eventId: due.eventId, body })
@@ -203,6 +215,8 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
         const finishedAt = clock.now();
         sending.delete(attempt.deliveryId);
         sendingPerUrl.decrement(attempt.url);
+        sendingPerOrganization.decrement(due.organizationId);
+        if (--shared.sends === 0) bodies.delete(due.eventId);
         claimDepth.finished(attempt.url, finishedAt - startedAt);
         if (isGone(result)) gone.add(attempt.webhookId);
         return { attempt, result, finishedAt };

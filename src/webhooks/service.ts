@@ -29,12 +29,21 @@ export interface WebhookUpdate {
   enabled?: boolean;
 }
 
+/**
+ * An organization's webhooks at most: each event goes to every one, so a few API calls could
+ * otherwise queue thousands of deliveries to receivers that never answer.
+ */
+export const maxWebhooksPerOrganization = 50;
+
 export async function createWebhook(app: App, organizationId: string, input: WebhookInput) {
   const url = await checkUrl(app, input.url);
   const events = checkEvents(input.events);
   const now = app.clock.now();
   const row: WebhookRecord = { id: newId("whk"), organizationId, url, events, secret: newWebhookSecret(), enabled: true, disabledReason: null, firstFailureAt: null, createdAt: now, updatedAt: now };
-  await app.store.webhooks.insert(row);
+  await app.store.transaction(async (tx) => {
+    if ((await tx.webhooks.count(organizationId)) >= maxWebhooksPerOrganization) throw invalid(`An organization may have at most ${maxWebhooksPerOrganization} webhooks: delete one first`);
+    await tx.webhooks.insert(row);
+  });
   return { ...presentWebhook(row), secret: row.secret };
 }
 

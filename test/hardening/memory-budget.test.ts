@@ -118,3 +118,33 @@ test("a declared SIZE holds nothing before its DATA: clients that declare the la
   expect((await session.reply()).code).toBe(250);
   for (const open of [session, ...idlers]) open.end();
 }, 30_000);
+
+test("one organization's large bodies hold at most half the memory, one always: while its upload holds more, its next is 503 and another organization's fits", async () => {
+  const other = await seedOrganization(server.app, "Another tenant");
+  const otherInbox = (await server.api.post("/v1/inboxes", {}, other.apiKey)).body;
+  // Bodies are counted as sent, in base64: about 600 KiB here, 200 KiB below, of the 1 MiB.
+  const held = sendBody(450 * 1024);
+  let finish!: () => void;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new TextEncoder().encode(held.slice(0, 1000)));
+      finish = () => {
+        controller.enqueue(new TextEncoder().encode(held.slice(1000)));
+        controller.close();
+      };
+    },
+  });
+  const upload = fetch(sendUrl(), { method: "POST", body, headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-length": String(held.length) } });
+  await eventually("the upload to hold the memory", () => server.app.messageMemory.inUse(), (bytes) => bytes > 500 * 1024);
+
+  const second = await fetch(sendUrl(), { method: "POST", body: sendBody(150 * 1024), headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" } });
+  expect(second.status).toBe(503);
+  expect(second.headers.get("retry-after")).toBe("5");
+  const otherUrl = `http://127.0.0.1:${server.httpPort}/v1/inboxes/${otherInbox.id}/messages/send`;
+  const others = await fetch(otherUrl, { method: "POST", body: sendBody(150 * 1024), headers: { authorization: `Bearer ${other.apiKey}`, "content-type": "application/json" } });
+  expect(others.status).toBe(201);
+
+  finish();
+  expect((await upload).status).toBe(201);
+  await eventually("the memory to be free", () => server.app.messageMemory.inUse(), (bytes) => bytes === 0);
+}, 30_000);

@@ -1,6 +1,7 @@
 // The /v1/webhooks API: shapes, validation, the secret shown once, pagination and tenancy.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eventNames } from "../../src/events/names";
+import { maxWebhooksPerOrganization } from "../../src/webhooks/service";
 import { seedOrganization, startTestServer, type TestServer } from "../harness";
 
 let server: TestServer;
@@ -40,6 +41,17 @@ describe("create", () => {
     expect(fetched.body).toEqual(shown);
     const listed = await server.api.get("/v1/webhooks", owner.apiKey);
     expect(listed.body.every((w: object) => !("secret" in w))).toBe(true);
+  });
+
+  test("an organization has at most 50 webhooks: the 51st is 422, and after a delete one more fits", async () => {
+    const capped = await seedOrganization(server.app, "Fifty webhooks");
+    const made = await Promise.all(Array.from({ length: 52 }, () => create({ url, events: ["message.received"] }, capped.apiKey)));
+    expect(made.filter((res) => res.status === 201)).toHaveLength(maxWebhooksPerOrganization);
+    expect(made.filter((res) => res.status === 422).map((res) => res.body)).toEqual([0, 1].map(() => ({ error: "An organization may have at most 50 webhooks: delete one first" })));
+    const first = made.find((res) => res.status === 201)!.body;
+    expect((await server.api.delete(`/v1/webhooks/${first.id}`, capped.apiKey)).status).toBe(200);
+    expect((await create({ url, events: ["message.received"] }, capped.apiKey)).status).toBe(201);
+    expect((await create({ url, events: ["message.received"] }, capped.apiKey)).status).toBe(422);
   });
 
   test("every one of the nine event names is accepted", async () => {

@@ -84,3 +84,29 @@ test("a receiver that never answers does not hold back another, and gets at most
   expect(dead.requests).toHaveLength(4);
   expect(alive.requests).toHaveLength(10);
 });
+
+test("an organization whose receivers never answer sends on at most half the slots: another's webhook is not held back", async () => {
+  const small = await startTestServer({ env: { INBOXD_WEBHOOK_TIMEOUT_MS: "20000", INBOXD_WEBHOOK_CONCURRENCY: "4" } });
+  const blackHole = startWebhookReceiver();
+  const prompt = startWebhookReceiver();
+  try {
+    const attacker = await seedOrganization(small.app, "Black holes");
+    const victim = await seedOrganization(small.app, "Prompt");
+    // Four URLs that never answer, each within its own per-URL limit: together they could take every slot.
+    for (let i = 0; i < 4; i++) {
+      blackHole.respond(`/hook${i}`, { delayMs: 60_000 });
+      expect((await small.api.post("/v1/webhooks", { url: blackHole.url(`/hook${i}`), events: ["message.received"] }, attacker.apiKey)).status).toBe(201);
+    }
+    expect((await small.api.post("/v1/webhooks", { url: prompt.url("/hook"), events: ["message.received"] }, victim.apiKey)).status).toBe(201);
+    await emitEvent(small.app, attacker.organizationId, "message.received", { n: 1 });
+    small.clock.advance(1);
+    await emitEvent(small.app, victim.organizationId, "message.received", { n: 2 });
+    void webhookQueue(small).runDueNow();
+    await prompt.waitFor(1, 3000);
+    expect(blackHole.requests).toHaveLength(2);
+  } finally {
+    await blackHole.close();
+    await prompt.close();
+    await small.cleanup();
+  }
+});

@@ -48,7 +48,7 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
      */
     async due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): Promise<DueWebhookDelivery[]> {
       const rows = await rowsOf<DueWebhookDelivery & { abandoned: boolean; enabled: boolean }>(db, sql`
-        SELECT d.id::float8 AS "deliveryId", d.next_attempt_at::float8 AS "dueAt", d.attempts, d.webhook_id AS "webhookId", w.url, w.secret,
+        SELECT d.id::float8 AS "deliveryId", w.organization_id AS "organizationId", d.next_attempt_at::float8 AS "dueAt", d.attempts, d.webhook_id AS "webhookId", w.url, w.secret,
                e.id AS "eventId", e.type, e.created_at::float8 AS "eventCreatedAt", e.inbox_id AS "inboxId", e.message_id AS "messageId", e.payload,
                d.claimed_by IS NOT NULL AS abandoned, w.enabled
         FROM webhook_deliveries d
@@ -65,8 +65,11 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
       if (abandoned.length > 0) await closeUnfinished(db, sql`delivery_id IN ${numbersOf(abandoned)}`, now);
       const discarded = rows.filter((row) => !row.enabled && !row.eventId.startsWith(testEventIdPrefix));
       for (const row of discarded) await setDelivery(row.deliveryId, "failed", null, now);
+      // One event's deliveries share its whole payload, as on SQLite.
+      const whole = new Map<string, Promise<string>>();
+      const wholeOnce = (stored: string) => whole.get(stored) ?? whole.set(stored, wholePayload(stored)).get(stored)!;
       return Promise.all(
-        rows.filter((row) => !discarded.includes(row)).map(async ({ abandoned: _abandoned, enabled: _enabled, ...row }) => ({ ...row, secret: secrets.open(row.secret), payload: await wholePayload(row.payload) })),
+        rows.filter((row) => !discarded.includes(row)).map(async ({ abandoned: _abandoned, enabled: _enabled, ...row }) => ({ ...row, secret: secrets.open(row.secret), payload: await wholeOnce(row.payload) })),
       );
     },
     async recordAttempts(attempts: ClaimedAttempt[]): Promise<void> {

@@ -11,7 +11,7 @@ import type { EventRecord, WebhookDeliveryRecord, WebhookRecord } from "../recor
 import type { SecretBox } from "../secret-box";
 import type { AttemptWithEvent, WebhookChanges, WebhooksStore } from "../store";
 import type { PgBlobs } from "./blobs";
-import { firstRow, type PgDb } from "./db";
+import { firstRow, lockKeys, type PgDb } from "./db";
 import { payloadReader } from "./event-payload";
 import { unheld } from "./leases";
 import { events, webhookAttempts, webhookDeliveries, webhooks } from "./schema/index";
@@ -42,7 +42,10 @@ const attemptColumns = {
   createdAt: webhookAttempts.createdAt,
 };
 
-/** `inTransaction`: find locks the row until the commit (a PATCH, a test event or a retry for a webhook being deleted met it gone: a 500). */
+/**
+ * `inTransaction`: find locks the row until the commit (a PATCH, a test event or a retry for a
+ * webhook being deleted met it gone: a 500), and count the organization's webhooks (the cap).
+ */
 export function webhooksStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, inTransaction: boolean): WebhooksStore {
   const opened = <T extends WebhookRecord | undefined>(row: T): T => (row ? { ...row, secret: secrets.open(row.secret) } : row);
   const wholePayload = payloadReader(db, blobs);
@@ -73,6 +76,7 @@ export function webhooksStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, inTr
       return rows.map(opened);
     },
     async count(organizationId: string): Promise<number> {
+      await lockKeys(db, inTransaction, [`webhooks:${organizationId}`]);
       return (await firstRow<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM webhooks WHERE organization_id = ${organizationId}`))!.n;
     },
     async update(id: string, changes: WebhookChanges, now: number): Promise<WebhookRecord> {
