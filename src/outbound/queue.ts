@@ -54,6 +54,8 @@ interface Lane {
   destination: Destination;
   backlog: Claimed[];
   running?: Promise<Finished>;
+  /** The organization whose due mail opened the lane: each may open at most half of them. */
+  owner: string;
 }
 
 interface Finished {
@@ -65,7 +67,7 @@ interface Finished {
 /** What a turn's transaction claimed, for the lanes once it is committed. */
 interface Claims {
   topUps: Map<Lane, Job[]>;
-  newLanes: { domain: string; jobs: Job[] }[];
+  newLanes: { domain: string; jobs: Job[]; owner: string }[];
 }
 
 export function startOutboundQueue(app: App, options: { resolver?: Resolver; random?: () => number; signer?: Signer } = {}): OutboundQueue {
@@ -93,7 +95,7 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
     });
     for (const { job } of finished) for (const delivery of job.deliveries) inFlight.delete(delivery.id);
     for (const [lane, jobs] of claims?.topUps ?? []) lane.backlog.push(...jobs.map(startPreparing));
-    for (const { domain, jobs } of claims?.newLanes ?? []) lanes.add({ destination: new Destination(context, domain), backlog: jobs.map(startPreparing) });
+    for (const { domain, jobs, owner } of claims?.newLanes ?? []) lanes.add({ destination: new Destination(context, domain), backlog: jobs.map(startPreparing), owner });
     let closed = false;
     for (const lane of lanes) {
       if (lane.running || lane.backlog.length > 0) continue;
@@ -114,25 +116,43 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
     return { topUps, newLanes: claiming === "all due" ? await claimNewLanes(tx, now) : [] };
   }
 
-  /** Lanes to other domains with due work, in the free slots, as far as each domain's limit allows. */
+  /**
+   * Lanes to other domains with due work, in the free slots, as far as each domain's limit allows,
+   * and each organization's: one organization's mail opens at most half the lanes, so that mail
+   * to hosts that take minutes to fail (a tarpit that accepts connections and never greets, for
+   * RFC 5321 §4.5.3.2's five minutes) cannot hold every slot while other organizations' waits.
+   */
   async function claimNewLanes(tx: Transaction, now: number): Promise<Claims["newLanes"]> {
     const newLanes: Claims["newLanes"] = [];
     const lanesPerDomain = new Counts();
-    for (const lane of lanes) lanesPerDomain.increment(lane.destination.domain);
+    const lanesPerOrganization = new Counts();
+    for (const lane of lanes) {
+      lanesPerDomain.increment(lane.destination.domain);
+      lanesPerOrganization.increment(lane.owner);
+    }
+    const organizationLimit = () => Math.max(1, Math.floor(config.deliveryConcurrency / 2));
     const free = () => config.deliveryConcurrency - lanes.size - newLanes.length;
     while (free() > 0) {
       const saturated = lanesPerDomain.atLimit(() => config.deliveryConcurrencyPerDomain);
+      const busy = lanesPerOrganization.atLimit(organizationLimit);
       const opened = newLanes.length;
-      for (const domain of await tx.deliveries.dueDomains(now, saturated, [...inFlight], free())) {
+      for (const domain of await tx.deliveries.dueDomains(now, saturated, busy, [...inFlight], free())) {
         const jobs = await claimJobs(tx, domain, now, laneBacklog);
         if (jobs.length === 0) continue;
-        newLanes.push({ domain, jobs });
+        // The domain was due for an organization not at its limit; other organizations' mail to it rides along.
+        const owner = (jobs.find((job) => !busy.includes(organizationOf(job))) ?? jobs[0]!).deliveries[0]!.organizationId;
+        newLanes.push({ domain, jobs, owner });
         lanesPerDomain.increment(domain);
+        lanesPerOrganization.increment(owner);
+        // At its limit now: the next look for due domains passes its mail over.
+        if (lanesPerOrganization.get(owner) >= organizationLimit()) break;
       }
       if (newLanes.length === opened) break;
     }
     return newLanes;
   }
+
+  const organizationOf = (job: Job) => job.deliveries[0]!.organizationId;
 
   /** Due messages to `domain`, each try counted before it is made. */
   async function claimJobs(tx: Transaction, domain: string, now: number, limit: number): Promise<Job[]> {

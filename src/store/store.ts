@@ -235,8 +235,8 @@ export interface DeliveriesStore {
   backlog(): Promise<QueueBacklog>;
   /** When the first delivery due after `after` falls due (the queue sleeps until then). */
   nextDueAfter(after: number): Promise<number | undefined>;
-  /** Destination domains with deliveries due, the longest-waiting first. */
-  dueDomains(now: number, skipDomains: string[], skipIds: string[], limit: number): Promise<string[]>;
+  /** Destination domains with deliveries due, the longest-waiting first; the deliveries of `skipOrganizations` are not counted. */
+  dueDomains(now: number, skipDomains: string[], skipOrganizations: string[], skipIds: string[], limit: number): Promise<string[]>;
   /**
    * The due deliveries of up to `limit` messages to `domain`, the longest-waiting first, one group
    * per message: what one SMTP transaction carries. Deliveries in `skip` (in flight) are left out.

@@ -60,11 +60,12 @@ export function deliveriesStore(db: PgDb, blobs: PgBlobs, leases: Leases): Deliv
       const row = await firstRow<{ dueAt: number | null }>(db, sql`SELECT min(next_attempt_at)::float8 AS "dueAt" FROM deliveries WHERE next_attempt_at > ${after}`);
       return row?.dueAt ?? undefined;
     },
-    async dueDomains(now: number, skipDomains: string[], skipIds: string[], limit: number): Promise<string[]> {
+    async dueDomains(now: number, skipDomains: string[], skipOrganizations: string[], skipIds: string[], limit: number): Promise<string[]> {
       const rows = await rowsOf<{ domain: string }>(db, sql`
         SELECT domain FROM deliveries
         WHERE next_attempt_at IS NOT NULL AND next_attempt_at <= ${now} AND ${unheld(now)}
           AND domain NOT IN ${textsOf(skipDomains)}
+          AND organization_id NOT IN ${textsOf(skipOrganizations)}
           AND id NOT IN ${textsOf(skipIds)}
         GROUP BY domain ORDER BY min(next_attempt_at) LIMIT ${limit}`);
       return rows.map((row) => row.domain);

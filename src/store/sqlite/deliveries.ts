@@ -17,12 +17,13 @@ export const deliveriesStore = (db: Db, blobs: BlobStore) => {
   const whole = withContent(blobs);
   const sqlite = db.$client;
   // Deliveries in flight are skipped: should a try outlast its lease, it is not claimed twice.
-  const dueDomains = sqlite.query<{ domain: string }, [number, string, string, number]>(`
+  const dueDomains = sqlite.query<{ domain: string }, [number, string, string, string, number]>(`
     SELECT domain FROM deliveries
     WHERE next_attempt_at IS NOT NULL AND next_attempt_at <= ?1
       AND domain NOT IN (SELECT value FROM json_each(?2))
-      AND id NOT IN (SELECT value FROM json_each(?3))
-    GROUP BY domain ORDER BY min(next_attempt_at) LIMIT ?4`);
+      AND organization_id NOT IN (SELECT value FROM json_each(?3))
+      AND id NOT IN (SELECT value FROM json_each(?4))
+    GROUP BY domain ORDER BY min(next_attempt_at) LIMIT ?5`);
   // Newest first from migration 0201's index; a filter left out (null) matches every row.
   const organizationList = sqlite.query<OutboundDeliveryRecord, { organizationId: string; status: string | null; domain: string | null; inboxId: string | null; limit: number; offset: number }>(`
     SELECT deliveries.id, deliveries.organization_id AS organizationId, deliveries.message_id AS messageId, recipient, domain, deliveries.status, attempts,
@@ -92,8 +93,8 @@ export const deliveriesStore = (db: Db, blobs: BlobStore) => {
     /** Deliveries still to be tried, and when the oldest of them was queued (the metrics' queue depth and age). */
     backlog: (): QueueBacklog => backlog.get()!,
     nextDueAfter: (after: number): number | undefined => nextDueAfter.get(after)!.dueAt ?? undefined,
-    dueDomains(now: number, skipDomains: string[], skipIds: string[], limit: number): string[] {
-      return dueDomains.all(now, JSON.stringify(skipDomains), JSON.stringify(skipIds), limit).map((row) => row.domain);
+    dueDomains(now: number, skipDomains: string[], skipOrganizations: string[], skipIds: string[], limit: number): string[] {
+      return dueDomains.all(now, JSON.stringify(skipDomains), JSON.stringify(skipOrganizations), JSON.stringify(skipIds), limit).map((row) => row.domain);
     },
     /**
      * The due deliveries of up to `limit` messages to `domain`, the longest-waiting first, one group
