@@ -11,7 +11,7 @@ import { withContentEncoded } from "../../messages/present";
 import { getAttachment, getMessage, getMessageSource, listMessages } from "../../messages/service";
 import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
-import { downloadHeaders } from "../download";
+import { downloadHeaders, downloads } from "../download";
 import { idempotency, idempotentSendRoute, keyInUse } from "../idempotency";
 import { security } from "../openapi";
 import { paged, paginationQuery } from "../pagination";
@@ -64,7 +64,7 @@ export function created(set: { status?: number | string; headers: Record<string,
   return withContentEncoded(sent.message);
 }
 
-export const messageRoutes = (app: App) =>
+export const messageRoutes = (app: App, serve = downloads()) =>
   new Elysia({ prefix: "/v1/inboxes/:inboxId/messages", detail: { tags: ["messages"], security: security.apiKey } })
     .use(apiKeyGuard(app))
     .use(idempotency(app))
@@ -108,9 +108,9 @@ export const messageRoutes = (app: App) =>
     .get(
       "/:messageId/raw",
       async ({ organizationId, params }) =>
-        new Response(await getMessageSource(app, organizationId, params.inboxId, params.messageId), { headers: downloadHeaders(`${params.messageId}.eml`, "message/rfc822") }),
+        serve(organizationId, await getMessageSource(app, organizationId, params.inboxId, params.messageId), downloadHeaders(`${params.messageId}.eml`, "message/rfc822")),
       {
-        response: { 200: bytes("message/rfc822", "The RFC 5322 source"), ...failures(401, [404, "Message not found"]) },
+        response: { 200: bytes("message/rfc822", "The RFC 5322 source"), ...failures(401, [404, "Message not found"], [429, "Too many large downloads in flight for this organization"]) },
         detail: { summary: "The message's RFC 5322 source (message/rfc822), as sent or as received with our trace headers; a download ({messageId}.eml), like an attachment's" },
       },
     )
@@ -118,10 +118,10 @@ export const messageRoutes = (app: App) =>
       "/:messageId/attachments/:attachmentId",
       async ({ organizationId, params }) => {
         const attachment = await getAttachment(app, organizationId, params.inboxId, params.messageId, params.attachmentId);
-        return new Response(attachment.content, { headers: downloadHeaders(attachment.name ?? undefined, attachment.contentType ?? undefined) });
+        return serve(organizationId, attachment.content, downloadHeaders(attachment.name ?? undefined, attachment.contentType ?? undefined));
       },
       {
-        response: { 200: bytes("*/*", "The attachment's bytes, as its own media type (application/octet-stream when it has none)"), ...failures(401, [404, "Message or attachment not found"]) },
+        response: { 200: bytes("*/*", "The attachment's bytes, as its own media type (application/octet-stream when it has none)"), ...failures(401, [404, "Message or attachment not found"], [429, "Too many large downloads in flight for this organization"]) },
         detail: { summary: "One attachment's bytes (its id is in the message's attachments), always as a download: Content-Disposition attachment, nosniff, CSP sandbox" },
       },
     );
