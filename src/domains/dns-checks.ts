@@ -105,7 +105,8 @@ export async function checkDkim(resolver: Resolver, name: string, key: RecordKey
   let published;
   try {
     const { getPublicKey } = await import("mailauth/lib/tools");
-    published = await getPublicKey("DKIM", name, 1024, resolver.forMailauth);
+    // RFC 6376 §3.6.1: a record whose h= leaves out sha256 makes verifiers refuse our signatures.
+    published = await getPublicKey("DKIM", name, 1024, resolver.forMailauth, { hashAlgo: "sha256" });
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (error instanceof DnsLookupError || code === "ENOTFOUND" || code === "ENODATA") return lookupFailure(error, `no DKIM record at ${name}`);

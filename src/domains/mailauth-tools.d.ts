@@ -8,5 +8,7 @@ declare module "mailauth/lib/tools" {
     name: string,
     minBitLength: number,
     resolver: DNSResolver,
+    /** `hashAlgo`: refuse a record whose h= tag leaves this hash out. */
+    options?: { hashAlgo?: string },
   ): Promise<{ publicKey: string; rr: string; keyType: string; modulusLength?: number }>;
 }

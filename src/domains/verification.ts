@@ -36,8 +36,9 @@ export async function verifyDomainRecords(app: App, row: DomainRecord): Promise<
 
 /**
  * A pending key whose record verified starts signing, and retires the key of its algorithm that
- * signed before; a retired key whose record is gone from DNS is dropped (its owner removed it).
- * Returns whether any key changed.
+ * signed before; an active key whose record failed (gone, or another key there) stops signing
+ * until it verifies again, as receivers could not check its signatures; a retired key whose record
+ * is gone from DNS is dropped (its owner removed it). Returns whether any key changed.
  */
 async function handOverKeys(tx: Transaction, domain: string, keys: DkimKeyRecord[], checks: Record<string, RecordCheck>, outcomes: Map<string, CheckOutcome>, now: number): Promise<boolean> {
   let changed = false;
@@ -49,6 +50,9 @@ async function handOverKeys(tx: Transaction, domain: string, keys: DkimKeyRecord
       for (const old of keys) {
         if (old.id !== key.id && old.status === "active" && old.algorithm === key.algorithm) await tx.dkimKeys.setStatus(old.id, "retired", now);
       }
+      changed = true;
+    } else if (key.status === "active" && checks[recordKey]?.status === "failed") {
+      await tx.dkimKeys.setStatus(key.id, "pending", now);
       changed = true;
     } else if (key.status === "retired" && (outcome === "missing" || outcome === "failed")) {
       await tx.dkimKeys.remove(key.id);

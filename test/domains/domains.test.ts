@@ -269,6 +269,24 @@ describe("verify", () => {
     expect((await server.app.store.dkimKeys.activeForDomain("dkimmismatch.example")).map((key) => key.algorithm)).toEqual(["ed25519-sha256"]);
   });
 
+  test("a signing key whose record fails later (h=sha1, which refuses our rsa-sha256; or gone) stops signing until it verifies again", async () => {
+    const domain = await verifiedDomain("dkimlater.example");
+    const active = async () => (await server.app.store.dkimKeys.activeForDomain("dkimlater.example")).map((key) => key.algorithm);
+    expect(await active()).toEqual(["ed25519-sha256", "rsa-sha256"]);
+    const rsa = recordOf(domain.records, "DKIM-RSA");
+    dns.set(rsa.name, "TXT", [rsa.value.replace("k=rsa;", "k=rsa; h=sha1;")]);
+    const res = await post(`/v1/domains/${domain.id}/verify`);
+    expect(recordOf(res.body.records, "DKIM-RSA")).toMatchObject({ status: "failed", reason: expect.stringContaining("does not allow sha256") });
+    expect(await active()).toEqual(["ed25519-sha256"]);
+    const ed25519 = recordOf(domain.records, "DKIM-ED25519");
+    dns.remove(ed25519.name, "TXT");
+    await post(`/v1/domains/${domain.id}/verify`);
+    expect(await active()).toEqual([]);
+    publishRecords(dns, domain.records);
+    expect((await post(`/v1/domains/${domain.id}/verify`)).body).toMatchObject({ status: "verified", sending: true });
+    expect(await active()).toEqual(["ed25519-sha256", "rsa-sha256"]);
+  });
+
   test("a verified domain whose records vanish turns failed, with the reason; a DNS outage changes nothing", async () => {
     const domain = await verifiedDomain("vanish.example");
     dns.failNext("vanish.example", "SERVFAIL", 20);
