@@ -200,7 +200,7 @@ export const settings = {
   acmeCaFile: setting("INBOXD_ACME_CA_FILE", "", text, "PEM file of the CA that signed the ACME directory's own HTTPS certificate, for a private ACME server (empty: the system's CAs)"),
   acmeHttpPort: setting("INBOXD_ACME_HTTP_PORT", "80", port, "with ACME: the plain HTTP port that answers HTTP-01 challenges and redirects everything else to HTTPS (0: any free port)"),
   httpsPort: setting("INBOXD_HTTPS_PORT", "", (raw, name) => (raw === "" ? undefined : port(raw, name)), "HTTPS port of the API and console (empty: 443 with ACME, else no HTTPS)"),
-  mtaStsMode: setting("INBOXD_MTA_STS_MODE", "testing", oneOf("testing", "enforce", "none"), "mode of the MTA-STS policy served for the service domain and verified custom domains (RFC 8461)"),
+  mtaStsMode: setting("INBOXD_MTA_STS_MODE", "testing", oneOf("testing", "enforce", "none"), "mode of the MTA-STS policy served for the service domain and the custom domains whose MX is verified (RFC 8461)"),
   mtaStsPolicyPort: setting("INBOXD_MTA_STS_POLICY_PORT", "443", remotePort, "port of recipient domains' MTA-STS policy hosts (tests change it)"),
   outboundCaFile: setting("INBOXD_OUTBOUND_CA_FILE", "", text, "PEM file of CAs trusted beside the system's for recipients' MX certificates and MTA-STS policy hosts (private networks, tests)"),
   // Unlike the other settings, a wrong value is not repeated in the error: it is a secret.

@@ -24,7 +24,7 @@ const hostOf = (request: Request) => new URL(request.url).hostname.toLowerCase()
 async function mtaStsPolicy(app: App, request: Request): Promise<Response | undefined> {
   if (app.config.mtaStsMode === "none" || new URL(request.url).pathname !== POLICY_PATH) return undefined;
   const host = hostOf(request);
-  const domains = [app.config.mailDomain, ...(await app.store.domains.verifiedNames())];
+  const domains = [app.config.mailDomain, ...(await app.store.domains.receivingNames())];
   if (!domains.some((domain) => mtaStsHost(domain.toLowerCase()) === host)) return undefined;
   return new Response(policyText(app.config), { headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "max-age=3600" } });
 }

@@ -1,7 +1,7 @@
 /**
  * Which host names inboxd serves over TLS with certificates of its own: the mail host (SMTP
  * STARTTLS and HTTPS), the API host, and mta-sts.<domain> for the service domain and each
- * verified custom domain (RFC 8461 §3.3 serves the policy there, over HTTPS).
+ * custom domain whose MX is verified (RFC 8461 §3.3 serves the policy there, over HTTPS).
  */
 import type { App } from "../app";
 import type { Config } from "../config";
@@ -15,6 +15,6 @@ export const mtaStsHost = (domain: string) => `mta-sts.${domain}`;
 export async function certificateNames(app: App): Promise<string[]> {
   const { hostname, apiHostname, mailDomain, mtaStsMode } = app.config;
   const names = [hostname, ...(apiHostname ? [apiHostname] : [])];
-  if (mtaStsMode !== "none") for (const domain of [mailDomain, ...(await app.store.domains.verifiedNames())]) names.push(mtaStsHost(domain));
+  if (mtaStsMode !== "none") for (const domain of [mailDomain, ...(await app.store.domains.receivingNames())]) names.push(mtaStsHost(domain));
   return [...new Set(names.map((name) => name.toLowerCase()))];
 }

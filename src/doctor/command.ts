@@ -35,7 +35,7 @@ export async function runDoctor(config: Config, now: number = Date.now()): Promi
     const store = await openStoreReadOnly(config);
     if (!store) return [{ ok: false, check: `${config.mailDomain}: DKIM`, detail: `no database in ${config.dataDir} yet, so no DKIM keys`, fix: "run `inboxd dns` (or start inboxd once) to make the keys, then publish what it prints" }];
     try {
-      const domains = [config.mailDomain.toLowerCase(), ...(await store.domains.verifiedNames())];
+      const domains = [config.mailDomain.toLowerCase(), ...(await store.domains.receivingNames())];
       const perDomain = await Promise.all(domains.map(async (domain) => checkDomainRecords(resolver, server, domain, domainRecords(server, domain, await store.dkimKeys.forDomain(domain)))));
       const postmasterInbox = config.postmasterInbox ? await store.inboxes.findByEmail(config.postmasterInbox) : undefined;
       return [...perDomain.flat(), checkPostmaster(config.postmasterInbox, postmasterInbox !== undefined)];

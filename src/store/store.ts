@@ -405,8 +405,13 @@ export interface DomainsStore {
   /** Newest first; ties within one millisecond in creation order. */
   list(organizationId: string, page: number, per: number): Promise<DomainRecord[]>;
   count(organizationId: string): Promise<number>;
-  /** The names of every verified domain, across organizations: what the operator's checks look at. */
-  verifiedNames(): Promise<string[]>;
+  /**
+   * The names of every domain whose MX is verified (mail for it comes here), across organizations:
+   * whose MTA-STS policy inboxd serves, and whose records the operator's checks look at. Not only
+   * the `verified` ones: a key rotation makes a domain `pending` until the new records verify, and
+   * its policy must not lapse meanwhile.
+   */
+  receivingNames(): Promise<string[]>;
   /** Domains whose background check is due, most overdue first. */
   due(now: number, limit: number): Promise<DomainRecord[]>;
   update(id: string, changes: DomainChanges): Promise<void>;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { certificateNames } from "../../src/certs/names";
 import { generateDkimKeys, dkimTxtValue } from "../../src/dkim/keys";
 import { assertUsableInboxDomain, isHostedDomain } from "../../src/domains/hosted";
 import { ServiceError } from "../../src/errors";
@@ -371,6 +372,14 @@ describe("using a domain", () => {
 });
 
 describe("DKIM key rotation", () => {
+  test("while a rotation's new records are unpublished (the domain pending), its MTA-STS policy host keeps its certificate name: mail still comes here", async () => {
+    const domain = await verifiedDomain("stsrotate.example");
+    const rotated = await post(`/v1/domains/${domain.id}/rotate-dkim`);
+    expect(rotated.body).toMatchObject({ status: "pending", receiving: true });
+    expect(await certificateNames(server.app)).toContain("mta-sts.stsrotate.example");
+    expect(await server.app.store.domains.receivingNames()).toContain("stsrotate.example");
+  });
+
   test("new keys are published beside the old; they sign once verified; the old stay listed until removed from DNS", async () => {
     const domain = await verifiedDomain("rotate.example");
     const oldKeys = await server.app.store.dkimKeys.activeForDomain("rotate.example");

@@ -40,8 +40,8 @@ export function domainsStore(db: PgDb, inTransaction: boolean): DomainsStore {
     async count(organizationId: string): Promise<number> {
       return (await firstRow<{ n: number }>(db, sql`SELECT count(*)::int AS n FROM domains WHERE organization_id = ${organizationId}`))!.n;
     },
-    async verifiedNames(): Promise<string[]> {
-      const rows = await db.select({ name: domains.name }).from(domains).where(eq(domains.status, "verified")).orderBy(asc(domains.name));
+    async receivingNames(): Promise<string[]> {
+      const rows = await db.select({ name: domains.name }).from(domains).where(eq(domains.receiving, true)).orderBy(asc(domains.name));
       return rows.map((row) => row.name);
     },
     /** Locked as read: the caller moves their next check on in the same transaction, and other nodes pass them over meanwhile. */

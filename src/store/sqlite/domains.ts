@@ -33,9 +33,8 @@ export const domainsStore = (db: Db) => {
     count(organizationId: string): number {
       return inOrganization.get({ organizationId })!.n;
     },
-    /** The names of every verified domain, across organizations: what the operator's checks look at. */
-    verifiedNames(): string[] {
-      return db.select({ name: domains.name }).from(domains).where(eq(domains.status, "verified")).orderBy(asc(domains.name)).all().map((row) => row.name);
+    receivingNames(): string[] {
+      return db.select({ name: domains.name }).from(domains).where(eq(domains.receiving, true)).orderBy(asc(domains.name)).all().map((row) => row.name);
     },
     /** Domains whose background check is due, most overdue first. */
     due(now: number, limit: number): DomainRow[] {
