@@ -95,6 +95,18 @@ describe("TLS reports", () => {
     expect(listed.body.map((entry: { reportId: string }) => entry.reportId).sort()).toEqual(["2026-11-24T00:00:00Z_reports.example", "second"]);
   });
 
+  test("RFC 8460 §4.4: a report-id is one author's; another author's report with the same id, and a report's tlsa entry beside its sts one, are kept too; counts past 2^31 are kept", async () => {
+    const id = "2026-11-25T00:00:00Z_reports.example";
+    const first = report(id);
+    const second = { ...report(id, 3), "organization-name": "Company-Y" };
+    const both = { ...report(id, 4), "organization-name": "Company-Z" };
+    both.policies.push({ ...both.policies[0]!, policy: { ...both.policies[0]!.policy, "policy-type": "tlsa" }, summary: { "total-successful-session-count": 2 ** 40, "total-failure-session-count": 0 } });
+    for (const body of [first, second, both]) await sendMail(server.smtpPort, { from: "tlsrpt@company-x.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(gzipSync(JSON.stringify(body))) });
+    const kept = (await reports()).body.filter((entry: { reportId: string }) => entry.reportId === id);
+    expect(kept.map((entry: { organizationName: string; policyType: string }) => `${entry.organizationName} ${entry.policyType}`).sort()).toEqual(["Company-X sts", "Company-Y sts", "Company-Z sts", "Company-Z tlsa"]);
+    expect(kept.find((entry: { policyType: string }) => entry.policyType === "tlsa").successfulSessions).toBe(2 ** 40);
+  });
+
   test("a message without a readable report is accepted and dropped; a report inflating past 1 MiB is no report, one of exactly 1 MiB is", async () => {
     const before = await listedIds();
     expect((await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: "Subject: hi\r\n\r\nnot a report\r\n" })).response).toStartWith("250");

@@ -3,10 +3,12 @@ import mail from "../../../migrations/postgres/0001_mail.sql" with { type: "text
 import delivery from "../../../migrations/postgres/0002_delivery.sql" with { type: "text" };
 import blobGoneLock from "../../../migrations/postgres/0003_blob_gone_lock.sql" with { type: "text" };
 import messageReplyTo from "../../../migrations/postgres/0004_message_reply_to.sql" with { type: "text" };
+import tlsReportKey from "../../../migrations/postgres/0005_tls_report_key.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_mail", sql: mail },
   { version: "0002_delivery", sql: delivery },
   { version: "0003_blob_gone_lock", sql: blobGoneLock },
   { version: "0004_message_reply_to", sql: messageReplyTo },
+  { version: "0005_tls_report_key", sql: tlsReportKey },
 ];

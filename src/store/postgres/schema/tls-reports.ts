@@ -1,4 +1,4 @@
-import { integer, pgTable, text } from "drizzle-orm/pg-core";
+import { bigint, pgTable, text } from "drizzle-orm/pg-core";
 import { jsonb, millis } from "./columns";
 import type { TlsReportRecord } from "../../records";
 import { citext } from "./citext";
@@ -11,8 +11,8 @@ export const tlsReports = pgTable("tls_reports", {
   policyType: text("policy_type").notNull(),
   startAt: millis("start_at").notNull(),
   endAt: millis("end_at").notNull(),
-  successfulSessions: integer("successful_sessions").notNull(),
-  failedSessions: integer("failed_sessions").notNull(),
+  successfulSessions: bigint("successful_sessions", { mode: "number" }).notNull(),
+  failedSessions: bigint("failed_sessions", { mode: "number" }).notNull(),
   failureDetails: jsonb<TlsReportRecord["failureDetails"]>("failure_details").notNull(),
   receivedAt: millis("received_at").notNull(),
 });
