@@ -55,9 +55,11 @@ export function apiCaller(handle: RequestHandler, baseUrl: string, apiKey: strin
       // Said outright: a body of unknown length counts as the largest one against the message memory (http/message-memory.ts).
       headers["content-length"] = String(encoded.byteLength);
     }
+    // Made before the call: a header the runtime refuses is the caller's error, not an unreachable server.
+    const request = new Request(url.href, { method, headers, body: encoded });
     let response: Response;
     try {
-      response = await handle(new Request(url.href, { method, headers, body: encoded }));
+      response = await handle(request);
     } catch (error) {
       // Over stdio: inboxd is not running at INBOXD_URL, or cannot be reached; said as the tool's error.
       throw new Error(`inboxd at ${root} did not answer: ${error instanceof Error ? error.message : String(error)}`);

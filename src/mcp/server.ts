@@ -34,6 +34,11 @@ export function createMcpServer(api: ApiCaller): McpServer {
  * Stateless: nothing outlives the request, so any inboxd process can answer any request.
  */
 export async function handleMcpPost(request: Request, body: unknown, api: ApiCaller): Promise<Response> {
+  // JSON-RPC batches left MCP in 2025-06-18: one request holding forty reads of a large message
+  // took the server to 2.9 GB. One message per POST.
+  if (Array.isArray(body)) {
+    return Response.json({ jsonrpc: "2.0", error: { code: -32600, message: "Batches are not supported: send one JSON-RPC message per request" }, id: null }, { status: 400 });
+  }
   const server = createMcpServer(api);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);

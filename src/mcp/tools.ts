@@ -43,7 +43,11 @@ const labels = z.array(z.string()).describe("labels, each 1 to 100 characters");
 const attachments = z
   .array(z.object({ content: z.string().describe("the file, base64"), name: z.string().optional(), contentType: z.string().optional().describe("media type, e.g. application/pdf") }))
   .describe("files to attach");
-const idempotencyKey = z.string().optional().describe("any unique string: a retried call with the same key is carried out once (Idempotency-Key)");
+const idempotencyKey = z
+  .string()
+  .regex(/^[\x20-\x7e]{1,255}$/, "must be 1 to 255 printable ASCII characters, as the API's Idempotency-Key")
+  .optional()
+  .describe("any unique string of printable ASCII: a retried call with the same key is carried out once (Idempotency-Key)");
 const body = (what: string) => z.string().optional().describe(`${what}; "" or left out for none`);
 
 /** What a new message and a draft are made of (the API's send body). */

@@ -15,17 +15,36 @@ export const untrusted = (content: string): string => `${untrustedOpen}${content
 
 /** Fields of the API's objects (messages, threads, webhook payloads) whose text comes from senders. */
 const contentFields = new Set(["subject", "text", "html", "fromName", "preview"]);
+/** Address fields: plain, but for an address whose quoted local part is free text its sender chose. */
+const addressFields = new Set(["from", "to", "cc", "bcc", "replyTo", "recipient"]);
+/**
+ * The most of a body (text or html) a result carries: a message of 10 MB put 19 MB into an
+ * agent's context (and, forty in one request, 2.9 GB into the server). Past it the body is cut,
+ * and `textChars`/`htmlChars` say how long it is.
+ */
+export const MAX_BODY_CHARS = 64 * 1024;
+
+const markedString = (value: string, key: string | undefined) =>
+  key !== undefined && (contentFields.has(key) || (addressFields.has(key) && value.includes('"'))) ? untrusted(value) : value;
 
 /**
  * The API's JSON with every content field wrapped, at any depth (a thread's messages, a webhook
- * attempt's payload). Attachments keep their metadata, their file name wrapped; their base64
- * content is left out of these results (`get_attachment` returns one).
+ * attempt's payload), and each body cut at MAX_BODY_CHARS. Attachments keep their metadata, their
+ * sender-written fields wrapped; their base64 content is left out of these results (`get_attachment`
+ * returns one).
  */
 export function markUntrusted(value: unknown, key?: string): unknown {
-  if (typeof value === "string") return key !== undefined && contentFields.has(key) ? untrusted(value) : value;
-  if (Array.isArray(value)) return key === "attachments" ? value.map(markAttachment) : value.map((item) => markUntrusted(item));
+  if (typeof value === "string") return markedString(value, key);
+  if (Array.isArray(value)) return key === "attachments" ? value.map(markAttachment) : value.map((item) => markUntrusted(item, addressFields.has(key ?? "") ? key : undefined));
   if (typeof value !== "object" || value === null) return value;
-  return Object.fromEntries(Object.entries(value).map(([field, inner]) => [field, markUntrusted(inner, field)]));
+  const marked: Record<string, unknown> = {};
+  for (const [field, inner] of Object.entries(value)) {
+    if ((field === "text" || field === "html") && typeof inner === "string" && inner.length > MAX_BODY_CHARS) {
+      marked[field] = untrusted(inner.slice(0, MAX_BODY_CHARS));
+      marked[`${field}Chars`] = inner.length;
+    } else marked[field] = markUntrusted(inner, field);
+  }
+  return marked;
 }
 
 /**
@@ -39,8 +58,11 @@ export function markDraftSubjects(value: unknown): unknown {
   return typeof inReplyToMessageId === "string" && typeof subject === "string" ? { ...value, subject: untrusted(subject) } : value;
 }
 
+/** The fields of an attachment its sender wrote: its name, Content-ID and declared type. */
+const attachmentTextFields = ["name", "contentId", "contentType"];
+
 function markAttachment(attachment: unknown): unknown {
   if (typeof attachment !== "object" || attachment === null) return attachment;
-  const { content: _, name, ...rest } = attachment as Record<string, unknown>;
-  return { ...rest, ...(typeof name === "string" ? { name: untrusted(name) } : {}) };
+  const { content: _, ...rest } = attachment as Record<string, unknown>;
+  return Object.fromEntries(Object.entries(rest).map(([field, inner]) => [field, attachmentTextFields.includes(field) && typeof inner === "string" ? untrusted(inner) : inner]));
 }
