@@ -369,13 +369,14 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
       `<iframe src="${tracker.url("/frame")}"></iframe><a href="javascript:alert('link')">link</a>`,
       `<style>@import url("${tracker.url("/import.css")}"); p { background: url(${tracker.url("/style-bg.png")}) }</style>`,
       `<div style="background-image: url('${tracker.url("/inline-bg.png")}')">styled</div>`,
+      `<style>.nest { & .inner { background-image: url(${tracker.url("/nested-bg.png")}) } }</style><div class="nest"><span class="inner">nested</span></div>`,
     ].join("\n");
     await sendFromOutside(inboxes.secondId, { to: [inboxes.first], subject: "Hostile HTML", text: "plain part", html: hostile });
     const received = (await api.get(`/v1/inboxes/${inboxes.firstId}/messages?query=Hostile`, apiKey)).body[0];
     await page.goto(`${api.baseUrl}/#/inboxes/${inboxes.firstId}/messages/${received.id}`);
     const frame = page.frameLocator("iframe");
     await frame.getByText("Hello").waitFor();
-    await page.getByText("3 remote images blocked").waitFor();
+    await page.getByText("4 remote images blocked").waitFor();
     await Bun.sleep(500);
     expect(dialogs).toEqual([]);
     expect(requests).toEqual([]);
@@ -384,9 +385,9 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     await shot("message-hostile-html");
 
     await page.getByRole("button", { name: "Show images" }).click();
-    await tracker.waitFor(3);
+    await tracker.waitFor(4);
     await Bun.sleep(300);
-    expect(tracker.requests.map((request) => request.path).sort()).toEqual(["/inline-bg.png", "/pixel.png", "/style-bg.png"]);
+    expect(tracker.requests.map((request) => request.path).sort()).toEqual(["/inline-bg.png", "/nested-bg.png", "/pixel.png", "/style-bg.png"]);
     expect(dialogs).toEqual([]);
   }, stepTimeout);
 

@@ -118,13 +118,16 @@ class Sanitizer {
     return [...sheet.cssRules].map((rule) => rule.cssText).join("\n").replaceAll("</", "<\\/");
   }
 
-  private rules(parent: CSSStyleSheet | CSSGroupingRule | CSSKeyframesRule) {
+  private rules(parent: CSSStyleSheet | CSSGroupingRule | CSSKeyframesRule | CSSStyleRule) {
     for (let index = parent.cssRules.length - 1; index >= 0; index--) {
       const rule = parent.cssRules[index]!;
-      const styled = rule instanceof CSSStyleRule || rule instanceof CSSPageRule || rule instanceof CSSKeyframeRule || rule instanceof CSSFontFaceRule;
-      const grouping = rule instanceof CSSGroupingRule || rule instanceof CSSKeyframesRule;
+      // CSS nesting: a style rule holds rules of its own, and declarations after them
+      // (CSSNestedDeclarations, which no type names yet): both are checked as their parent is.
+      const nestedDeclarations = !(rule instanceof CSSStyleRule) && "style" in rule && rule.style instanceof CSSStyleDeclaration;
+      const styled = rule instanceof CSSStyleRule || rule instanceof CSSPageRule || rule instanceof CSSKeyframeRule || rule instanceof CSSFontFaceRule || nestedDeclarations;
+      const grouping = rule instanceof CSSGroupingRule || rule instanceof CSSKeyframesRule || (rule instanceof CSSStyleRule && rule.cssRules.length > 0);
       // Fonts never come from elsewhere, images or not.
-      if (styled) this.style(rule.style, !(rule instanceof CSSFontFaceRule));
+      if (styled) this.style((rule as CSSRule & { style: CSSStyleDeclaration }).style, !(rule instanceof CSSFontFaceRule));
       if (grouping) this.rules(rule);
       // A keyframes rule holds only keyframes, which are styled.
       if (!styled && !grouping && !(parent instanceof CSSKeyframesRule)) parent.deleteRule(index);

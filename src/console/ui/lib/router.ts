@@ -9,7 +9,14 @@ const segmentsOf = (hash: string) =>
     .replace(/^#\/?/, "")
     .split("/")
     .filter(Boolean)
-    .map((segment) => decodeURIComponent(segment));
+    .map((segment) => {
+      // A malformed escape (a link cut short) is kept as written: the view says it does not exist.
+      try {
+        return decodeURIComponent(segment);
+      } catch {
+        return segment;
+      }
+    });
 
 /** The current route's path segments, re-rendering on every change. */
 export function useRoute(): string[] {
