@@ -32,7 +32,11 @@ function lookupFailure(error: unknown, notFound: string): CheckOutcome {
 
 const sameHost = (a: string, b: string) => a.toLowerCase().replace(/\.$/, "") === b.toLowerCase().replace(/\.$/, "");
 
-/** Verified when one of the domain's MX records names our host (RFC 5321 §5.1). */
+/**
+ * Verified when the domain's most preferred MX records (RFC 5321 §5.1: lowest preference first)
+ * name our host. As a backup MX only, senders deliver elsewhere, and the MTA-STS policy inboxd
+ * serves (naming only our host) would make senders skip the preferred one.
+ */
 export async function checkMx(resolver: Resolver, domain: string, hostname: string): Promise<CheckOutcome> {
   const notFound = `no MX record at ${domain}`;
   let records;
@@ -44,7 +48,13 @@ export async function checkMx(resolver: Resolver, domain: string, hostname: stri
   if (records.length === 0) return missing(notFound);
   // RFC 7505 §3: a null MX says the domain takes no mail at all.
   if (isNullMx(records)) return failed(`${domain} publishes a null MX (it accepts no mail); point its MX to ${hostname}`);
-  if (records.some((record) => sameHost(record.exchange, hostname))) return verified;
+  const preferred = Math.min(...records.map((record) => record.priority));
+  const ours = records.find((record) => sameHost(record.exchange, hostname));
+  if (ours?.priority === preferred) return verified;
+  if (ours) {
+    const before = records.filter((record) => record.priority < ours.priority).map((record) => `${record.exchange} (${record.priority})`);
+    return failed(`the MX records of ${domain} prefer ${before.join(", ")} over ${hostname} (${ours.priority}): mail goes there first`);
+  }
   const targets = records.map((record) => record.exchange).join(", ");
   return failed(`the MX records of ${domain} point to ${targets}, not to ${hostname}`);
 }
@@ -148,7 +158,21 @@ export async function checkSameHost(resolver: Resolver, name: string, hostname: 
   return foreign.length ? failed(`${name} resolves to ${foreign.join(", ")}, not to ${hostname}`) : verified;
 }
 
-/** Verified when `name` publishes exactly one TXT record starting with `prefix`, and it is `expected`. */
+/** `tag=value` pairs of a TXT record (RFC 8461 §3.1, RFC 8460 §3), names in lower case. */
+const tagsOf = (record: string) =>
+  new Map(
+    record
+      .split(";")
+      .map((part) => part.trim())
+      .filter((part) => part.includes("="))
+      .map((part) => [part.slice(0, part.indexOf("=")).trim().toLowerCase(), part.slice(part.indexOf("=") + 1).trim()] as const),
+  );
+
+/**
+ * Verified when `name` publishes exactly one TXT record starting with `prefix`, holding every tag
+ * of `expected` with its value: other tags (extensions, RFC 8461 §3.1) may stand beside them, and
+ * a list-valued tag (TLS-RPT's `rua`, RFC 8460 §3) may name other URIs beside ours.
+ */
 export async function checkTxt(resolver: Resolver, name: string, prefix: string, expected: string): Promise<CheckOutcome> {
   const notFound = `no ${prefix} record at ${name}`;
   let records;
@@ -159,8 +183,9 @@ export async function checkTxt(resolver: Resolver, name: string, prefix: string,
   }
   if (records.length === 0) return missing(notFound);
   if (records.length > 1) return failed(`${name} publishes ${records.length} ${prefix} records; there must be exactly one`);
-  const normalized = (value: string) => value.replace(/\s+/g, "").replace(/;$/, "");
-  return normalized(records[0]!) === normalized(expected) ? verified : failed(`${name} publishes '${records[0]}', not '${expected}'`);
+  const published = tagsOf(records[0]!);
+  const holds = [...tagsOf(expected)].every(([tag, value]) => published.get(tag)?.split(",").some((item) => item.trim() === value));
+  return holds ? verified : failed(`${name} publishes '${records[0]}', without '${expected}'`);
 }
 
 /** Runs the look-up a record spec asks for. */

@@ -222,8 +222,25 @@ describe("verify", () => {
     expect(tls.map((record: ApiRecord) => [record.type, record.status, record.reason])).toEqual([
       ["CNAME", "pending", "mta-sts.notls.example has no CNAME or A/AAAA record"],
       ["TXT", "pending", "no v=STSv1 record at _mta-sts.notls.example"],
-      ["TXT", "failed", "_smtp._tls.notls.example publishes 'v=TLSRPTv1; rua=mailto:someone@elsewhere.example', not 'v=TLSRPTv1; rua=mailto:tlsrpt@mx.inboxd.test'"],
+      ["TXT", "failed", "_smtp._tls.notls.example publishes 'v=TLSRPTv1; rua=mailto:someone@elsewhere.example', without 'v=TLSRPTv1; rua=mailto:tlsrpt@mx.inboxd.test'"],
     ]);
+    // An extension tag beside ours (RFC 8461 §3.1), and another report address beside ours (RFC 8460 §3): verified.
+    const sts = domain.records.find((record: ApiRecord) => record.name === "_mta-sts.notls.example")!;
+    dns.set(sts.name, "TXT", [`${sts.value}; ext=1`]);
+    dns.set("_smtp._tls.notls.example", "TXT", ["v=TLSRPTv1; rua=mailto:tlsrpt@mx.inboxd.test,mailto:me@notls.example"]);
+    const again = await post(`/v1/domains/${domain.id}/verify`);
+    expect(again.body.records.filter((record: ApiRecord) => record.type === "TXT" && record.purpose === "tls").map((record: ApiRecord) => record.status)).toEqual(["verified", "verified"]);
+  });
+
+  test("an MX that names this server only as a backup (a lower preference than another host) fails, with the host mail goes to first", async () => {
+    const domain = await createDomain("backupmx.example");
+    publishRecords(dns, domain.records);
+    dns.set("backupmx.example", "MX", [{ exchange: "mx.elsewhere.example", priority: 1 }, { exchange: `${HOSTNAME}.`, priority: 50 }]);
+    const res = await post(`/v1/domains/${domain.id}/verify`);
+    expect(res.body).toMatchObject({ receiving: false });
+    expect(recordOf(res.body.records, "MX")).toMatchObject({ status: "failed", reason: `the MX records of backupmx.example prefer mx.elsewhere.example (1) over ${HOSTNAME} (50): mail goes there first` });
+    dns.set("backupmx.example", "MX", [{ exchange: "mx.elsewhere.example", priority: 10 }, { exchange: `${HOSTNAME}.`, priority: 10 }]);
+    expect(recordOf((await post(`/v1/domains/${domain.id}/verify`)).body.records, "MX").status).toBe("verified");
   });
 
   test("the MX record alone makes the domain receiving, not sending", async () => {
