@@ -22,9 +22,9 @@ afterAll(() => server.cleanup());
 const sendUrl = () => `http://127.0.0.1:${server.httpPort}/v1/inboxes/${inbox.id}/messages/send`;
 const sendBody = (attachmentBytes: number) => JSON.stringify({ to: [inbox.email], subject: "s", text: "t", html: "<p>t</p>", attachments: [{ content: Buffer.alloc(attachmentBytes, 1).toString("base64"), name: "a.bin" }] });
 
-test("while a 2 MB upload holds the memory: 503 with Retry-After for another, 452 for a declared SIZE, small requests pass; then free again", async () => {
-  // An upload whose body arrives only when the test says so: its memory is held from its first byte.
-  const held = sendBody(1.5 * MB);
+/** A send whose body arrives only when the test calls `finish`: its memory is held from its first byte. */
+function heldUpload(attachmentBytes: number): { response: Promise<Response>; finish: () => void } {
+  const held = sendBody(attachmentBytes);
   let finish!: () => void;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -35,7 +35,12 @@ test("while a 2 MB upload holds the memory: 503 with Retry-After for another, 45
       };
     },
   });
-  const first = fetch(sendUrl(), { method: "POST", body, headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-length": String(held.length) } });
+  const response = fetch(sendUrl(), { method: "POST", body, headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-length": String(held.length) } });
+  return { response, finish };
+}
+
+test("while a 2 MB upload holds the memory: 503 with Retry-After for another, 452 for a declared SIZE, small requests pass; then free again", async () => {
+  const { response: first, finish } = heldUpload(1.5 * MB);
   const inUse = () => server.app.messageMemory.inUse();
   await eventually("the upload to hold the memory", inUse, (bytes) => bytes > MB);
 
@@ -123,18 +128,7 @@ test("one organization's large bodies hold at most half the memory, one always: 
   const other = await seedOrganization(server.app, "Another tenant");
   const otherInbox = (await server.api.post("/v1/inboxes", {}, other.apiKey)).body;
   // Bodies are counted as sent, in base64: about 600 KiB here, 200 KiB below, of the 1 MiB.
-  const held = sendBody(450 * 1024);
-  let finish!: () => void;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(new TextEncoder().encode(held.slice(0, 1000)));
-      finish = () => {
-        controller.enqueue(new TextEncoder().encode(held.slice(1000)));
-        controller.close();
-      };
-    },
-  });
-  const upload = fetch(sendUrl(), { method: "POST", body, headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json", "content-length": String(held.length) } });
+  const { response: upload, finish } = heldUpload(450 * 1024);
   await eventually("the upload to hold the memory", () => server.app.messageMemory.inUse(), (bytes) => bytes > 500 * 1024);
 
   const second = await fetch(sendUrl(), { method: "POST", body: sendBody(150 * 1024), headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" } });
