@@ -3,7 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { newId } from "../../src/ids";
-import { queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
+import { eventually, queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { openStream, type SseEvent, type SseStream } from "./sse-client";
 
 let server: TestServer;
@@ -144,6 +144,19 @@ describe("a stream", () => {
     const quiet = await open("/v1/events", org.apiKey, { "last-event-id": ahead });
     await quiet.waitForComment("ping");
     expect(quiet.events).toEqual([]);
+  });
+
+  test("a large event reaches each of several streams whole, and again on a later stream", async () => {
+    const first = await open();
+    const second = await open();
+    const big = "x".repeat(200_000);
+    await server.app.store.transaction((tx) => tx.events.emit({ organizationId: owner.organizationId, type: "inbox.updated", payload: { big } }, server.clock.now()));
+    for (const stream of [first, second]) {
+      const [event] = await stream.waitForEvents(1);
+      expect(payload(event!).data.big).toBe(big);
+    }
+    const later = await open("/v1/events", owner.apiKey, { "last-event-id": `evt_${"0".repeat(24)}` });
+    await eventually("the large event on a later stream", () => later.events, (events) => events.some((event) => payload(event).data.big === big));
   });
 
   test("?since= resumes alike, and Last-Event-ID wins over it", async () => {
