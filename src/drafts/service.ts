@@ -117,8 +117,8 @@ export async function updateDraft(app: App, organizationId: string, inboxId: str
   const current = await requireDraft(app, organizationId, inboxId, draftId);
   assertChangeable(current);
   const now = app.clock.now();
-  // Checked on the draft as read, before its attachments are staged, to refuse a bad change early.
-  applyChanges({ ...current }, input, now);
+  // Attachments are staged before the transaction: a change that would be refused is refused first.
+  if (input.attachments !== undefined) applyChanges({ ...current }, input, now);
   const attachments = input.attachments === undefined ? undefined : await stageAttachments(app, draftId, input.attachments, now);
   try {
     const draft = await app.store.transaction(async (tx) => {

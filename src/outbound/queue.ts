@@ -130,11 +130,11 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
       lanesPerDomain.increment(lane.destination.domain);
       lanesPerOrganization.increment(lane.owner);
     }
-    const organizationLimit = () => Math.max(1, Math.floor(config.deliveryConcurrency / 2));
+    const organizationLimit = Math.max(1, Math.floor(config.deliveryConcurrency / 2));
     const free = () => config.deliveryConcurrency - lanes.size - newLanes.length;
     while (free() > 0) {
       const saturated = lanesPerDomain.atLimit(() => config.deliveryConcurrencyPerDomain);
-      const busy = lanesPerOrganization.atLimit(organizationLimit);
+      const busy = lanesPerOrganization.atLimit(() => organizationLimit);
       const opened = newLanes.length;
       for (const domain of await tx.deliveries.dueDomains(now, saturated, busy, [...inFlight], free())) {
         const jobs = await claimJobs(tx, domain, now, laneBacklog);
@@ -145,7 +145,7 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
         lanesPerDomain.increment(domain);
         lanesPerOrganization.increment(owner);
         // At its limit now: the next look for due domains passes its mail over.
-        if (lanesPerOrganization.get(owner) >= organizationLimit()) break;
+        if (lanesPerOrganization.get(owner) >= organizationLimit) break;
       }
       if (newLanes.length === opened) break;
     }
