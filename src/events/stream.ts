@@ -4,6 +4,8 @@
  * from the events the database keeps. A stream wakes when this process commits events and polls
  * now and then for those another process committed; it reads a page from the store only when its
  * client has taken what came before, so a slow client holds one page, never a growing backlog.
+ * A page larger than PAGE_CHARS (an event carrying attachments) is written in pieces as the client
+ * reads, and holds one of its organization's few places for large pages until it is all taken.
  */
 import { organizationOfApiKey } from "../auth/api-keys";
 import type { Clock } from "../clock";
@@ -20,6 +22,10 @@ const POLL_INTERVAL_MS = 5000;
 /** A page read from the store: at most this many events, fewer once their payloads pass 1 MiB. */
 const PAGE_EVENTS = 100;
 const PAGE_CHARS = 1 << 20;
+/** A page over PAGE_CHARS holds a place; an organization has this many. */
+const LARGE_PAGES_PER_ORGANIZATION = 2;
+/** A large event is written in pieces of this many characters, each when the client took the one before. */
+const PIECE_CHARS = 64 * 1024;
 /** The reconnection time sent first (WHATWG HTML §9.2.6 `retry`): an EventSource waits this long after a disconnect. */
 const RECONNECT_MS = 3000;
 /** Seconds a client refused for too many streams is told to wait. */
@@ -77,6 +83,14 @@ type EventStreamSettings = Pick<Config, "eventRetentionDays" | "eventStreamsPerO
 /** The open streams of an App: opened by the route, woken on commits, closed at shutdown. */
 export class EventStreams {
   private readonly open = new Map<string, Set<EventStream>>();
+  /**
+   * Streams of each organization holding a large page. Ten paused clients of one organization,
+   * each sent an event with a 17 MiB attachment, held 420 MB (each socket keeps what its client
+   * has not read); with places, the others wait until a holder's client has read its page.
+   */
+  private readonly largePages = new Map<string, number>();
+  /** Streams waiting for a place, longest first: a place given back wakes one, not every stream that would read its large page again. */
+  private readonly awaitingPlace = new Map<string, EventStream[]>();
   private closed = false;
 
   constructor(
@@ -112,7 +126,11 @@ export class EventStreams {
     const resume = request.resumeAfter;
     if (resume && !eventIdPattern.test(resume.id)) throw invalid(`${resume.field}: must be an event id (evt_ and 24 hex digits)`);
     // The slot is taken before the first await, so that streams opened together cannot pass the limit.
-    const stream = new EventStream(this.store, this.log, this.settings.eventHeartbeatMs, (ended) => this.forget(organizationId, ended));
+    const stream = new EventStream(this.store, this.log, this.settings.eventHeartbeatMs, {
+      takeLargePage: () => this.takeLargePage(organizationId, stream),
+      releaseLargePage: () => this.releaseLargePage(organizationId),
+      ended: (ended) => this.forget(organizationId, ended),
+    });
     this.remember(organizationId, stream);
     try {
       if (request.inboxId !== undefined && !(await this.store.inboxes.find(organizationId, request.inboxId))) throw notFound("Inbox not found");
@@ -145,6 +163,37 @@ export class EventStreams {
     for (const streams of [...this.open.values()]) for (const stream of [...streams]) stream.close();
   }
 
+  /** Takes a place, or puts the stream in line for one. */
+  private takeLargePage(organizationId: string, stream: EventStream): boolean {
+    const held = this.largePages.get(organizationId) ?? 0;
+    if (held < LARGE_PAGES_PER_ORGANIZATION) {
+      this.largePages.set(organizationId, held + 1);
+      return true;
+    }
+    const line = this.awaitingPlace.get(organizationId) ?? [];
+    line.push(stream);
+    this.awaitingPlace.set(organizationId, line);
+    return false;
+  }
+
+  /** A place is free: the stream first in line reads its page again. */
+  private releaseLargePage(organizationId: string) {
+    const left = this.largePages.get(organizationId)! - 1;
+    if (left > 0) this.largePages.set(organizationId, left);
+    else this.largePages.delete(organizationId);
+    const next = this.awaitingPlace.get(organizationId)?.[0];
+    if (!next) return;
+    this.leaveLine(organizationId, next);
+    next.placeFreed();
+  }
+
+  private leaveLine(organizationId: string, stream: EventStream) {
+    const line = this.awaitingPlace.get(organizationId);
+    if (!line?.includes(stream)) return;
+    line.splice(line.indexOf(stream), 1);
+    if (line.length === 0) this.awaitingPlace.delete(organizationId);
+  }
+
   private remember(organizationId: string, stream: EventStream) {
     const streams = this.open.get(organizationId) ?? new Set();
     streams.add(stream);
@@ -152,6 +201,7 @@ export class EventStreams {
   }
 
   private forget(organizationId: string, stream: EventStream) {
+    this.leaveLine(organizationId, stream);
     const streams = this.open.get(organizationId);
     streams?.delete(stream);
     if (streams?.size === 0) this.open.delete(organizationId);
@@ -165,13 +215,28 @@ const eventText = (event: EventRecord) => `id: ${event.id}\nevent: ${event.type}
 
 const resetText = (reason: string) => `event: reset\ndata: ${JSON.stringify({ reason })}\n\n`;
 
+interface StreamHooks {
+  /** Whether a place for a large page was free, now taken. */
+  takeLargePage(): boolean;
+  releaseLargePage(): void;
+  ended(stream: EventStream): void;
+}
+
+/** UTF-16's first half of a pair: a piece that ended after it would be encoded as U+FFFD, and so would the next piece's start. */
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+
 class EventStream {
   private start?: StreamStart;
   private controller?: ReadableStreamDefaultController<Uint8Array>;
   private afterId: string | null = null;
   private page: EventRecord[] = [];
+  /** What is left to write of the current event's text. */
+  private unwritten?: { text: string; from: number };
   /** A page is due: woken by a commit or the poll, or the last page was cut short. */
   private due = true;
+  private holdsLargePage = false;
+  /** The page read was large and no place was free: read again when one is, not at each commit. */
+  private awaitingPlace = false;
   private ended = false;
   private waiting?: () => void;
   private lastWriteAt = performance.now();
@@ -183,7 +248,7 @@ class EventStream {
     private readonly store: Store,
     private readonly log: Logger,
     private readonly heartbeatMs: number,
-    private readonly onEnd: (stream: EventStream) => void,
+    private readonly hooks: StreamHooks,
   ) {
     this.pollMs = Math.min(POLL_INTERVAL_MS, heartbeatMs);
   }
@@ -215,8 +280,15 @@ class EventStream {
   }
 
   wake() {
+    if (this.awaitingPlace) return;
     this.due = true;
     this.waiting?.();
+  }
+
+  placeFreed() {
+    if (!this.awaitingPlace) return;
+    this.awaitingPlace = false;
+    this.wake();
   }
 
   close() {
@@ -225,11 +297,20 @@ class EventStream {
     this.controller?.close();
   }
 
-  /** The next chunk: an event of the page, else a new page when one is due, else a heartbeat once the connection was quiet long enough. */
+  /**
+   * The next chunk: a piece of the current event, else the page's next event, else a new page
+   * when one is due, else a heartbeat once the connection was quiet long enough. Called once the
+   * client has taken the chunk before, so a large page's place is given back here.
+   */
   private async next(): Promise<void> {
     while (!this.ended) {
+      if (this.unwritten) return this.writePiece(this.unwritten);
       const event = this.page.shift();
-      if (event) return this.write(eventText(event));
+      if (event) {
+        this.unwritten = { text: eventText(event), from: 0 };
+        continue;
+      }
+      this.releaseLargePage();
       if (this.due) {
         if (!(await this.authorized())) return this.close();
         this.due = false;
@@ -241,12 +322,34 @@ class EventStream {
     }
   }
 
+  private writePiece({ text, from }: { text: string; from: number }) {
+    let to = Math.min(from + PIECE_CHARS, text.length);
+    if (to < text.length && isHighSurrogate(text.charCodeAt(to - 1))) to -= 1;
+    this.unwritten = to < text.length ? { text, from: to } : undefined;
+    this.write(from === 0 && to === text.length ? text : text.slice(from, to));
+  }
+
   private async readPage() {
     const { organizationId, types, inboxId } = this.start!;
     const page = await this.store.events.readAfter(organizationId, { afterId: this.afterId, limit: PAGE_EVENTS, maxChars: PAGE_CHARS, types, inboxId });
+    if (this.ended) return;
+    const chars = page.events.reduce((sum, event) => sum + event.payload.length, 0);
+    if (chars > PAGE_CHARS) {
+      if (!this.hooks.takeLargePage()) {
+        this.awaitingPlace = true;
+        return;
+      }
+      this.holdsLargePage = true;
+    }
     this.page = page.events;
     this.afterId = page.nextAfterId;
     if (page.more) this.due = true;
+  }
+
+  private releaseLargePage() {
+    if (!this.holdsLargePage) return;
+    this.holdsLargePage = false;
+    this.hooks.releaseLargePage();
   }
 
   /** Whether the key still holds, looked up once per poll interval at most, however busy the stream. */
@@ -263,8 +366,8 @@ class EventStream {
       const timer = setTimeout(
         () => {
           this.waiting = undefined;
-          // A poll either way; after the heartbeat, once the ping is written.
-          this.due = true;
+          // A poll either way (but for a place, which only this process gives back); after the heartbeat, once the ping is written.
+          if (!this.awaitingPlace) this.due = true;
           resolve(heartbeatIn <= this.pollMs ? "heartbeat" : "woken");
         },
         Math.max(0, Math.min(heartbeatIn, this.pollMs)),
@@ -286,7 +389,8 @@ class EventStream {
   private end() {
     if (this.ended) return;
     this.ended = true;
+    this.releaseLargePage();
     this.waiting?.();
-    this.onEnd(this);
+    this.hooks.ended(this);
   }
 }

@@ -149,7 +149,8 @@ describe("a stream", () => {
   test("a large event reaches each of several streams whole, and again on a later stream", async () => {
     const first = await open();
     const second = await open();
-    const big = "x".repeat(200_000);
+    // Written in pieces: pairs of UTF-16 halves on either side of the "a", so that wherever a piece ends, some pair is at its edge.
+    const big = `${"\u{1F600}".repeat(70_000)}a${"\u{1F600}".repeat(70_000)}`;
     await server.app.store.transaction((tx) => tx.events.emit({ organizationId: owner.organizationId, type: "inbox.updated", payload: { big } }, server.clock.now()));
     for (const stream of [first, second]) {
       const [event] = await stream.waitForEvents(1);
@@ -294,6 +295,60 @@ describe("a slow client", () => {
       socket.destroy();
     }
   }, 20_000);
+});
+
+describe("large pages", () => {
+  /** A client that reads its stream's first bytes of an event, then stops reading: its stream holds the event. */
+  async function stalledClient(key: string, since: string) {
+    const socket = connect(server.httpPort, "127.0.0.1");
+    let text = "";
+    socket.setEncoding("utf8");
+    const started = new Promise<void>((resolve) =>
+      socket.on("data", (chunk: string) => {
+        text += chunk;
+        if (text.includes("event: inbox.updated")) resolve();
+      }),
+    );
+    socket.write(`GET /v1/events?since=${since} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    await started;
+    // Paused here, not in the handler: Bun's socket paused in its data handler never resumed.
+    socket.pause();
+    return socket;
+  }
+
+  test("an organization's streams hold two at a time; the others wait until a client has read its page, and other organizations do not", async () => {
+    await createInbox();
+    await createInbox(stranger.apiKey);
+    const ownerPosition = (await server.app.store.events.newestId(owner.organizationId))!;
+    const strangerPosition = (await server.app.store.events.newestId(stranger.organizationId))!;
+    // More than the kernel's socket buffers take from a client that does not read.
+    const big = "x".repeat(16 << 20);
+    const emit = (organizationId: string) => server.app.store.transaction((tx) => tx.events.emit({ organizationId, type: "inbox.updated", payload: { big } }, server.clock.now()));
+    await emit(owner.organizationId);
+    await emit(stranger.organizationId);
+    const holders = [await stalledClient(owner.apiKey, ownerPosition), await stalledClient(owner.apiKey, ownerPosition)];
+    try {
+      const waiting = await open(`/v1/events?since=${ownerPosition}`);
+      const other = await open(`/v1/events?since=${strangerPosition}`, stranger.apiKey);
+      const [otherEvent] = await other.waitForEvents(1, 10_000);
+      expect(payload(otherEvent!).data.big).toBe(big);
+      // Heartbeats come while it waits: the stream is open, its event held back.
+      await waiting.waitForComment("ping");
+      const pings = waiting.comments.length;
+      await eventually("two more heartbeats", () => waiting.comments.length, (count) => count >= pings + 2);
+      expect(waiting.events).toEqual([]);
+      holders[0]!.resume();
+      const [event] = await waiting.waitForEvents(1, 10_000);
+      expect(payload(event!).data.big).toBe(big);
+    } finally {
+      for (const holder of holders) holder.destroy();
+    }
+    // A client that went away gives its place back.
+    await openStreamsReach(owner.organizationId, 1);
+    const after = await open(`/v1/events?since=${ownerPosition}`);
+    const [event] = await after.waitForEvents(1, 10_000);
+    expect(payload(event!).data.big).toBe(big);
+  }, 30_000);
 });
 
 describe("the per-organization limit", () => {
