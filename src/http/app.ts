@@ -14,6 +14,7 @@ import { healthRoutes } from "./routes/health";
 import { metricsRoutes } from "./routes/metrics";
 import { requestLog } from "./request-log";
 import { inboxRoutes } from "./routes/inboxes";
+import { downloads } from "./download";
 import { messageRoutes } from "./routes/messages";
 import { draftRoutes } from "./routes/drafts";
 import { threadRoutes } from "./routes/threads";
@@ -32,6 +33,8 @@ export const rateLimitHeaders = ["RateLimit-Limit", "RateLimit-Remaining", "Rate
 
 export function createHttpApp(app: App) {
   // Elysia's builder methods return the instance itself: `http.routes` holds every route added below.
+  // One organization's large downloads and answers count together, whichever route serves them.
+  const served = downloads();
   const http = new Elysia();
   /** The route of a method and path pattern, as Elysia keeps it (its schemas and hooks). */
   const routeOf = (method: string, path: string) => http.routes.find((route) => route.method === method && route.path === path);
@@ -75,9 +78,9 @@ export function createHttpApp(app: App) {
     .use(authRoutes(app))
     .use(apiKeyRoutes(app))
     .use(inboxRoutes(app))
-    .use(messageRoutes(app))
+    .use(messageRoutes(app, served))
     .use(draftRoutes(app))
-    .use(threadRoutes(app))
+    .use(threadRoutes(app, served))
     .use(webhookRoutes(app))
     .use(eventRoutes(app))
     .use(domainRoutes(app))

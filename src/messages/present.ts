@@ -26,6 +26,27 @@ export const presentAttachment = (row: AttachmentRecord): Attachment => {
   };
 };
 
+/**
+ * What a response shows of messages that may be large: the bytes of their content (text, HTML,
+ * attachments), known before it is read; the whole value; and its JSON text in pieces, each made
+ * when asked for, so that a large answer is held a message at a time (src/http/download.ts).
+ */
+export interface LargeAnswer<T> {
+  contentBytes: number;
+  whole(): Promise<T>;
+  pieces(): Iterable<string> | AsyncIterable<string>;
+}
+
+/** One message, already read whole. */
+export function messageAnswer(message: Message): LargeAnswer<Message> {
+  const attachmentBytes = (message.attachments ?? []).reduce((sum, attachment) => sum + attachment.size, 0);
+  return {
+    contentBytes: (message.text?.length ?? 0) + (message.html?.length ?? 0) + attachmentBytes,
+    whole: () => withContentEncoded(message),
+    pieces: () => [JSON.stringify(message)],
+  };
+}
+
 /** Attachments at least this large are base64-encoded in a turn of their own before their message is serialised. */
 const ENCODE_IN_TURN_BYTES = 1024 * 1024;
 

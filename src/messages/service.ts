@@ -3,7 +3,7 @@ import type { App } from "../app";
 import { notFound } from "../errors";
 import { requireInbox } from "../inboxes/service";
 import { lookedAhead, mapListing, withTotal, type Listing, type Page } from "../page";
-import { presentMessageSummary, presentStoredMessages, presentThreads, type Message, type MessageSummary, type Thread } from "./present";
+import { presentMessageSummary, presentStoredMessages, presentThreads, type LargeAnswer, type Message, type MessageSummary, type Thread } from "./present";
 import { searchMessagePage } from "./search";
 import type { AttachmentRecord } from "../store";
 
@@ -71,9 +71,32 @@ export async function listThreads(app: App, organizationId: string, inboxId: str
   return withTotal(page, await presentThreads(app.store, rows), () => (label === undefined ? app.store.threads.count(inboxId) : app.store.threads.countLabeled(inboxId, label)));
 }
 
-/** The thread with its messages, oldest first; like a message read, `Thread not found` for any unknown id. */
-export async function getThread(app: App, organizationId: string, inboxId: string, threadId: string): Promise<Thread & { messages: Message[] }> {
+/**
+ * The thread with its messages, oldest first; like a message read, `Thread not found` for any
+ * unknown id. In pieces, each message is read when its piece is made: a thread holds up to 100
+ * messages of up to the size limit each, gigabytes at once. A message deleted meanwhile is left out.
+ */
+export async function getThread(app: App, organizationId: string, inboxId: string, threadId: string): Promise<LargeAnswer<Thread & { messages: Message[] }>> {
   const row = await app.store.threads.find(organizationId, inboxId, threadId);
   if (!row) throw notFound("Thread not found");
-  return { ...(await presentThreads(app.store, [row]))[0]!, messages: await presentStoredMessages(app.store, await app.store.messages.listByThread(row.id), app.config.deliveryRetryDelays) };
+  const thread = (await presentThreads(app.store, [row]))[0]!;
+  const sizes = await app.store.messages.contentSizesInThread(row.id);
+  const retryDelays = app.config.deliveryRetryDelays;
+  return {
+    contentBytes: sizes.reduce((sum, message) => sum + message.bytes, 0),
+    whole: async () => ({ ...thread, messages: await presentStoredMessages(app.store, await app.store.messages.listByThread(row.id), retryDelays) }),
+    async *pieces() {
+      // The thread's own fields, then `messages` last, as the whole value has them.
+      yield `${JSON.stringify(thread).slice(0, -1)},"messages":[`;
+      let separator = "";
+      for (const { id } of sizes) {
+        const stored = await app.store.messages.find(organizationId, inboxId, id);
+        if (!stored) continue;
+        const [message] = await presentStoredMessages(app.store, [stored], retryDelays);
+        yield `${separator}${JSON.stringify(message)}`;
+        separator = ",";
+      }
+      yield "]}";
+    },
+  };
 }

@@ -531,6 +531,11 @@ export interface MessagesStore {
   setLabels(organizationId: string, inboxId: string, id: string, labels: string[], now: number): Promise<MessageRecord | undefined>;
   /** Oldest first. */
   listByThread(threadId: string): Promise<MessageRecord[]>;
+  /**
+   * The thread's messages in listByThread's order, each with the bytes of its text, HTML and
+   * attachments: what showing them would hold, found without reading them.
+   */
+  contentSizesInThread(threadId: string): Promise<{ id: string; bytes: number }[]>;
   setRead(organizationId: string, inboxId: string, id: string, read: boolean, now: number): Promise<MessageRecord | undefined>;
   attachmentsOf(messageIds: string[]): Promise<AttachmentRecord[]>;
   deliveriesOf(messageIds: string[]): Promise<DeliveryRecord[]>;

@@ -1,20 +1,27 @@
 // Large downloads of an organization that never reads them: each holds one of its places (and the
 // bytes in memory) only while the client reads or stays; the fifth at once is 429, and a place
-// comes back when its client leaves. A download read to the end is whole.
+// comes back when its client leaves. A download read to the end is whole. A large message's JSON
+// and its thread's are served alike, made a message at a time, and count among the same places.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
 import { LARGE_DOWNLOADS_PER_ORGANIZATION } from "../../src/http/download";
+import { getMessage, getThread } from "../../src/messages/service";
 import { eventually, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { sendMail } from "../smtp/mail-client";
 
 let server: TestServer;
 let apiKey: string;
+let organizationId: string;
 let rawPath: string;
 let source: Buffer;
+let inboxId: string;
+let messageId: string;
+let threadId: string;
+let smallMessageId: string;
 
 beforeAll(async () => {
   server = await startTestServer();
-  apiKey = (await seedOrganization(server.app)).apiKey;
+  ({ apiKey, organizationId } = await seedOrganization(server.app));
   const inbox = (await server.api.post("/v1/inboxes", {}, apiKey)).body;
   // Larger than the loopback socket buffers can take, so that a client that does not read holds it.
   const raw = `From: big@sender.test\r\nTo: ${inbox.email}\r\nSubject: large\r\n\r\n${`${"x".repeat(998)}\r\n`.repeat(20_000)}`;
@@ -22,14 +29,20 @@ beforeAll(async () => {
   const [message] = (await server.api.get(`/v1/inboxes/${inbox.id}/messages`, apiKey)).body;
   rawPath = `/v1/inboxes/${inbox.id}/messages/${message.id}/raw`;
   source = (await server.app.store.messages.rawSource(message.id))!;
+  ({ id: inboxId } = inbox);
+  ({ id: messageId, threadId } = message);
+  // A second message in the thread, and one the thread's places never count: small.
+  const reply = await server.api.post(`/v1/inboxes/${inboxId}/messages/${messageId}/reply`, { text: "got it, thanks", html: "" }, apiKey);
+  expect(reply.status).toBe(201);
+  smallMessageId = reply.body.id;
 }, 60_000);
 afterAll(() => server.cleanup());
 
 /** A request whose answer is never read. */
-function stalledDownload(): Promise<Socket> {
+function stalledDownload(path = rawPath): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = connect(server.httpPort, "127.0.0.1", () => {
-      socket.write(`GET ${rawPath} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${apiKey}\r\n\r\n`);
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${apiKey}\r\n\r\n`);
       socket.pause();
       resolve(socket);
     });
@@ -37,7 +50,7 @@ function stalledDownload(): Promise<Socket> {
   });
 }
 
-const download = () => fetch(`http://127.0.0.1:${server.httpPort}${rawPath}`, { headers: { authorization: `Bearer ${apiKey}` } });
+const download = (path = rawPath) => fetch(`http://127.0.0.1:${server.httpPort}${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
 
 test("at most 4 large downloads of one organization at once: the fifth is 429 with Retry-After; a client that leaves gives its place back", async () => {
   expect(source.length).toBeGreaterThan(19_000_000);
@@ -52,5 +65,34 @@ test("at most 4 large downloads of one organization at once: the fifth is 429 wi
   stalled.pop()!.destroy();
   const whole = await eventually("a place to come back", download, (res) => res.status === 200);
   expect(Buffer.from(await whole.arrayBuffer()).equals(source)).toBe(true);
+  for (const socket of stalled) socket.destroy();
+}, 60_000);
+
+test("a large message's JSON and its thread's, made a message at a time, are the text of the whole values", async () => {
+  const messagePath = `/v1/inboxes/${inboxId}/messages/${messageId}`;
+  const threadPath = `/v1/inboxes/${inboxId}/threads/${threadId}`;
+  const message = await download(messagePath);
+  expect(message.status).toBe(200);
+  expect(message.headers.get("content-type")).toStartWith("application/json");
+  expect(await message.text()).toBe(JSON.stringify(await getMessage(server.app, organizationId, inboxId, messageId)));
+  const thread = await download(threadPath);
+  expect(thread.status).toBe(200);
+  const text = await thread.text();
+  expect(text).toBe(JSON.stringify(await (await getThread(server.app, organizationId, inboxId, threadId)).whole()));
+  expect((JSON.parse(text) as { messages: { id: string }[] }).messages.map((shown) => shown.id)).toEqual([messageId, smallMessageId]);
+}, 60_000);
+
+test("a large message's JSON and its thread's hold the organization's places with downloads; a small message needs none", async () => {
+  const stalled: Socket[] = [];
+  for (let i = 0; i < LARGE_DOWNLOADS_PER_ORGANIZATION - 1; i++) stalled.push(await stalledDownload());
+  stalled.push(await stalledDownload(`/v1/inboxes/${inboxId}/threads/${threadId}`));
+  for (const path of [rawPath, `/v1/inboxes/${inboxId}/messages/${messageId}`, `/v1/inboxes/${inboxId}/threads/${threadId}`]) {
+    const refused = await eventually(`${path} to be refused`, async () => (await download(path)).status, (status) => status === 429);
+    expect(refused).toBe(429);
+  }
+  expect((await download(`/v1/inboxes/${inboxId}/messages/${smallMessageId}`)).status).toBe(200);
+  stalled.pop()!.destroy();
+  const whole = await eventually("a place to come back", () => download(`/v1/inboxes/${inboxId}/threads/${threadId}`), (res) => res.status === 200);
+  expect(((await whole.json()) as { messages: unknown[] }).messages).toHaveLength(2);
   for (const socket of stalled) socket.destroy();
 }, 60_000);

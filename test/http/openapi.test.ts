@@ -444,7 +444,7 @@ describe("real responses fit the document", () => {
     const same = async (path: string, expected: unknown) => expect((await call("GET", path, 200, { token: key })).text).toBe(JSON.stringify(expected));
     await same(`/v1/inboxes/${inbox}/messages/${sent.id}`, await getMessage(server.app, org, inbox, sent.id));
     await same(`/v1/inboxes/${second.id}/messages/${received.id}`, await getMessage(server.app, org, second.id, received.id));
-    await same(`/v1/inboxes/${inbox}/threads/${sent.threadId}`, await getThread(server.app, org, inbox, sent.threadId));
+    await same(`/v1/inboxes/${inbox}/threads/${sent.threadId}`, await (await getThread(server.app, org, inbox, sent.threadId)).whole());
     await same(`/v1/inboxes/${second.id}`, await getInbox(server.app, org, second.id));
     const hooks = (await call("GET", "/v1/webhooks", 200, { token: key })).body;
     await same(`/v1/webhooks/${hooks[0].id}`, await getWebhook(server.app, org, hooks[0].id));

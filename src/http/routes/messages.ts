@@ -7,11 +7,11 @@ import { maxPatternLength } from "../../messages/search";
 import { forwardMessage, replyToMessage, sendMessage, type Sent } from "../../messages/send";
 import { maxLabels } from "../../messages/labels";
 import { updateMessage } from "../../messages/update";
-import { withContentEncoded } from "../../messages/present";
+import { messageAnswer, withContentEncoded } from "../../messages/present";
 import { getAttachment, getMessage, getMessageSource, listMessages } from "../../messages/service";
 import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
-import { downloadHeaders, downloads } from "../download";
+import { downloadHeaders, type Downloads } from "../download";
 import { idempotency, idempotentSendRoute, keyInUse } from "../idempotency";
 import { security } from "../openapi";
 import { paged, paginationQuery } from "../pagination";
@@ -64,7 +64,7 @@ export function created(set: { status?: number | string; headers: Record<string,
   return withContentEncoded(sent.message);
 }
 
-export const messageRoutes = (app: App, serve = downloads()) =>
+export const messageRoutes = (app: App, serve: Downloads) =>
   new Elysia({ prefix: "/v1/inboxes/:inboxId/messages", detail: { tags: ["messages"], security: security.apiKey } })
     .use(apiKeyGuard(app))
     .use(idempotency(app))
@@ -94,8 +94,8 @@ export const messageRoutes = (app: App, serve = downloads()) =>
       },
       detail: { summary: "List messages newest first, optionally filtered by query or by label" },
     })
-    .get("/:messageId", async ({ organizationId, params }) => withContentEncoded(await getMessage(app, organizationId, params.inboxId, params.messageId)), {
-      response: { 200: Message, ...failures(401, [404, "Message not found"]) },
+    .get("/:messageId", async ({ organizationId, params }) => serve.json(organizationId, messageAnswer(await getMessage(app, organizationId, params.inboxId, params.messageId))), {
+      response: { 200: Message, ...failures(401, [404, "Message not found"], [429, "Too many large downloads in flight for this organization"]) },
       detail: { summary: "Get a message with every field" },
     })
     .patch("/:messageId", ({ organizationId, params, body }) => updateMessage(app, organizationId, params.inboxId, params.messageId, body), {
@@ -108,7 +108,7 @@ export const messageRoutes = (app: App, serve = downloads()) =>
     .get(
       "/:messageId/raw",
       async ({ organizationId, params }) =>
-        serve(organizationId, await getMessageSource(app, organizationId, params.inboxId, params.messageId), downloadHeaders(`${params.messageId}.eml`, "message/rfc822")),
+        serve.file(organizationId, await getMessageSource(app, organizationId, params.inboxId, params.messageId), downloadHeaders(`${params.messageId}.eml`, "message/rfc822")),
       {
         response: { 200: bytes("message/rfc822", "The RFC 5322 source"), ...failures(401, [404, "Message not found"], [429, "Too many large downloads in flight for this organization"]) },
         detail: { summary: "The message's RFC 5322 source (message/rfc822), as sent or as received with our trace headers; a download ({messageId}.eml), like an attachment's" },
@@ -118,7 +118,7 @@ export const messageRoutes = (app: App, serve = downloads()) =>
       "/:messageId/attachments/:attachmentId",
       async ({ organizationId, params }) => {
         const attachment = await getAttachment(app, organizationId, params.inboxId, params.messageId, params.attachmentId);
-        return serve(organizationId, attachment.content, downloadHeaders(attachment.name ?? undefined, attachment.contentType ?? undefined));
+        return serve.file(organizationId, attachment.content, downloadHeaders(attachment.name ?? undefined, attachment.contentType ?? undefined));
       },
       {
         response: { 200: bytes("*/*", "The attachment's bytes, as its own media type (application/octet-stream when it has none)"), ...failures(401, [404, "Message or attachment not found"], [429, "Too many large downloads in flight for this organization"]) },

@@ -3,11 +3,11 @@
  * Reads take the inbox (and the organization where an id comes from a client), so one tenant never
  * sees another's. The (time-ordered) id breaks ties of equal times where SQLite's rowid does.
  */
-import { and, asc, desc, eq, getTableColumns, inArray } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
 import { placeholdersOf } from "../placeholders";
 import type { MessagesStore } from "../store";
 import { withContent, type PgBlobs } from "./blobs";
-import { renderedOnce, type PgDb } from "./db";
+import { renderedOnce, rowsOf, type PgDb } from "./db";
 import { attachments, deliveries, messageLabels, messages, messageSources } from "./schema/index";
 
 /** The columns the message list shows (MessageSummaryRecord). */
@@ -108,6 +108,16 @@ export function messagesStore(db: PgDb, blobs: PgBlobs, inTransaction: boolean):
     },
     async listByThread(threadId) {
       return db.select().from(messages).where(eq(messages.threadId, threadId)).orderBy(asc(messages.createdAt), asc(messages.id));
+    },
+    async contentSizesInThread(threadId) {
+      // octet_length reads a stored value's size, not the value (nor its TOAST chunks).
+      return rowsOf(
+        db,
+        sql`SELECT m.id, (coalesce(octet_length(m.text), 0) + coalesce(octet_length(m.html), 0)
+              + coalesce((SELECT sum(octet_length(a.content)) FROM attachments a WHERE a.message_id = m.id), 0)
+              + coalesce((SELECT sum(octet_length(c.bytes)) FROM attachments a JOIN blob_chunks c ON c.blob_id = a.blob_id WHERE a.message_id = m.id), 0))::float8 AS bytes
+            FROM messages m WHERE m.thread_id = ${threadId} ORDER BY m.created_at, m.id`,
+      );
     },
     async attachmentsOf(messageIds) {
       if (messageIds.length === 0) return [];

@@ -46,6 +46,13 @@ const EMPTY = Buffer.alloc(0);
 
 export const messagesStore = (db: Db, blobs: BlobStore) => {
   const whole = withContent(blobs);
+  // octet_length and length of a blob read a value's size from its record, not the value.
+  const contentSizes = db.$client.query<{ id: string; bytes: number }, [string]>(
+    `SELECT m.id, coalesce(octet_length(m.text), 0) + coalesce(octet_length(m.html), 0)
+       + coalesce((SELECT sum(length(a.content)) FROM attachments a WHERE a.message_id = m.id), 0)
+       + coalesce((SELECT sum(length(c.bytes)) FROM attachments a JOIN blob_chunks c ON c.blob_id = a.blob_id WHERE a.message_id = m.id), 0) AS bytes
+     FROM messages m WHERE m.thread_id = ?1 ORDER BY m.created_at, m.rowid`,
+  );
   // The message list is the API's busiest read. A bun:sqlite statement: drizzle maps every column
   // of every row through generic code, which cost more than the indexed read itself; only the
   // JSON column needs decoding (in `list`).
@@ -143,6 +150,9 @@ export const messagesStore = (db: Db, blobs: BlobStore) => {
     /** Oldest first. */
     listByThread(threadId: string): MessageRow[] {
       return db.select().from(messages).where(eq(messages.threadId, threadId)).orderBy(asc(messages.createdAt), asc(sql`messages.rowid`)).all();
+    },
+    contentSizesInThread(threadId: string): { id: string; bytes: number }[] {
+      return contentSizes.all(threadId);
     },
     attachmentsOf(messageIds: string[]): AttachmentRow[] {
       if (messageIds.length === 0) return [];
