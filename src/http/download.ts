@@ -43,7 +43,7 @@ function* slices(bytes: Uint8Array) {
   for (let at = 0; at < bytes.byteLength; at += CHUNK_BYTES) yield bytes.subarray(at, at + CHUNK_BYTES);
 }
 
-async function* encoded(pieces: Iterable<string> | AsyncIterable<string>) {
+async function* encoded(pieces: AsyncIterable<string>) {
   for await (const piece of pieces) yield* slices(Buffer.from(piece));
 }
 

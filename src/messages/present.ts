@@ -34,7 +34,7 @@ export const presentAttachment = (row: AttachmentRecord): Attachment => {
 export interface LargeAnswer<T> {
   contentBytes: number;
   whole(): Promise<T>;
-  pieces(): Iterable<string> | AsyncIterable<string>;
+  pieces(): AsyncIterable<string>;
 }
 
 /** One message, already read whole. */
@@ -43,7 +43,9 @@ export function messageAnswer(message: Message): LargeAnswer<Message> {
   return {
     contentBytes: (message.text?.length ?? 0) + (message.html?.length ?? 0) + attachmentBytes,
     whole: () => withContentEncoded(message),
-    pieces: () => [JSON.stringify(message)],
+    async *pieces() {
+      yield JSON.stringify(await withContentEncoded(message));
+    },
   };
 }
 

@@ -3,7 +3,7 @@ import type { App } from "../app";
 import { notFound } from "../errors";
 import { requireInbox } from "../inboxes/service";
 import { lookedAhead, mapListing, withTotal, type Listing, type Page } from "../page";
-import { presentMessageSummary, presentStoredMessages, presentThreads, type LargeAnswer, type Message, type MessageSummary, type Thread } from "./present";
+import { presentMessageSummary, presentStoredMessages, presentThreads, type LargeAnswer, type Message, type MessageSummary, type Thread, withContentEncoded } from "./present";
 import { searchMessagePage } from "./search";
 import type { AttachmentRecord } from "../store";
 
@@ -93,7 +93,7 @@ export async function getThread(app: App, organizationId: string, inboxId: strin
         const stored = await app.store.messages.find(organizationId, inboxId, id);
         if (!stored) continue;
         const [message] = await presentStoredMessages(app.store, [stored], retryDelays);
-        yield `${separator}${JSON.stringify(message)}`;
+        yield `${separator}${JSON.stringify(await withContentEncoded(message!))}`;
         separator = ",";
       }
       yield "]}";
