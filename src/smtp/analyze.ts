@@ -6,7 +6,7 @@ import { parseMessage, type ParsedMessage } from "../mail/parse";
 import type { ReceivedContent } from "../messages/receive";
 import { authenticateMessage, type AuthenticationOutcome, type SmtpIdentity } from "./authenticate";
 import { temporaryError } from "./analysis-protocol";
-import { fieldName, headerFieldsKept, readHeaderBlock } from "./header-fields";
+import { fieldName, headerFieldsKept, legacyHeaderText, readHeaderBlock } from "./header-fields";
 import { withoutForgedTraceFields } from "./trace";
 
 export interface Analysis extends AuthenticationOutcome {
@@ -38,7 +38,7 @@ export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settin
   // Read once for the three edits below: the parser's fields, mailauth's signature cap, the trace.
   const block = readHeaderBlock(raw);
   const [parsed, outcome] = await Promise.all([
-    parseMessage(headerFieldsKept(raw, isParsedField, block)),
+    parseMessage(headerFieldsKept(raw, isParsedField, block, legacyHeaderText(block.fields))),
     // A failure inside mailauth must not lose the message: it is recorded as a temporary error.
     authenticateMessage(raw, identity, settings.authservId, settings.resolver, block).catch(() => temporaryError(settings.authservId)),
   ]);

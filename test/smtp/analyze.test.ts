@@ -111,4 +111,17 @@ describe("the fields the parser is given", () => {
     expect(analysis.raw.toString("latin1")).toContain("DKIM-Signature:");
     expect(analysis.raw.toString("latin1")).toContain("List-Id:");
   });
+
+  test("raw 8-bit text that is not UTF-8 is read in the declared charset, else windows-1252; UTF-8 stays as it is", async () => {
+    // `message` writes each character as one byte: "\xe9" is the byte 0xE9, as a Latin-1 mail program writes é.
+    const latin1 = await analyzeMessage(message(["From: Ren\xe9 Dupr\xe9 <rene@sender.test>", "To: bob@inboxd.test", "Subject: Caf\xe9 \x80 5", "Reply-To: rene@sender.test"], "Bonjour.\r\n"), identity, settings);
+    expect(latin1.parsed.subject).toBe("Café € 5");
+    expect(latin1.parsed.fromName).toBe("René Dupré");
+    const declared = ["From: adam@sender.test", "To: bob@inboxd.test", "Subject: Zaj\xea\xe6 \xb1", "MIME-Version: 1.0", 'Content-Type: text/plain; charset="iso-8859-2"'];
+    expect((await analyzeMessage(message(declared, "Tekst.\r\n"), identity, settings)).parsed.subject).toBe("Zajęć ą");
+    const utf8 = Buffer.from("From: René <rene@sender.test>\r\nTo: bob@inboxd.test\r\nSubject: Café\r\n\r\nBonjour.\r\n", "utf8");
+    const analysis = await expectStoredAsWhole(utf8);
+    expect(analysis.parsed.subject).toBe("Café");
+    expect(analysis.parsed.fromName).toBe("René");
+  });
 });
