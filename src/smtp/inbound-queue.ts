@@ -117,7 +117,8 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     // Not waiting for the disk (TransactionOptions.waitForDisk): each message's row was on disk
     // before its 250, and goes in the transaction that stores its copies, so a power loss that
     // took this commit back would leave the row to be analysed again, never a message lost or
-    // doubled; and what follows this commit (the webhooks' claims, the next acceptances) syncs it.
+    // doubled; and what follows this commit (the webhooks' claims, the next acceptances, the sync
+    // before the event streams are shown its events: src/store/sqlite/event-watermark.ts) syncs it.
     // So the analysis runs at the speed of the CPU, not of one fsync per turn.
     const { claims, stored } = await store.transaction(async (tx) => {
       await tx.events.holdOrder(finished.flatMap((outcome) => (outcome.analysed ? outcome.claim.envelope.recipients.map((recipient) => recipient.organizationId) : [])));

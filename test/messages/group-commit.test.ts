@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { createStore, type StoreOptions } from "../../src/store/sqlite/index";
 import { migrate } from "../../src/store/sqlite/migrate";
 import { openDatabase } from "../../src/store/sqlite/open";
-import { tempDir } from "../harness";
+import { eventually, tempDir } from "../harness";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -121,4 +121,42 @@ test("by default the WAL file itself is synced (fdatasync)", async () => {
   expect(results).toEqual([1, 1]);
   expect(values(sqlite)).toEqual(["a", "b"]);
   close();
+});
+
+test("events of a commit that did not wait for the disk are read, and their readers woken, once a sync has covered them", async () => {
+  const sync = manualSync();
+  let wakes = 0;
+  const { close, store } = walDatabase({ syncCommits: sync.sync, onEventsCommitted: () => wakes++ });
+  const emit = (waitForDisk: boolean) => store.transaction((tx) => tx.events.emit({ organizationId: "org_1", type: "inbox.updated", payload: {} }, Date.now()), { waitForDisk });
+  const seen = async () => (await store.events.readAfter("org_1", { afterId: null, limit: 100, maxChars: 1 << 20 })).events.map((event) => event.id);
+  try {
+    const onDisk = await emit(true);
+    expect(wakes).toBe(1);
+    expect(await seen()).toEqual([onDisk]);
+
+    const first = await emit(false);
+    expect(sync.calls()).toBe(1);
+    expect(wakes).toBe(1);
+    expect(await seen()).toEqual([onDisk]);
+    expect(await store.events.newestId("org_1")).toBe(onDisk);
+    // Committed while the first sync runs: the next sync covers it, not this one.
+    const second = await emit(false);
+    expect(sync.calls()).toBe(1);
+    sync.finish(0);
+    await eventually("the wake after the first sync", () => wakes, (count) => count === 2);
+    expect(await seen()).toEqual([onDisk, first]);
+    expect(sync.calls()).toBe(2);
+    sync.finish(1);
+    await eventually("the wake after the second sync", () => wakes, (count) => count === 3);
+    expect(await seen()).toEqual([onDisk, first, second]);
+    expect(await store.events.newestId("org_1")).toBe(second);
+
+    // A commit that syncs the WAL itself covers those before it.
+    const third = await emit(false);
+    const fourth = await emit(true);
+    expect(await seen()).toEqual([onDisk, first, second, third, fourth]);
+    sync.finish(2);
+  } finally {
+    close();
+  }
 });

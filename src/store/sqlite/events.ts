@@ -8,8 +8,11 @@ import type { BlobStore } from "./blobs";
 import { payloadReader, storedPayload } from "./event-payload";
 import type { WebhookSubscriptions } from "./webhook-subscriptions";
 
-/** `recorded` is told of each event written (the store wakes the webhook queue once it is committed). */
-export const eventsStore = (sqlite: Database, subscriptions: WebhookSubscriptions, blobs: BlobStore, recorded: () => void) => {
+/**
+ * `recorded` is told of each event written (the store wakes the webhook queue and the event
+ * streams once it is on disk); reads show events up to `visibleUpTo` (./event-watermark.ts).
+ */
+export const eventsStore = (sqlite: Database, subscriptions: WebhookSubscriptions, blobs: BlobStore, recorded: (id: string) => void, visibleUpTo: () => string | null) => {
   // Raw statements: every send, receipt and delivery outcome emits one.
   const insertEvent = sqlite.query<never, { id: string; organizationId: string; type: string; inboxId: string | null; messageId: string | null; payload: string; createdAt: number }>(
     "INSERT INTO events (id, organization_id, type, inbox_id, message_id, payload, created_at) VALUES ($id, $organizationId, $type, $inboxId, $messageId, $payload, $createdAt)",
@@ -18,13 +21,13 @@ export const eventsStore = (sqlite: Database, subscriptions: WebhookSubscription
     "INSERT INTO webhook_deliveries (webhook_id, event_id, status, attempts, next_attempt_at, created_at, updated_at) VALUES (?1, ?2, 'pending', 0, ?3, ?3, ?3)",
   );
   // Ids below the test events' prefix: the range of the index on (organization_id, id) that holds the events of changes.
-  const eventsAfter = sqlite.query<EventRecord, { organizationId: string; afterId: string; below: string; types: string | null; inboxId: string | null; limit: number }>(
+  const eventsAfter = sqlite.query<EventRecord, { organizationId: string; afterId: string; below: string; upTo: string | null; types: string | null; inboxId: string | null; limit: number }>(
     `SELECT id, organization_id AS organizationId, type, inbox_id AS inboxId, message_id AS messageId, payload, created_at AS createdAt FROM events
-     WHERE organization_id = $organizationId AND id > $afterId AND id < $below
+     WHERE organization_id = $organizationId AND id > $afterId AND id < $below AND ($upTo IS NULL OR id <= $upTo)
        AND ($types IS NULL OR type IN (SELECT value FROM json_each($types))) AND ($inboxId IS NULL OR inbox_id = $inboxId)
      ORDER BY id LIMIT $limit`,
   );
-  const newest = sqlite.query<{ id: string }, [string, string]>("SELECT id FROM events WHERE organization_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT 1");
+  const newest = sqlite.query<{ id: string }, [string, string, string | null]>("SELECT id FROM events WHERE organization_id = ?1 AND id < ?2 AND (?3 IS NULL OR id <= ?3) ORDER BY id DESC LIMIT 1");
   // The pending check uses webhook_deliveries_event; deleting an event deletes its finished deliveries and their attempts (ON DELETE CASCADE).
   const purgeBatch = sqlite.query<never, [number, number]>(
     `DELETE FROM events WHERE id IN (
@@ -33,7 +36,7 @@ export const eventsStore = (sqlite: Database, subscriptions: WebhookSubscription
        LIMIT ?2)`,
   );
   const wholePayload = payloadReader(sqlite, blobs);
-  const newestId = (organizationId: string) => newest.get(organizationId, testEventIdPrefix)?.id ?? null;
+  const newestId = (organizationId: string) => newest.get(organizationId, testEventIdPrefix, visibleUpTo())?.id ?? null;
 
   return {
     holdOrder(): void {},
@@ -45,7 +48,7 @@ export const eventsStore = (sqlite: Database, subscriptions: WebhookSubscription
       for (const webhook of subscriptions.of(event.organizationId)) {
         if (webhook.events.has(event.type)) queueDelivery.run(webhook.id, id, now);
       }
-      recorded();
+      recorded(id);
       return id;
     },
     readAfter(organizationId: string, read: EventRead): EventPage {
@@ -53,6 +56,7 @@ export const eventsStore = (sqlite: Database, subscriptions: WebhookSubscription
         organizationId,
         afterId: read.afterId ?? "",
         below: testEventIdPrefix,
+        upTo: visibleUpTo(),
         types: read.types ? JSON.stringify(read.types) : null,
         inboxId: read.inboxId ?? null,
         limit: read.limit,

@@ -27,7 +27,8 @@ import { mtaStsPoliciesStore } from "./mta-sts-policies";
 import { tlsReportsStore } from "./tls-reports";
 import { domainsStore } from "./domains";
 import { eventsStore } from "./events";
-import { groupCommit, type BatchOutcome, type SyncCommits } from "./group-commit";
+import { eventWatermark } from "./event-watermark";
+import { groupCommit, walSync, type BatchOutcome, type SyncCommits } from "./group-commit";
 import { inboxesStore } from "./inboxes";
 import { loginThrottlesStore } from "./login-throttles";
 import { messageSearchStore } from "./message-search";
@@ -73,9 +74,12 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
   const searchIndex = searchIndexStore(sqlite);
   const subscriptions = new WebhookSubscriptions(sqlite);
   let eventsInTransaction = false;
-  const eventRecorded = () => {
+  const watermark = eventWatermark(sqlite, options.syncCommits ?? walSync(sqlite), () => options.onEventsCommitted?.());
+  const eventRecorded = (id: string) => {
+    watermark.emitted(id);
     if (sqlite.inTransaction) eventsInTransaction = true;
-    else options.onEventsCommitted?.();
+    // Outside a transaction the statement committed itself, synchronous = FULL.
+    else watermark.committed(true, true);
   };
   const blobs = blobStore(sqlite, (write) => turns.call(write));
   const aggregates = {
@@ -87,7 +91,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
     deliveries: deliveriesStore(db, blobs),
     dkimKeys: dkimKeysStore(db, secrets),
     domains: domainsStore(db),
-    events: eventsStore(sqlite, subscriptions, blobs, eventRecorded),
+    events: eventsStore(sqlite, subscriptions, blobs, eventRecorded, watermark.visibleUpTo),
     inboxes: inboxesStore(db),
     loginThrottles: loginThrottlesStore(db),
     messages: messagesStore(db, blobs),
@@ -133,7 +137,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
       try {
         const value = await work();
         execute("COMMIT");
-        if (eventsInTransaction) options.onEventsCommitted?.();
+        watermark.committed(waitForDisk, eventsInTransaction);
         return value;
       } catch (error) {
         if (sqlite.inTransaction) execute("ROLLBACK");
