@@ -106,3 +106,32 @@ export function walSync(sqlite: Database): SyncCommits | undefined {
       });
     });
 }
+
+/**
+ * One sync at a time for every writer of the database (the group commit, the events' watermark):
+ * a request made while a sync runs is served by the next one, which covers it, and every request
+ * made meanwhile shares that next one. Two writers syncing on their own doubled the fdatasyncs
+ * under inbound mail.
+ */
+export function oneSyncAtATime(sync: SyncCommits | undefined): SyncCommits | undefined {
+  if (!sync) return undefined;
+  let running: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  const start = () => {
+    const started = sync().finally(() => {
+      if (running === started) running = undefined;
+    });
+    running = started;
+    return started;
+  };
+  return () => {
+    if (!running) return start();
+    next ??= running
+      .catch(() => {})
+      .then(() => {
+        next = undefined;
+        return start();
+      });
+    return next;
+  };
+}

@@ -28,7 +28,7 @@ import { tlsReportsStore } from "./tls-reports";
 import { domainsStore } from "./domains";
 import { eventsStore } from "./events";
 import { eventWatermark } from "./event-watermark";
-import { groupCommit, walSync, type BatchOutcome, type SyncCommits } from "./group-commit";
+import { groupCommit, oneSyncAtATime, walSync, type BatchOutcome, type SyncCommits } from "./group-commit";
 import { inboxesStore } from "./inboxes";
 import { loginThrottlesStore } from "./login-throttles";
 import { messageSearchStore } from "./message-search";
@@ -74,7 +74,8 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
   const searchIndex = searchIndexStore(sqlite);
   const subscriptions = new WebhookSubscriptions(sqlite);
   let eventsInTransaction = false;
-  const watermark = eventWatermark(sqlite, options.syncCommits ?? walSync(sqlite), () => options.onEventsCommitted?.());
+  const syncCommits = oneSyncAtATime(options.syncCommits ?? walSync(sqlite));
+  const watermark = eventWatermark(sqlite, syncCommits, () => options.onEventsCommitted?.());
   const eventRecorded = (id: string) => {
     watermark.emitted(id);
     if (sqlite.inTransaction) eventsInTransaction = true;
@@ -154,7 +155,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
 
   const transactionBatched = groupCommit<Transaction>(sqlite, {
     onCommitted: options.onCommitted,
-    syncCommits: options.syncCommits,
+    syncCommits,
     commitBatch: (writes) =>
       turns.exclusive(() =>
         atomically(async () => {
