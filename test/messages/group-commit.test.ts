@@ -160,3 +160,21 @@ test("events of a commit that did not wait for the disk are read, and their read
     close();
   }
 });
+
+test("a webhook test event kept from before the start does not count as an event readers have seen", async () => {
+  const dir = tempDir("group-commit");
+  dirs.push(dir);
+  const { sqlite, close } = openDatabase(dir);
+  migrate(sqlite, Date.now());
+  sqlite.query("INSERT INTO events (id, organization_id, type, payload, created_at) VALUES ('evt_test_0123456789ab', 'org_1', 'message.received', '{}', 0)").run();
+  const sync = manualSync();
+  const store = createStore(sqlite, { syncCommits: sync.sync });
+  try {
+    await store.transaction((tx) => tx.events.emit({ organizationId: "org_1", type: "inbox.updated", payload: {} }, Date.now()), { waitForDisk: false });
+    expect((await store.events.readAfter("org_1", { afterId: null, limit: 100, maxChars: 1 << 20 })).events).toEqual([]);
+    sync.finish(0);
+    await eventually("the event once on disk", async () => (await store.events.readAfter("org_1", { afterId: null, limit: 100, maxChars: 1 << 20 })).events.length, (count) => count === 1);
+  } finally {
+    close();
+  }
+});
