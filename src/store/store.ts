@@ -679,6 +679,8 @@ export interface DueWebhookDelivery {
 
 /** A try about to be made: its attempt record, written before the request goes out. */
 export interface ClaimedAttempt extends Pick<WebhookAttemptRecord, "id" | "webhookId" | "deliveryId" | "event" | "url" | "attemptNumber" | "createdAt"> {
+  /** The webhook's organization (not stored with the attempt: the queue counts each one's claims). */
+  organizationId: string;
   /** The delivery's due time before the claim (DueWebhookDelivery.dueAt). */
   dueAt: number;
   /** When the delivery is tried again should the outcome never be recorded (a crash). */
@@ -697,11 +699,18 @@ export interface AttemptOutcome {
   nextAttemptAt: number | null;
 }
 
+export interface DueSkipped {
+  urls: string[];
+  deliveryIds: number[];
+  organizationIds: string[];
+}
+
 export interface WebhookQueueStore {
   backlog(): Promise<QueueBacklog>;
   /** When the first delivery due after `after` falls due (the queue sleeps until then). */
   nextDueAfter(after: number): Promise<number | undefined>;
-  due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): Promise<DueWebhookDelivery[]>;
+  /** Due deliveries, oldest first, but those of the URLs, deliveries and organizations in `skip` (at their limits, or in flight). */
+  due(now: number, skip: DueSkipped, limit: number): Promise<DueWebhookDelivery[]>;
   /** Written before the requests go out, so a crash mid-try cannot cause a hot retry loop. */
   recordAttempts(attempts: ClaimedAttempt[]): Promise<void>;
   /**

@@ -65,12 +65,20 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
   // per slot, each try waiting out its timeout) leaves the others the rest.
   const limits = { sending: config.webhookConcurrency, sendingPerUrl: config.webhookConcurrencyPerUrl, sendingPerOrganization: Math.ceil(config.webhookConcurrency / 2) };
   const claimLimit = limits.sending * claimAhead;
+  /**
+   * An organization holds at most half the claims, as it sends on half the slots: claims go
+   * oldest first, and one organization's backlog of thousands of deliveries to receivers that
+   * answer slowly (or promptly) took every claim, so another's new delivery waited until that
+   * whole backlog had gone out.
+   */
+  const organizationClaimShare = claimLimit / 2;
   const claimDepth = new ClaimDepth(limits.sendingPerUrl, claimAhead, promptTryMs);
   const claimLimitOf = (url: string) => claimDepth.limit(url);
 
   /** Claimed deliveries whose outcome is not recorded yet: being committed, waiting, sending, or back. */
   const claimed = new Set<number>();
   const claimedPerUrl = new Counts();
+  const claimedPerOrganization = new Counts();
   /** Claimed and on disk, waiting for a sending slot, in claim order. */
   let waiting: Claim[] = [];
   /** Waiting claims that the turn in progress gives back: not to be sent. */
@@ -133,11 +141,13 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
   function claim(attempt: ClaimedAttempt) {
     claimed.add(attempt.deliveryId);
     claimedPerUrl.increment(attempt.url);
+    claimedPerOrganization.increment(attempt.organizationId);
   }
 
   function unclaim(attempt: ClaimedAttempt) {
     claimed.delete(attempt.deliveryId);
     claimedPerUrl.decrement(attempt.url);
+    claimedPerOrganization.decrement(attempt.organizationId);
   }
 
   /**
@@ -156,13 +166,15 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
     const claims: Claim[] = [];
     const busy = [...claimed];
     const load = claimedPerUrl.copy();
+    const organizationLoad = claimedPerOrganization.copy();
+    const organizationShare = () => organizationClaimShare;
     let free = claimLimit - claimed.size;
     while (free > 0) {
       const asked = free;
-      const rows = await tx.webhookQueue.due(now, load.atLimit(claimLimitOf), busy, asked);
+      const rows = await tx.webhookQueue.due(now, { urls: load.atLimit(claimLimitOf), deliveryIds: busy, organizationIds: organizationLoad.atLimit(organizationShare) }, asked);
       let heldBack = false;
       for (const due of rows) {
-        if (load.get(due.url) >= claimLimitOf(due.url)) {
+        if (load.get(due.url) >= claimLimitOf(due.url) || organizationLoad.get(due.organizationId) >= organizationClaimShare) {
           heldBack = true;
           continue;
         }
@@ -175,12 +187,13 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
         claims.push({ due, attempt: newAttempt(config, due, attemptNumber, now) });
         busy.push(due.deliveryId);
         load.increment(due.url);
+        organizationLoad.increment(due.organizationId);
         free--;
       }
       // Fewer rows than asked for and none held back by a per-URL limit: nothing more is due.
       if (rows.length === 0 || (rows.length < asked && !heldBack)) break;
     }
-    moreDue = free === 0 || load.atLimit(claimLimitOf).length > 0;
+    moreDue = free === 0 || load.atLimit(claimLimitOf).length > 0 || organizationLoad.atLimit(organizationShare).length > 0;
     await tx.webhookQueue.recordAttempts(claims.map((c) => c.attempt));
     if (claims.length > 0 || moreDue) log.debug("webhook deliveries claimed", { claimed: claims.length, moreDue });
     return claims;
@@ -274,6 +287,7 @@ function newAttempt(config: Config, due: DueWebhookDelivery, attemptNumber: numb
     deliveryId: due.deliveryId,
     event: due.type,
     url: due.url,
+    organizationId: due.organizationId,
     attemptNumber,
     dueAt: due.dueAt,
     createdAt: now,

@@ -151,10 +151,10 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
 
     const claimWebhooks = (node: Node, limit: number, hold: Promise<unknown> = Promise.resolve(), inFlight: number[] = []) =>
       node.store.transaction(async (tx) => {
-        const due = await tx.webhookQueue.due(node.clock.now(), [], inFlight, limit);
+        const due = await tx.webhookQueue.due(node.clock.now(), { urls: [], deliveryIds: inFlight, organizationIds: [] }, limit);
         const at = node.clock.now();
         await tx.webhookQueue.recordAttempts(
-          due.map((d) => ({ id: newId("wha"), webhookId: d.webhookId, deliveryId: d.deliveryId, event: d.type, url: d.url, attemptNumber: d.attempts + 1, dueAt: d.dueAt, createdAt: at, retryAt: at + 1_000 })),
+          due.map((d) => ({ id: newId("wha"), webhookId: d.webhookId, deliveryId: d.deliveryId, event: d.type, url: d.url, organizationId: d.organizationId, attemptNumber: d.attempts + 1, dueAt: d.dueAt, createdAt: at, retryAt: at + 1_000 })),
         );
         await hold;
         return due.map((d) => d.deliveryId);

@@ -110,3 +110,30 @@ test("an organization whose receivers never answer sends on at most half the slo
     await small.cleanup();
   }
 });
+
+test("an organization holds at most half the claims: another's delivery, due after its backlog, is claimed and sent at once", async () => {
+  // 2 sending slots: 32 claims, 16 for one organization; each URL that has not answered yet gets 4.
+  const small = await startTestServer({ env: { INBOXD_WEBHOOK_TIMEOUT_MS: "20000", INBOXD_WEBHOOK_CONCURRENCY: "2" } });
+  const blackHole = startWebhookReceiver();
+  const prompt = startWebhookReceiver();
+  try {
+    const attacker = await seedOrganization(small.app, "Backlog");
+    const victim = await seedOrganization(small.app, "Prompt");
+    // Ten URLs that never answer, four events each: forty claims wanted, more than all there are.
+    for (let i = 0; i < 10; i++) {
+      blackHole.respond(`/hook${i}`, { delayMs: 60_000 });
+      expect((await small.api.post("/v1/webhooks", { url: blackHole.url(`/hook${i}`), events: ["message.received"] }, attacker.apiKey)).status).toBe(201);
+    }
+    expect((await small.api.post("/v1/webhooks", { url: prompt.url("/hook"), events: ["message.received"] }, victim.apiKey)).status).toBe(201);
+    await emitEvents(small.app, attacker.organizationId, Array.from({ length: 4 }, (_, n) => ({ type: "message.received", payload: { n } })));
+    small.clock.advance(1);
+    await emitEvent(small.app, victim.organizationId, "message.received", { n: "victim" });
+    void webhookQueue(small).runDueNow();
+    await prompt.waitFor(1, 3000);
+    expect(blackHole.requests).toHaveLength(1);
+  } finally {
+    await blackHole.close();
+    await prompt.close();
+    await small.cleanup();
+  }
+});

@@ -12,7 +12,7 @@ import { sql } from "drizzle-orm";
 import { testEventIdPrefix } from "../../events/names";
 import { unfinishedAttemptError } from "../../webhooks/policy";
 import type { SecretBox } from "../secret-box";
-import type { AttemptOutcome, ClaimedAttempt, DueWebhookDelivery, QueueBacklog, WebhookQueueStore } from "../store";
+import type { AttemptOutcome, ClaimedAttempt, DueSkipped, DueWebhookDelivery, QueueBacklog, WebhookQueueStore } from "../store";
 import type { PgBlobs } from "./blobs";
 import { firstRow, rowsOf, type PgDb } from "./db";
 import { payloadReader } from "./event-payload";
@@ -46,7 +46,7 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
      * disabled webhook (a test event aside: those reach it still) is discarded here: its event's
      * fan-out, on another connection, may have read the webhook enabled while its disabling committed.
      */
-    async due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): Promise<DueWebhookDelivery[]> {
+    async due(now: number, skip: DueSkipped, limit: number): Promise<DueWebhookDelivery[]> {
       const rows = await rowsOf<DueWebhookDelivery & { abandoned: boolean; enabled: boolean }>(db, sql`
         SELECT d.id::float8 AS "deliveryId", w.organization_id AS "organizationId", d.next_attempt_at::float8 AS "dueAt", d.attempts, d.webhook_id AS "webhookId", w.url, w.secret,
                e.id AS "eventId", e.type, e.created_at::float8 AS "eventCreatedAt", e.inbox_id AS "inboxId", e.message_id AS "messageId", e.payload,
@@ -55,8 +55,9 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
         JOIN webhooks w ON w.id = d.webhook_id
         JOIN events e ON e.id = d.event_id
         WHERE d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= ${now} AND ${unheld(now, "d")}
-          AND w.url NOT IN ${textsOf(skipUrls)}
-          AND d.id NOT IN ${numbersOf(skipDeliveryIds)}
+          AND w.url NOT IN ${textsOf(skip.urls)}
+          AND d.id NOT IN ${numbersOf(skip.deliveryIds)}
+          AND w.organization_id NOT IN ${textsOf(skip.organizationIds)}
         ORDER BY d.next_attempt_at, d.id
         LIMIT ${limit}
         FOR UPDATE OF d SKIP LOCKED

@@ -6,16 +6,16 @@
 import type { BlobStore } from "./blobs";
 import type { Db } from "./db";
 import { payloadReader } from "./event-payload";
-import type { AttemptOutcome, ClaimedAttempt, DueWebhookDelivery, QueueBacklog } from "../store";
+import type { AttemptOutcome, ClaimedAttempt, DueSkipped, DueWebhookDelivery, QueueBacklog } from "../store";
 import type { SecretBox } from "../secret-box";
 
 export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) => {
   const sqlite = db.$client;
   const wholePayload = payloadReader(db.$client, blobs);
   // Ordered by due time, then creation order: events to one webhook that are due together go in
-  // the order they happened. Deliveries to URLs already at their claim limit are skipped
-  // so that they cannot hold the head of the queue, and so are those in flight.
-  const due = sqlite.query<DueWebhookDelivery, [number, string, string, number]>(`
+  // the order they happened. Deliveries to URLs and of organizations already at their claim
+  // limit are skipped so that they cannot hold the head of the queue, and so are those in flight.
+  const due = sqlite.query<DueWebhookDelivery, [number, string, string, string, number]>(`
     SELECT d.id AS deliveryId, w.organization_id AS organizationId, d.next_attempt_at AS dueAt, d.attempts AS attempts, d.webhook_id AS webhookId, w.url AS url, w.secret AS secret,
            e.id AS eventId, e.type AS type, e.created_at AS eventCreatedAt, e.inbox_id AS inboxId, e.message_id AS messageId, e.payload AS payload
     FROM webhook_deliveries d
@@ -24,8 +24,9 @@ export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) 
     WHERE d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= ?1
       AND w.url NOT IN (SELECT value FROM json_each(?2))
       AND d.id NOT IN (SELECT value FROM json_each(?3))
+      AND w.organization_id NOT IN (SELECT value FROM json_each(?4))
     ORDER BY d.next_attempt_at, d.id
-    LIMIT ?4`);
+    LIMIT ?5`);
   // One statement per row, all in the caller's transaction: measured faster than one statement
   // over a JSON array of the batch.
   const insertAttempt = sqlite.query<never, [string, string, number, string, string, number, number]>(
@@ -58,8 +59,8 @@ export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) 
     /** Webhook deliveries still to be tried, and when the oldest was queued. */
     backlog: (): QueueBacklog => backlog.get()!,
     nextDueAfter: (after: number): number | undefined => nextDueAfter.get(after)!.dueAt ?? undefined,
-    due(now: number, skipUrls: string[], skipDeliveryIds: number[], limit: number): DueWebhookDelivery[] {
-      const rows = due.all(now, JSON.stringify(skipUrls), JSON.stringify(skipDeliveryIds), limit);
+    due(now: number, skip: DueSkipped, limit: number): DueWebhookDelivery[] {
+      const rows = due.all(now, JSON.stringify(skip.urls), JSON.stringify(skip.deliveryIds), JSON.stringify(skip.organizationIds), limit);
       // One event's deliveries share its whole payload: rebuilt per row, a message's attachments
       // were held once per webhook (64 webhooks and a 17 MiB attachment: 4 GB).
       const whole = new Map<string, string>();
