@@ -85,55 +85,44 @@ test("a receiver that never answers does not hold back another, and gets at most
   expect(alive.requests).toHaveLength(10);
 });
 
-test("an organization whose receivers never answer sends on at most half the slots: another's webhook is not held back", async () => {
-  const small = await startTestServer({ env: { INBOXD_WEBHOOK_TIMEOUT_MS: "20000", INBOXD_WEBHOOK_CONCURRENCY: "4" } });
+/**
+ * A server of its own with `concurrency` sending slots, an attacking organization with `urls`
+ * webhooks to URLs that never answer and `events` events for them, then a victim's event with a
+ * webhook to a prompt receiver: the victim's delivery must arrive at once, while the attacker's
+ * receivers have had `attackerRequests` requests.
+ */
+async function expectVictimServedBeside(concurrency: string, urls: number, events: number, attackerRequests: number) {
+  const small = await startTestServer({ env: { INBOXD_WEBHOOK_TIMEOUT_MS: "20000", INBOXD_WEBHOOK_CONCURRENCY: concurrency } });
   const blackHole = startWebhookReceiver();
   const prompt = startWebhookReceiver();
   try {
     const attacker = await seedOrganization(small.app, "Black holes");
     const victim = await seedOrganization(small.app, "Prompt");
-    // Four URLs that never answer, each within its own per-URL limit: together they could take every slot.
-    for (let i = 0; i < 4; i++) {
+    for (let i = 0; i < urls; i++) {
       blackHole.respond(`/hook${i}`, { delayMs: 60_000 });
       expect((await small.api.post("/v1/webhooks", { url: blackHole.url(`/hook${i}`), events: ["message.received"] }, attacker.apiKey)).status).toBe(201);
     }
     expect((await small.api.post("/v1/webhooks", { url: prompt.url("/hook"), events: ["message.received"] }, victim.apiKey)).status).toBe(201);
-    await emitEvent(small.app, attacker.organizationId, "message.received", { n: 1 });
-    small.clock.advance(1);
-    await emitEvent(small.app, victim.organizationId, "message.received", { n: 2 });
-    void webhookQueue(small).runDueNow();
-    await prompt.waitFor(1, 3000);
-    expect(blackHole.requests).toHaveLength(2);
-  } finally {
-    await blackHole.close();
-    await prompt.close();
-    await small.cleanup();
-  }
-});
-
-test("an organization holds at most half the claims: another's delivery, due after its backlog, is claimed and sent at once", async () => {
-  // 2 sending slots: 32 claims, 16 for one organization; each URL that has not answered yet gets 4.
-  const small = await startTestServer({ env: { INBOXD_WEBHOOK_TIMEOUT_MS: "20000", INBOXD_WEBHOOK_CONCURRENCY: "2" } });
-  const blackHole = startWebhookReceiver();
-  const prompt = startWebhookReceiver();
-  try {
-    const attacker = await seedOrganization(small.app, "Backlog");
-    const victim = await seedOrganization(small.app, "Prompt");
-    // Ten URLs that never answer, four events each: forty claims wanted, more than all there are.
-    for (let i = 0; i < 10; i++) {
-      blackHole.respond(`/hook${i}`, { delayMs: 60_000 });
-      expect((await small.api.post("/v1/webhooks", { url: blackHole.url(`/hook${i}`), events: ["message.received"] }, attacker.apiKey)).status).toBe(201);
-    }
-    expect((await small.api.post("/v1/webhooks", { url: prompt.url("/hook"), events: ["message.received"] }, victim.apiKey)).status).toBe(201);
-    await emitEvents(small.app, attacker.organizationId, Array.from({ length: 4 }, (_, n) => ({ type: "message.received", payload: { n } })));
+    await emitEvents(small.app, attacker.organizationId, Array.from({ length: events }, (_, n) => ({ type: "message.received", payload: { n } })));
     small.clock.advance(1);
     await emitEvent(small.app, victim.organizationId, "message.received", { n: "victim" });
     void webhookQueue(small).runDueNow();
     await prompt.waitFor(1, 3000);
-    expect(blackHole.requests).toHaveLength(1);
+    expect(blackHole.requests).toHaveLength(attackerRequests);
   } finally {
     await blackHole.close();
     await prompt.close();
     await small.cleanup();
   }
+}
+
+test("an organization whose receivers never answer sends on at most half the slots: another's webhook is not held back", async () => {
+  // Four URLs that never answer, each within its own per-URL limit: together they could take every slot.
+  await expectVictimServedBeside("4", 4, 1, 2);
+});
+
+test("an organization holds at most half the claims: another's delivery, due after its backlog, is claimed and sent at once", async () => {
+  // 2 sending slots: 32 claims, 16 for one organization; each URL that has not answered yet gets 4.
+  // Ten URLs that never answer, four events each: forty claims wanted, more than all there are.
+  await expectVictimServedBeside("2", 10, 4, 1);
 });
