@@ -89,7 +89,11 @@ export class EventStreams {
    * has not read); with places, the others wait until a holder's client has read its page.
    */
   private readonly largePages = new Map<string, number>();
-  /** Streams waiting for a place, longest first: a place given back wakes one, not every stream that would read its large page again. */
+  /**
+   * Streams waiting for a place, longest first. A place given back passes to the first, held for
+   * it: woken, it reads its page again (every waiting stream reading its large page again would
+   * cost what the places save), and a stream that comes later waits behind it.
+   */
   private readonly awaitingPlace = new Map<string, EventStream[]>();
   private closed = false;
 
@@ -166,7 +170,7 @@ export class EventStreams {
   /** Takes a place, or puts the stream in line for one. */
   private takeLargePage(organizationId: string, stream: EventStream): boolean {
     const held = this.largePages.get(organizationId) ?? 0;
-    if (held < LARGE_PAGES_PER_ORGANIZATION) {
+    if (held < LARGE_PAGES_PER_ORGANIZATION && !this.awaitingPlace.has(organizationId)) {
       this.largePages.set(organizationId, held + 1);
       return true;
     }
@@ -176,15 +180,16 @@ export class EventStreams {
     return false;
   }
 
-  /** A place is free: the stream first in line reads its page again. */
+  /** A place is given back: it passes to the stream first in line, else it is free. */
   private releaseLargePage(organizationId: string) {
+    const next = this.awaitingPlace.get(organizationId)?.[0];
+    if (next) {
+      this.leaveLine(organizationId, next);
+      return next.placeGranted();
+    }
     const left = this.largePages.get(organizationId)! - 1;
     if (left > 0) this.largePages.set(organizationId, left);
     else this.largePages.delete(organizationId);
-    const next = this.awaitingPlace.get(organizationId)?.[0];
-    if (!next) return;
-    this.leaveLine(organizationId, next);
-    next.placeFreed();
   }
 
   private leaveLine(organizationId: string, stream: EventStream) {
@@ -234,8 +239,12 @@ class EventStream {
   private unwritten?: { text: string; from: number };
   /** A page is due: woken by a commit or the poll, or the last page was cut short. */
   private due = true;
-  private holdsLargePage = false;
-  /** The page read was large and no place was free: read again when one is, not at each commit. */
+  /**
+   * The stream's place for large pages: none; granted, while in line, for the page it reads next;
+   * or held by the page it is writing, until its client has taken the page.
+   */
+  private place: "none" | "granted" | "sending" = "none";
+  /** The page read was large and no place was free: read again when one is granted, not at each commit. */
   private awaitingPlace = false;
   private ended = false;
   private waiting?: () => void;
@@ -285,8 +294,8 @@ class EventStream {
     this.waiting?.();
   }
 
-  placeFreed() {
-    if (!this.awaitingPlace) return;
+  placeGranted() {
+    this.place = "granted";
     this.awaitingPlace = false;
     this.wake();
   }
@@ -310,15 +319,18 @@ class EventStream {
         this.unwritten = { text: eventText(event), from: 0 };
         continue;
       }
-      this.releaseLargePage();
+      if (this.place === "sending") this.releaseLargePage();
       if (this.due) {
         if (!(await this.authorized())) return this.close();
         this.due = false;
         await this.readPage();
-      } else if ((await this.sleep()) === "heartbeat") {
-        // A comment (§9.2.6: a line starting with a colon): clients ignore it, proxies see traffic.
-        return this.write(": ping\n\n");
+        continue;
       }
+      const woken = await this.sleep();
+      // In line for a place, no page is due: the key is looked up here, at the poll interval.
+      if (this.awaitingPlace && !(await this.authorized())) return this.close();
+      // A comment (§9.2.6: a line starting with a colon): clients ignore it, proxies see traffic.
+      if (woken === "heartbeat") return this.write(": ping\n\n");
     }
   }
 
@@ -334,12 +346,13 @@ class EventStream {
     const page = await this.store.events.readAfter(organizationId, { afterId: this.afterId, limit: PAGE_EVENTS, maxChars: PAGE_CHARS, types, inboxId });
     if (this.ended) return;
     const chars = page.events.reduce((sum, event) => sum + event.payload.length, 0);
-    if (chars > PAGE_CHARS) {
-      if (!this.hooks.takeLargePage()) {
-        this.awaitingPlace = true;
-        return;
-      }
-      this.holdsLargePage = true;
+    if (chars <= PAGE_CHARS) {
+      // A place granted for a page that is no longer large (a filter's events, say) goes on.
+      if (this.place === "granted") this.releaseLargePage();
+    } else if (this.place === "granted" || this.hooks.takeLargePage()) this.place = "sending";
+    else {
+      this.awaitingPlace = true;
+      return;
     }
     this.page = page.events;
     this.afterId = page.nextAfterId;
@@ -347,8 +360,7 @@ class EventStream {
   }
 
   private releaseLargePage() {
-    if (!this.holdsLargePage) return;
-    this.holdsLargePage = false;
+    this.place = "none";
     this.hooks.releaseLargePage();
   }
 
@@ -389,7 +401,7 @@ class EventStream {
   private end() {
     if (this.ended) return;
     this.ended = true;
-    this.releaseLargePage();
+    if (this.place !== "none") this.releaseLargePage();
     this.waiting?.();
     this.hooks.ended(this);
   }

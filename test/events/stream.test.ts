@@ -299,8 +299,8 @@ describe("a slow client", () => {
 
 describe("large pages", () => {
   /** A client that reads its stream's first bytes of an event, then stops reading: its stream holds the event. */
-  async function stalledClient(key: string, since: string) {
-    const socket = connect(server.httpPort, "127.0.0.1");
+  async function stalledClient(key: string, since: string, on = server) {
+    const socket = connect(on.httpPort, "127.0.0.1");
     let text = "";
     socket.setEncoding("utf8");
     const started = new Promise<void>((resolve) =>
@@ -348,6 +348,47 @@ describe("large pages", () => {
     const after = await open(`/v1/events?since=${ownerPosition}`);
     const [event] = await after.waitForEvents(1, 10_000);
     expect(payload(event!).data.big).toBe(big);
+  }, 30_000);
+
+  test("a place given back passes down the line in order, past a stream whose key was revoked meanwhile, which ends", async () => {
+    const roomy = await startTestServer({ env: { INBOXD_EVENT_HEARTBEAT_MS: "100", INBOXD_EVENT_STREAMS_PER_ORG: "10" } });
+    const org = await seedOrganization(roomy.app, "Line");
+    const opened: SseStream[] = [];
+    const holders: ReturnType<typeof connect>[] = [];
+    try {
+      const position = `evt_${"0".repeat(24)}`;
+      const big = "x".repeat(16 << 20);
+      await roomy.app.store.transaction((tx) => tx.events.emit({ organizationId: org.organizationId, type: "inbox.updated", payload: { big } }, roomy.clock.now()));
+      for (let i = 0; i < 2; i++) holders.push(await stalledClient(org.apiKey, position, roomy));
+      const second = await roomy.api.post("/v1/api_keys", { name: "second" }, org.apiKey);
+      const inLine = async (key: string) => {
+        const stream = await openStream(roomy.api.baseUrl, `/v1/events?since=${position}`, key);
+        opened.push(stream);
+        await stream.waitForComment("ping");
+        return stream;
+      };
+      const revokedFirst = await inLine(second.body.key);
+      const next = await inLine(org.apiKey);
+      const last = await inLine(org.apiKey);
+      expect((await roomy.api.delete(`/v1/api_keys/${second.body.id}`, org.apiKey)).status).toBe(200);
+      await revokedFirst.ended;
+      expect(revokedFirst.events).toEqual([]);
+      const newcomer = await inLine(org.apiKey);
+      // One place goes round (the other stays with a client that never reads): each gets the event whole, in the order they came.
+      const arrivals: SseStream[] = [];
+      const arrived = [next, last, newcomer].map(async (stream) => {
+        const [event] = await stream.waitForEvents(1, 20_000);
+        arrivals.push(stream);
+        expect(payload(event!).data.big).toBe(big);
+      });
+      holders.shift()!.destroy();
+      await Promise.all(arrived);
+      expect(arrivals).toEqual([next, last, newcomer]);
+    } finally {
+      for (const stream of opened) stream.close();
+      for (const socket of holders) socket.destroy();
+      await roomy.cleanup();
+    }
   }, 30_000);
 });
 
