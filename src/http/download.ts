@@ -104,8 +104,9 @@ export function downloads() {
     async json<T>(organizationId: string, answer: LargeAnswer<T>): Promise<T> {
       if (answer.contentBytes <= LARGE_RESPONSE_BYTES) return answer.whole();
       takePlace(organizationId);
-      // Typed as the value it carries, for the route's response schema: Elysia sends a Response as it is.
-      return streamed(organizationId, encoded(answer.pieces()), { "content-type": "application/json" }) as T;
+      // Typed as the value it carries, for the route's response schema: Elysia sends a Response as
+      // it is (with the content type it gives the JSON it serialises itself).
+      return streamed(organizationId, encoded(answer.pieces()), { "content-type": "application/json;charset=utf-8" }) as T;
     },
   };
 }

@@ -41,7 +41,8 @@ export interface LargeAnswer<T> {
 export function messageAnswer(message: Message): LargeAnswer<Message> {
   const attachmentBytes = (message.attachments ?? []).reduce((sum, attachment) => sum + attachment.size, 0);
   return {
-    contentBytes: (message.text?.length ?? 0) + (message.html?.length ?? 0) + attachmentBytes,
+    // In UTF-8, as the store counts a thread's (contentSizesInThread): the same message is large in both.
+    contentBytes: Buffer.byteLength(message.text ?? "") + Buffer.byteLength(message.html ?? "") + attachmentBytes,
     whole: () => withContentEncoded(message),
     async *pieces() {
       yield JSON.stringify(await withContentEncoded(message));

@@ -178,3 +178,36 @@ test("a webhook test event kept from before the start does not count as an event
     close();
   }
 });
+
+test("a batch's events are shown after the batch's own sync, the one sync it makes; a failed sync shows nothing until a later one succeeds", async () => {
+  const sync = manualSync();
+  let wakes = 0;
+  const { close, store } = walDatabase({ syncCommits: sync.sync, onEventsCommitted: () => wakes++ });
+  const seen = async () => (await store.events.readAfter("org_1", { afterId: null, limit: 100, maxChars: 1 << 20 })).events.map((event) => event.id);
+  try {
+    let batched = "";
+    const written = store.transactionBatched(async (tx) => {
+      batched = await tx.events.emit({ organizationId: "org_1", type: "inbox.updated", payload: {} }, Date.now());
+    });
+    await eventually("the batch's sync", () => sync.calls(), (calls) => calls === 1);
+    expect(await seen()).toEqual([]);
+    sync.finish(0);
+    await written;
+    expect(sync.calls()).toBe(1);
+    expect(wakes).toBe(1);
+    expect(await seen()).toEqual([batched]);
+
+    const lost = await store.transaction((tx) => tx.events.emit({ organizationId: "org_1", type: "inbox.updated", payload: {} }, Date.now()), { waitForDisk: false });
+    sync.finish(1, new Error("I/O error"));
+    await Bun.sleep(20);
+    expect(await seen()).toEqual([batched]);
+    expect(wakes).toBe(1);
+    const later = await store.transaction((tx) => tx.events.emit({ organizationId: "org_1", type: "inbox.updated", payload: {} }, Date.now()), { waitForDisk: false });
+    await eventually("the next sync", () => sync.calls(), (calls) => calls === 3);
+    sync.finish(2);
+    await eventually("both shown", seen, (ids) => ids.length === 3);
+    expect(await seen()).toEqual([batched, lost, later]);
+  } finally {
+    close();
+  }
+});

@@ -11,14 +11,20 @@ import type { Database } from "bun:sqlite";
 import { testEventIdPrefix } from "../../events/names";
 import type { SyncCommits } from "./group-commit";
 
+/**
+ * How a commit reaches the disk: `synced` by its own COMMIT (synchronous = FULL); `later`, by a
+ * sync the watermark starts when the commit recorded events; `by its batch`, the group commit's
+ * sync after it (./group-commit.ts).
+ */
+export type CommitDurability = "synced" | "later" | "by its batch";
+
 export interface EventWatermark {
   /** An event was written, in the transaction under way or (outside one) committed with it. */
   emitted(id: string): void;
-  /**
-   * After each commit: `onDisk` when it synced the WAL itself (synchronous = FULL), `withEvents`
-   * when it recorded events, whose readers are woken once they are on disk.
-   */
-  committed(onDisk: boolean, withEvents: boolean): void;
+  /** After each commit; `withEvents` when it recorded events, whose readers are woken once they are on disk. */
+  committed(durability: CommitDurability, withEvents: boolean): void;
+  /** A group commit's sync starts: the function it returns marks what the sync covers as on disk, once it succeeded. */
+  syncStarting(): () => void;
   /** The newest id readers may see, or null while every committed event is on disk. */
   visibleUpTo(): string | null;
 }
@@ -30,24 +36,38 @@ export function eventWatermark(sqlite: Database, sync: SyncCommits | undefined, 
   let emitted = newestAtOpen;
   let committed = newestAtOpen;
   let durable = newestAtOpen;
+  /** Events committed by a batch: woken after its sync. */
+  let wakeAfterBatch = false;
   let syncing = false;
   let again = false;
 
-  /** One sync at a time; commits made while one runs wait for the next, which covers them. */
+  /** What a sync starting now covers, marked on disk when it succeeded; readers woken if it covered new events. */
+  const syncStarting = () => {
+    const covered = committed;
+    return () => {
+      if (covered <= durable && !wakeAfterBatch) return;
+      if (covered > durable) durable = covered;
+      wakeAfterBatch = false;
+      wake();
+    };
+  };
+
+  /**
+   * One sync at a time; commits made while one runs wait for the next, which covers them. A sync
+   * that fails shows nothing: the events wait for the next commit's sync (the group commit reports
+   * the failure to the writers meanwhile).
+   */
   const syncThenWake = () => {
     if (syncing) {
       again = true;
       return;
     }
     syncing = true;
-    const covered = committed;
-    // A failed sync still wakes: the batch waiting on its own sync reports the failure.
+    const onDisk = syncStarting();
     void sync!()
-      .catch(() => {})
+      .then(onDisk, () => {})
       .then(() => {
         syncing = false;
-        if (covered > durable) durable = covered;
-        wake();
         if (!again) return;
         again = false;
         syncThenWake();
@@ -58,15 +78,18 @@ export function eventWatermark(sqlite: Database, sync: SyncCommits | undefined, 
     emitted(id) {
       emitted = id;
     },
-    committed(onDisk, withEvents) {
+    committed(durability, withEvents) {
       // An event of a rolled-back transaction leaves `emitted` past the newest committed one: no
       // harm, as every later event's id is larger still.
       committed = emitted;
-      if (onDisk || !sync) durable = committed;
-      if (!withEvents) return;
-      if (durable === committed) wake();
-      else syncThenWake();
+      if (durability === "synced" || !sync) {
+        durable = committed;
+        if (withEvents) wake();
+      } else if (!withEvents) return;
+      else if (durability === "later") syncThenWake();
+      else wakeAfterBatch = true;
     },
+    syncStarting,
     visibleUpTo: () => (committed > durable ? durable : null),
   };
 }

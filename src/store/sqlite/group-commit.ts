@@ -37,9 +37,11 @@ export interface GroupCommitOptions<Tx> {
   syncCommits?: SyncCommits;
   /** Told each batch's commit time, from the transaction's start until it is on disk (metrics). */
   onCommitted?: (seconds: number) => void;
+  /** Told as a batch's sync starts; the function it returns, once the sync succeeded. */
+  syncStarting?: () => () => void;
 }
 
-export function groupCommit<Tx>(sqlite: Database, { commitBatch, syncCommits = walSync(sqlite), onCommitted = () => {} }: GroupCommitOptions<Tx>) {
+export function groupCommit<Tx>(sqlite: Database, { commitBatch, syncCommits = walSync(sqlite), onCommitted = () => {}, syncStarting = () => () => {} }: GroupCommitOptions<Tx>) {
   let queued: Job<Tx>[] = [];
   /** A batch is scheduled, or committed and waiting for its sync. */
   let busy = false;
@@ -63,7 +65,10 @@ export function groupCommit<Tx>(sqlite: Database, { commitBatch, syncCommits = w
     try {
       const before = changesSoFar();
       outcomes = await commitBatch(jobs.map((job) => job.write));
-      if (syncCommits && changesSoFar() !== before) await syncCommits().catch((error: unknown) => (syncError = error ?? new Error("sync failed")));
+      if (syncCommits && changesSoFar() !== before) {
+        const synced = syncStarting();
+        await syncCommits().then(synced, (error: unknown) => (syncError = error ?? new Error("sync failed")));
+      }
       onCommitted((performance.now() - startedAt) / 1000);
     } catch (error) {
       outcomes = jobs.map(() => ({ ok: false, error }));
@@ -125,8 +130,10 @@ export function oneSyncAtATime(sync: SyncCommits | undefined): SyncCommits | und
     return started;
   };
   return () => {
+    // `next` first: it is cleared only as its sync starts, while `running` may already be cleared before.
+    if (next) return next;
     if (!running) return start();
-    next ??= running
+    next = running
       .catch(() => {})
       .then(() => {
         next = undefined;

@@ -27,7 +27,7 @@ import { mtaStsPoliciesStore } from "./mta-sts-policies";
 import { tlsReportsStore } from "./tls-reports";
 import { domainsStore } from "./domains";
 import { eventsStore } from "./events";
-import { eventWatermark } from "./event-watermark";
+import { eventWatermark, type CommitDurability } from "./event-watermark";
 import { groupCommit, oneSyncAtATime, walSync, type BatchOutcome, type SyncCommits } from "./group-commit";
 import { inboxesStore } from "./inboxes";
 import { loginThrottlesStore } from "./login-throttles";
@@ -80,7 +80,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
     watermark.emitted(id);
     if (sqlite.inTransaction) eventsInTransaction = true;
     // Outside a transaction the statement committed itself, synchronous = FULL.
-    else watermark.committed(true, true);
+    else watermark.committed("synced", true);
   };
   const blobs = blobStore(sqlite, (write) => turns.call(write));
   const aggregates = {
@@ -129,7 +129,8 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
   }
 
   /** BEGIN … COMMIT around `work`, the connection already held. */
-  async function atomically<T>(work: () => Promise<T>, waitForDisk: boolean): Promise<T> {
+  async function atomically<T>(work: () => Promise<T>, durability: CommitDurability): Promise<T> {
+    const waitForDisk = durability === "synced";
     // `synchronous` cannot change inside a transaction: NORMAL makes this COMMIT skip its fsync.
     if (!waitForDisk) execute("PRAGMA synchronous = NORMAL");
     try {
@@ -138,7 +139,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
       try {
         const value = await work();
         execute("COMMIT");
-        watermark.committed(waitForDisk, eventsInTransaction);
+        watermark.committed(durability, eventsInTransaction);
         return value;
       } catch (error) {
         if (sqlite.inTransaction) execute("ROLLBACK");
@@ -156,6 +157,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
   const transactionBatched = groupCommit<Transaction>(sqlite, {
     onCommitted: options.onCommitted,
     syncCommits,
+    syncStarting: watermark.syncStarting,
     commitBatch: (writes) =>
       turns.exclusive(() =>
         atomically(async () => {
@@ -165,7 +167,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
             outcomes.push(await savepoint(write).then((value): BatchOutcome => ({ ok: true, value }), (error: unknown): BatchOutcome => ({ ok: false, error })));
           }
           return outcomes;
-        }, false),
+        }, "by its batch"),
       ),
   });
 
@@ -173,7 +175,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
   const searchIndexing: SearchIndexing = {
     pendingAtMost: () => call(() => searchIndex.pendingAtMost()),
     // Not waiting for the disk: the messages stay noted until this commit, and a later one syncs it.
-    indexBatch: () => turns.exclusive(() => atomically(async () => searchIndex.indexBatch(), false)),
+    indexBatch: () => turns.exclusive(() => atomically(async () => searchIndex.indexBatch(), "later")),
   };
   /**
    * Indexes every message noted so far, a batch per turn of the event loop (./search-index.ts);
@@ -192,7 +194,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
     ...asyncAggregates(aggregates, call),
     // A search reads the index once every message committed before it is in it.
     messageSearch: windowedSearch(aggregates.messageSearch, call, searchIndexCaughtUp),
-    transaction: <T>(work: (tx: Transaction) => Promise<T>, { waitForDisk = true }: TransactionOptions = {}) => turns.exclusive(() => atomically(() => work(tx), waitForDisk)),
+    transaction: <T>(work: (tx: Transaction) => Promise<T>, { waitForDisk = true }: TransactionOptions = {}) => turns.exclusive(() => atomically(() => work(tx), waitForDisk ? "synced" : "later")),
     transactionBatched,
     blobs: {
       prepare: (parts, now) => blobs.prepare(parts, now),
