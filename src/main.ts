@@ -181,7 +181,7 @@ async function serve(config: Config, _args: string[], flags: Record<string, stri
     process.once("SIGTERM", () => shutdown("SIGTERM"));
     process.once("SIGINT", () => shutdown("SIGINT"));
   });
-  const running = await startServices(app);
+  const running = await keptAlive(() => startServices(app));
   // A stray error in one connection's callback must not end every other connection and queue:
   // logged, and the server keeps serving (start-up failures above still stop it).
   process.on("uncaughtException", (error) => app.log.error("uncaught exception; still serving", { error }));
@@ -193,15 +193,25 @@ async function serve(config: Config, _args: string[], flags: Record<string, stri
   // Bun.gc(true) freed nothing measurable here.
   Bun.shrink();
   await stopAsked;
-  // The listeners close first, and the worker threads do not keep the process alive: without
-  // this timer, a part still finishing (a checkpoint on its thread) would see the process end
-  // under it, with exit 0 and the rest of the stop undone.
-  const keepAlive = setInterval(() => {}, 60_000);
-  await running.stop();
+  await keptAlive(() => running.stop());
   app.close();
   app.log.info("stopped");
-  clearInterval(keepAlive);
   return 0;
+}
+
+/**
+ * Runs `work` with the process kept alive. Worker threads do not keep it alive: while the
+ * listeners are closed (a stop, or a start that failed stopping what it had started), a part
+ * still finishing (a checkpoint on its thread) would see the process end under it, with exit 0,
+ * no line said, and the rest undone.
+ */
+async function keptAlive<T>(work: () => Promise<T>): Promise<T> {
+  const keepAlive = setInterval(() => {}, 60_000);
+  try {
+    return await work();
+  } finally {
+    clearInterval(keepAlive);
+  }
 }
 
 /** backup and restore are of the embedded database: PostgreSQL has its own tools. */

@@ -1,10 +1,10 @@
 /** `inboxd doctor`: runs every check and prints one line each, with what to do under each failure. */
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { Config } from "../config";
 import { configuredResolver } from "../dns/resolver";
 import { serverIdentity } from "../domains/present";
 import { domainRecords, spfValue } from "../domains/records";
+import { keptSelfSigned, selfSignedPaths } from "../smtp/tls";
 import { openStoreReadOnly } from "../store";
 import { checkAcmeCertificate, checkCertificate, checkClock, checkDataDir, checkDomainRecords, checkHostAddresses, checkHostname, checkHostSpf, checkOutboundPort, checkPostmaster, checkReverseDns, type Finding } from "./checks";
 
@@ -46,7 +46,11 @@ export async function runDoctor(config: Config, now: number = Date.now()): Promi
 }
 
 function certificateFinding(config: Config, now: number): Finding {
-  if (!config.tlsCert) return checkCertificate(undefined, join(config.dataDir, "smtp-tls.crt"), config.hostname, now);
+  if (!config.tlsCert) {
+    const kept = keptSelfSigned(config.dataDir, config.hostname, now);
+    if (kept && "problem" in kept) return { ok: false, check: "TLS certificate", detail: kept.problem, fix: "restart inboxd: it makes its self-signed certificate again in place of one that cannot serve" };
+    return checkCertificate(undefined, selfSignedPaths(config.dataDir).certPath, config.hostname, now);
+  }
   try {
     return checkCertificate(readFileSync(config.tlsCert, "utf8"), config.tlsCert, config.hostname, now);
   } catch (error) {

@@ -26,14 +26,42 @@ export function operatorCertificate({ tlsCert, tlsKey }: Pick<Config, "tlsCert" 
   return pair;
 }
 
+/** Made again this long before it expires (it is made for ten years). */
+const SELF_SIGNED_RENEW_BEFORE_MS = 14 * 24 * 60 * 60 * 1000;
+
+/** The data dir's self-signed certificate and key: `smtp-tls.crt` and `smtp-tls.key`. */
+export const selfSignedPaths = (dataDir: string) => ({ certPath: join(dataDir, "smtp-tls.crt"), keyPath: join(dataDir, "smtp-tls.key") });
+
+/**
+ * The self-signed certificate kept in the data dir, or why it cannot serve `hostname` now: gone,
+ * unreadable, damaged, not matching its key, naming another host (INBOXD_HOSTNAME changed), or
+ * expiring within 14 days. Undefined when there is none yet.
+ */
+export function keptSelfSigned(dataDir: string, hostname: string, now: number): { pair: PemCertificate } | { problem: string } | undefined {
+  const { certPath, keyPath } = selfSignedPaths(dataDir);
+  if (!existsSync(certPath)) return undefined;
+  try {
+    const pair = { cert: readFileSync(certPath, "utf8"), key: readFileSync(keyPath, "utf8") };
+    createSecureContext(pair);
+    const certificate = new X509Certificate(pair.cert);
+    if (!certificate.checkHost(hostname)) return { problem: `${certPath} names ${certificate.subjectAltName ?? certificate.subject}, not ${hostname}` };
+    if (Date.parse(certificate.validTo) - now < SELF_SIGNED_RENEW_BEFORE_MS) return { problem: `${certPath} expires on ${certificate.validTo}` };
+    return { pair };
+  } catch (error) {
+    return { problem: `${certPath} and ${keyPath} are not a usable certificate and its key (${(error as Error).message})` };
+  }
+}
+
 export function loadTlsCertificate(app: App): PemCertificate {
   const { dataDir, hostname } = app.config;
   const configured = operatorCertificate(app.config);
   if (configured) return configured;
-  const certPath = join(dataDir, "smtp-tls.crt");
-  const keyPath = join(dataDir, "smtp-tls.key");
-  // The certificate is written last: when it exists, so does its key.
-  if (existsSync(certPath)) return { cert: readFileSync(certPath, "utf8"), key: readFileSync(keyPath, "utf8") };
+  const { certPath, keyPath } = selfSignedPaths(dataDir);
+  // The certificate is written last: when it exists, so does its key. One that cannot serve is
+  // inboxd's own file, made again rather than stopping the start (or failing every STARTTLS).
+  const kept = keptSelfSigned(dataDir, hostname, app.clock.now());
+  if (kept && "pair" in kept) return kept.pair;
+  if (kept) app.log.warn("making the self-signed STARTTLS certificate again", { reason: kept.problem });
   const generated = selfSignedCert(hostname, app.clock.date());
   writeAtomically(keyPath, generated.key, 0o600);
   writeAtomically(certPath, generated.cert, 0o644);

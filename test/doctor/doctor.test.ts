@@ -141,6 +141,14 @@ describe("inboxd doctor", () => {
     }
   });
 
+  test("the data dir's self-signed certificate: checked for the host name; one for another host fails, and a start makes it again", async () => {
+    const withoutOperatorCertificate = { INBOXD_TLS_CERT: "" };
+    expect((await runCli(["doctor"], withoutOperatorCertificate)).stdout).toContain(`ok    TLS certificate: self-signed (${join(server.dataDir, "smtp-tls.crt")})`);
+    const renamed = await runCli(["doctor"], { ...withoutOperatorCertificate, INBOXD_HOSTNAME: "mail.inboxd.test" });
+    expect(renamed.stdout).toContain(`FAIL  TLS certificate: ${join(server.dataDir, "smtp-tls.crt")} names DNS:${HOSTNAME}, not mail.inboxd.test`);
+    expect(renamed.stdout).toContain("-> restart inboxd: it makes its self-signed certificate again");
+  });
+
   test("the host name must be fully qualified", () => {
     expect(checkHostname("mx.example.com").ok).toBe(true);
     for (const name of ["localhost", "mx", "-x-.example", "bad domain.example", "10.0.0.1", ""]) {

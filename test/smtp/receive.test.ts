@@ -2,7 +2,8 @@
 // STARTTLS, the recipient policy, parsing round trips through the API, threading, limits, the
 // SMTP smuggling vectors, and the authentication results with a DNS server on loopback.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { X509Certificate } from "node:crypto";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { sealMessage } from "mailauth";
 import MailComposer from "nodemailer/lib/mail-composer";
@@ -11,7 +12,7 @@ import { signMessage } from "../../src/dkim/sign";
 import { insertInbox } from "../../src/inboxes/service";
 import { loadTlsCertificate } from "../../src/smtp/tls";
 import type { Inbox } from "../../src/inboxes/present";
-import { apiClient, eventually, queryRow, seedOrganization, startTestServer, type TestServer } from "../harness";
+import { apiClient, eventually, queryRow, seedOrganization, startTestServer, tempDir, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { sendMail } from "./mail-client";
 import { openSession, startTransaction } from "./raw-client";
@@ -141,6 +142,22 @@ describe("delivery", () => {
     expect(sent.secure).toBe(true);
     const message = await findBySubject(bob, "over tls");
     expect(await rawSource(message.id)).toMatch(/\r\nReceived: from client\.example \(\[127\.0\.0\.1\]\)\r\n\t\(using TLSv1\.[23] with cipher \S+\)\r\n\tby mx\.inboxd\.test \(inboxd\) with ESMTPS id /);
+  });
+
+  test("a self-signed certificate that cannot serve (damaged, without its key, for another host) is made again, and kept while it can", async () => {
+    const dataDir = tempDir("self-signed");
+    const at = (hostname: string) => ({ ...server.app, config: { ...server.app.config, dataDir, hostname } });
+    const made = loadTlsCertificate(at("mx.inboxd.test"));
+    expect(loadTlsCertificate(at("mx.inboxd.test")).cert).toBe(made.cert);
+    const current = () => new X509Certificate(readFileSync(join(dataDir, "smtp-tls.crt"), "utf8"));
+    const renamed = loadTlsCertificate(at("mail.inboxd.test"));
+    expect(current().checkHost("mail.inboxd.test")).toBe("mail.inboxd.test");
+    writeFileSync(join(dataDir, "smtp-tls.crt"), "garbage");
+    expect(loadTlsCertificate(at("mail.inboxd.test")).cert).not.toBe(renamed.cert);
+    rmSync(join(dataDir, "smtp-tls.key"));
+    const again = loadTlsCertificate(at("mail.inboxd.test"));
+    expect(readFileSync(join(dataDir, "smtp-tls.key"), "utf8")).toBe(again.key);
+    expect(current().checkHost("mail.inboxd.test")).toBe("mail.inboxd.test");
   });
 
   test("EHLO offers SIZE, 8BITMIME, SMTPUTF8, PIPELINING, STARTTLS and ENHANCEDSTATUSCODES, and no AUTH", async () => {
