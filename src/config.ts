@@ -22,8 +22,11 @@ export function listenError(error: unknown, setting: string, host: string, port:
 
 type Parser<T> = (raw: string, name: string) => T;
 
+/** A URL's password left out of what is said (`//user:***@host`): errors go to the journal. */
+export const withoutPassword = (text: string) => text.replace(/(\/\/[^:@/\s]*:)[^@\s]*@/g, "$1***@");
+
 const fail = (name: string, raw: string, expected: string): never => {
-  throw new ConfigError(`${name}: '${raw}' is not ${expected}`);
+  throw new ConfigError(`${name}: '${withoutPassword(raw)}' is not ${expected}`);
 };
 
 const port: Parser<number> = (raw, name) => {
@@ -109,6 +112,13 @@ const optionalHostPort: Parser<{ host: string; port: number } | undefined> = (ra
 };
 const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw, name) =>
   (values as string[]).includes(raw) ? (raw as T) : fail(name, raw, `one of ${values.join(", ")}`);
+/** libpq's modes, which the driver takes; another fails only at the first connection, naming no setting. */
+const sslModes = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"];
+const postgresUrl: Parser<string> = (raw, name) => {
+  if (!/^postgres(ql)?:\/\//.test(raw) || !URL.canParse(raw)) return fail(name, raw, "a postgres:// URL");
+  const sslMode = new URL(raw).searchParams.get("sslmode");
+  return sslMode === null || sslModes.includes(sslMode) ? raw : fail(name, raw, `a postgres:// URL whose sslmode is one of ${sslModes.join(", ")}`);
+};
 const apiUrl: Parser<string> = (raw, name) => (URL.canParse(raw) && ["http:", "https:"].includes(new URL(raw).protocol) ? raw : fail(name, raw, "an http:// or https:// URL"));
 
 interface Setting<T> {
@@ -152,7 +162,7 @@ export const settings = {
   smtpPort: setting("INBOXD_SMTP_PORT", "25", port, "inbound SMTP port; falls back to 2525 where 25 may not be bound (0: any free port)"),
   bind: setting("INBOXD_BIND", "0.0.0.0", ipAddress, "address both servers listen on"),
   dataDir: setting("INBOXD_DATA_DIR", "./data", nonEmptyText, "the SQLite database and keys"),
-  databaseUrl: setting("INBOXD_DATABASE_URL", "", (raw, name) => (raw.trim() === "" ? undefined : /^postgres(ql)?:\/\//.test(raw) && URL.canParse(raw) ? raw : fail(name, raw, "a postgres:// URL")), "PostgreSQL database shared by every node, postgres://user:password@host:port/database (sslmode and sslrootcert honoured); empty: the embedded SQLite in INBOXD_DATA_DIR"),
+  databaseUrl: setting("INBOXD_DATABASE_URL", "", (raw, name) => (raw.trim() === "" ? undefined : postgresUrl(raw, name)), "PostgreSQL database shared by every node, postgres://user:password@host:port/database (sslmode and sslrootcert honoured); empty: the embedded SQLite in INBOXD_DATA_DIR"),
   mailDomain: setting("INBOXD_MAIL_DOMAIN", machineName, domainName, "the service's own mail domain"),
   hostname: setting("INBOXD_HOSTNAME", machineName, domainName, "name in the SMTP greeting and EHLO, MX target"),
   env: setting("INBOXD_ENV", "production", nonEmptyText, "reported by /health as environment"),
@@ -240,7 +250,7 @@ function readConfigFile(path: string): Record<string, string> {
     const trimmed = line.trim();
     if (!trimmed || trimmed.startsWith("#")) continue;
     const eq = trimmed.indexOf("=");
-    if (eq < 0) throw new ConfigError(`INBOXD_CONFIG: line '${trimmed}' is not KEY=VALUE`);
+    if (eq < 0) throw new ConfigError(`INBOXD_CONFIG: line '${withoutPassword(trimmed)}' is not KEY=VALUE`);
     // `export NAME=value`, as a shell file sourced elsewhere may say it.
     values[trimmed.slice(0, eq).trim().replace(/^export\s+/, "")] = trimmed.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1");
   }

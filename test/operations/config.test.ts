@@ -61,6 +61,21 @@ describe("where mail goes", () => {
     expect(loadConfig({ INBOXD_SMTP_RELAY: "smtp://relay.example.com:2525" }).smtpRelay).toBe("smtp://relay.example.com:2525");
   });
 
+  test("a URL's password is never said back: the error goes to the journal", () => {
+    expect(refused({ INBOXD_SMTP_RELAY: "smtp://relayuser:RelayPW123@relay.example.net:99999" })).toBe(
+      "INBOXD_SMTP_RELAY: 'smtp://relayuser:***@relay.example.net:99999' is not an smtp:// or smtps:// URL with a host (and a port from 1 to 65535, if any)",
+    );
+    expect(refused({ INBOXD_DATABASE_URL: "postgres://inboxd:DbPW456@db.example:5432/inboxd?sslmode=bogus" })).not.toContain("DbPW456");
+    const file = join(dir, "no-equals.env");
+    writeFileSync(file, "INBOXD_SMTP_RELAY smtp://relayuser:FilePW789@relay.example.net\n");
+    expect(refused({ INBOXD_CONFIG: file })).toBe("INBOXD_CONFIG: line 'INBOXD_SMTP_RELAY smtp://relayuser:***@relay.example.net' is not KEY=VALUE");
+  });
+
+  test("a PostgreSQL URL's sslmode is one the driver takes, refused at the start rather than at the first connection", () => {
+    for (const mode of ["disable", "require", "verify-full"]) expect(loadConfig({ INBOXD_DATABASE_URL: `postgres://db.example/inboxd?sslmode=${mode}` }).databaseUrl).toContain(mode);
+    for (const mode of ["bogus", "verify_full"]) expect(refused({ INBOXD_DATABASE_URL: `postgres://db.example/inboxd?sslmode=${mode}` })).toContain("sslmode is one of disable, allow, prefer, require, verify-ca, verify-full");
+  });
+
   test("ports connected to are 1-65535: 0 names no port", () => {
     for (const name of ["INBOXD_OUTBOUND_PORT", "INBOXD_MTA_STS_POLICY_PORT"]) {
       expect(refused({ [name]: "0" })).toBe(`${name}: '0' is not a port (1-65535)`);

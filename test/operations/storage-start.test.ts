@@ -134,6 +134,12 @@ describe.skipIf(onPostgres)(sqliteOnly("a database file that is not this install
     await expectOneLineFailure(testEnv(dataDir), "INBOXD_DATA_DIR", "is not an SQLite database");
     expect(snapshot(dataDir)).toEqual(before);
   }, 30_000);
+
+  test("a PostgreSQL server that cannot be reached is one line naming the setting and the server, without the password (exit 1: systemd tries again)", async () => {
+    const { stderr, exitCode } = await runInboxd(["serve"], testEnv(freshDir(), { INBOXD_DATABASE_URL: "postgres://inboxd:DbPW456@127.0.0.1:1/inboxd" }));
+    expect(stderr.trim().split("\n")).toEqual(["inboxd: INBOXD_DATABASE_URL: cannot reach PostgreSQL at 127.0.0.1:1 (Failed to connect, ERR_POSTGRES_CONNECTION_REFUSED)"]);
+    expect(exitCode).toBe(1);
+  }, 30_000);
 });
 
 describe.skipIf(onPostgres)(sqliteOnly("a damaged database", "SQLite's quick_check of its file"), () => {

@@ -193,8 +193,16 @@ export async function openPostgresStore(
   } catch (error) {
     await client.close();
     lock.close();
-    throw error;
+    throw unreachable(error, config.databaseUrl!);
   }
+}
+
+/** The driver's "Failed to connect" names neither the server nor the setting. */
+function unreachable(error: unknown, databaseUrl: string): unknown {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== "string" || !code.startsWith("ERR_POSTGRES_CONNECTION")) return error;
+  const { hostname, port } = new URL(databaseUrl);
+  return new Error(`INBOXD_DATABASE_URL: cannot reach PostgreSQL at ${hostname}:${port || 5432} (${(error as Error).message}, ${code})`);
 }
 
 /** For the read-only look-ups of `inboxd dns` and `inboxd doctor`: no migration, secrets read as stored. */
