@@ -141,3 +141,31 @@ test.skipIf(onPostgres)(sqliteOnly("a restore --force whose copy fails leaves th
   const restarted = keep(await startChildServer(kept, { command: inboxdCommand() }));
   expect((await restarted.api.get("/health")).status).toBe(200);
 }, 60_000);
+
+test.skipIf(onPostgres)(sqliteOnly("restore of a copy of a data dir taken while it ran (its -wal beside it) holds every acknowledged message", "backup and restore are of the embedded database (PostgreSQL has pg_dump)"), async () => {
+  const env = testEnv(join(freshDir(), "data"));
+  const server = keep(await startChildServer(env, { command: inboxdCommand() }));
+  const account = await register(server.api);
+  const session = await openSession(server.smtpPort!);
+  await session.command("EHLO copy.example");
+  for (let i = 0; i < 5; i++) {
+    await session.command("MAIL FROM:<copy@example.org>");
+    await session.command(`RCPT TO:<${account.inbox.email}>`);
+    await session.command("DATA");
+    expect((await session.command(`Subject: copied ${i}\r\nMessage-ID: <${i}@copy.example>\r\n\r\nHello.\r\n.`)).code).toBe(250);
+  }
+  // As a crash, or a file copy of the running data dir, leaves it: the newest commits in the WAL only.
+  await server.kill("SIGKILL");
+  const copy = freshDir();
+  for (const [from, to] of [["inboxd.db", "inboxd.db"], ["inboxd.db-wal", "inboxd.db-wal"], ["secret.key", "inboxd.db.key"]] as const) writeFileSync(join(copy, to), readFileSync(join(env.INBOXD_DATA_DIR!, from)));
+  expect(statSync(join(copy, "inboxd.db-wal")).size).toBeGreaterThan(0);
+
+  const restoredEnv = testEnv(join(freshDir(), "restored"));
+  const restored = await runInboxd(["restore", join(copy, "inboxd.db")], restoredEnv);
+  expect(restored.exitCode).toBe(0);
+  expect(readdirSync(restoredEnv.INBOXD_DATA_DIR!).filter((name) => name.includes("restoring"))).toEqual([]);
+  const second = keep(await startChildServer(restoredEnv, { command: inboxdCommand() }));
+  const subjects = async () => ((await second.api.get(`/v1/inboxes/${account.inbox.id}/messages?per=100`, account.apiKey.key)).body as { subject: string }[]).map((message) => message.subject).sort();
+  await eventually("every acknowledged message in the restored inbox", subjects, (stored) => stored.length === 5);
+  expect(await subjects()).toEqual([0, 1, 2, 3, 4].map((i) => `copied ${i}`));
+}, 60_000);

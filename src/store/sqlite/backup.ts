@@ -4,7 +4,7 @@
  * one read transaction, compacted, with no WAL beside it; bun:sqlite has no online-backup API.
  */
 import { Database } from "bun:sqlite";
-import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ConfigError } from "../../config";
 import { workerUrl } from "../../workers/url";
@@ -149,9 +149,7 @@ export function restoreDatabase(dataDir: string, backup: string, force: boolean,
     // crash between the two leaves a database and a key that do not match, which the start
     // refuses, and the same restore again mends it.
     const staging = `${target}.restoring`;
-    copyFileSync(backup, staging);
-    chmodSync(staging, 0o600);
-    syncFile(staging);
+    stageCopy(backup, staging);
     if (installKey) writeSecretKeyFile(dataKey, installKey);
     // The old WAL belongs to the old database: left beside the new one, SQLite would replay it.
     for (const suffix of ["-wal", "-shm"]) rmSync(`${target}${suffix}`, { force: true });
@@ -160,6 +158,31 @@ export function restoreDatabase(dataDir: string, backup: string, force: boolean,
     return { messages, keyFile: installKey ? keyFile : undefined };
   } finally {
     lock.close();
+  }
+}
+
+/**
+ * The backup as SQLite reads it, its WAL included, written to `staging` and synced. A copy of a
+ * running data dir (`cp -a`) holds its newest commits in `inboxd.db-wal` beside the file: a copy
+ * of the file alone dropped mail that had been acknowledged, while the count said (read through
+ * the WAL) included it. A copy that fails (a full disk) is removed, leaving the disk as it was.
+ */
+function stageCopy(backup: string, staging: string): void {
+  // The copy's own rollback journal goes with it: VACUUM INTO writes the copy as a database of its own.
+  const removeStaging = () => {
+    for (const path of [staging, `${staging}-journal`]) rmSync(path, { force: true });
+  };
+  removeStaging();
+  const sqlite = new Database(backup, { readonly: true });
+  try {
+    sqlite.query("VACUUM INTO ?1").run(staging);
+    chmodSync(staging, 0o600);
+    syncFile(staging);
+  } catch (error) {
+    removeStaging();
+    throw new Error(`cannot copy ${backup} to ${staging} (${(error as Error).message}): nothing was replaced`);
+  } finally {
+    sqlite.close();
   }
 }
 
