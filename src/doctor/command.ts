@@ -5,7 +5,7 @@ import { configuredResolver } from "../dns/resolver";
 import { serverIdentity } from "../domains/present";
 import { domainRecords, spfValue } from "../domains/records";
 import { keptSelfSigned, selfSignedPaths } from "../smtp/tls";
-import { openStoreReadOnly } from "../store";
+import { databaseLabel, openStoreReadOnly } from "../store";
 import { checkAcmeCertificate, checkCertificate, checkClock, checkDataDir, checkDomainRecords, checkHostAddresses, checkHostname, checkHostSpf, checkOutboundPort, checkPostmaster, checkReverseDns, type Finding } from "./checks";
 
 const NETWORK_TIMEOUT_MS = 5000;
@@ -17,10 +17,10 @@ export async function runDoctor(config: Config, now: number = Date.now()): Promi
   const findings: Finding[] = [checkHostname(config.hostname)];
   const addresses = await checkHostAddresses(resolver, server);
   findings.push(addresses.finding, ...(await checkReverseDns(resolver, server.hostname, addresses.addresses)));
-  findings.push(...(await domainFindings(config)));
+  findings.push(...(await readingDatabase(config, domainFindings)));
   if (server.hostname !== config.mailDomain.toLowerCase()) findings.push(await checkHostSpf(resolver, server, spfValue(server)));
   findings.push(config.smtpRelay ? { ok: true, check: "outbound port", detail: "mail leaves through INBOXD_SMTP_RELAY" } : await checkOutboundPort(resolver, config.doctorProbeDomain, config.outboundPort, NETWORK_TIMEOUT_MS));
-  findings.push(...(config.acmeEmail ? await acmeFindings(config) : [certificateFinding(config, now)]), ...checkDataDir(config.dataDir), await checkClock(resolver, config.doctorNtpServer, NETWORK_TIMEOUT_MS));
+  findings.push(...(config.acmeEmail ? await readingDatabase(config, acmeFindings) : [certificateFinding(config, now)]), ...checkDataDir(config.dataDir), await checkClock(resolver, config.doctorNtpServer, NETWORK_TIMEOUT_MS));
   return findings;
 
   /** With INBOXD_ACME_EMAIL: each certificate inboxd obtains, as the running server left it in the database. */
@@ -42,6 +42,22 @@ export async function runDoctor(config: Config, now: number = Date.now()): Promi
     } finally {
       store.close();
     }
+  }
+}
+
+/** The checks that read the database, or one FAIL line for a database that cannot be read (unreadable, damaged, not inboxd's) rather than an end to every check. */
+async function readingDatabase(config: Config, read: (config: Config) => Promise<Finding[]>): Promise<Finding[]> {
+  try {
+    return await read(config);
+  } catch (error) {
+    return [
+      {
+        ok: false,
+        check: "database",
+        detail: `cannot read ${databaseLabel(config)} (${(error as Error).message})`,
+        fix: "run doctor as the user inboxd runs as; a damaged database is put back from a backup with `inboxd restore`",
+      },
+    ];
   }
 }
 

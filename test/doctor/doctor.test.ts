@@ -149,6 +149,17 @@ describe("inboxd doctor", () => {
     expect(renamed.stdout).toContain("-> restart inboxd: it makes its self-signed certificate again");
   });
 
+  test("a database it cannot read is one FAIL line, and the other checks still run", async () => {
+    const dataDir = tempDir("doctor-junk");
+    chmodSync(dataDir, 0o700);
+    writeFileSync(join(dataDir, "inboxd.db"), "not a database, ".repeat(2000));
+    const { stdout, exitCode } = await runCli(["doctor"], { INBOXD_DATA_DIR: dataDir });
+    expect(exitCode).toBe(1);
+    expect(stdout).toContain(`FAIL  database: cannot read ${join(dataDir, "inboxd.db")} (file is not a database)`);
+    expect(stdout).toContain(`ok    host name: ${HOSTNAME} is a fully qualified domain name`);
+    expect(stdout).toContain("ok    clock: within");
+  });
+
   test("the host name must be fully qualified", () => {
     expect(checkHostname("mx.example.com").ok).toBe(true);
     for (const name of ["localhost", "mx", "-x-.example", "bad domain.example", "10.0.0.1", ""]) {
