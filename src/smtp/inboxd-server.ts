@@ -56,10 +56,14 @@ export class InboxdSmtpServer extends SMTPServer {
     connection.init();
   }
 
-  /** For shutdown: sends 421 to every session that is not in the middle of a message, which closes it; returns how many remain. */
-  closeIdleConnections(): number {
+  /**
+   * For shutdown: sends 421 to every session that is not in the middle of a message, which closes
+   * it; returns how many remain. `answering`: sessions whose data has all come (smtp-server has
+   * let go of its stream) and whose reply is owed: a 421 then would hide that it was accepted.
+   */
+  closeIdleConnections(answering: (sessionId: string) => boolean): number {
     for (const connection of this.connections) {
-      if (!connection._dataStream) connection.send(421, SHUTTING_DOWN);
+      if (!connection._dataStream && !answering(connection.id)) connection.send(421, SHUTTING_DOWN);
     }
     return this.connections.size;
   }
@@ -69,8 +73,9 @@ export class InboxdSmtpServer extends SMTPServer {
     for (const connection of this.connections) if (connection.id === sessionId) connection.send(421, text);
   }
 
-  closeAllConnections(): void {
-    for (const connection of this.connections) connection.send(421, SHUTTING_DOWN);
+  /** Sends 421 to every session but those `spared`, which closes them whatever they were doing. */
+  closeAllConnections(spared: (sessionId: string) => boolean = () => false): void {
+    for (const connection of this.connections) if (!spared(connection.id)) connection.send(421, SHUTTING_DOWN);
   }
 }
 

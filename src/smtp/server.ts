@@ -26,6 +26,11 @@ const MAX_COMMAND_LENGTH = 510;
 const FALLBACK_PORT = 2525;
 /** How often shutdown looks for sessions that have finished their message. */
 const SHUTDOWN_POLL_MS = 20;
+/**
+ * How long a shutdown waits past its deadline for the messages whose data had all come: they are
+ * being committed, and a 421 now would have their senders send again what is stored.
+ */
+const COMMIT_GRACE_MS = 5000;
 
 // Socket errors that only mean a client went away or stalled.
 const QUIET_ERRORS = new Set(["ECONNRESET", "EPIPE", "ETIMEDOUT", "ERR_TLS_HANDSHAKE_TIMEOUT", "SocketError"]);
@@ -36,6 +41,10 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
   const analysis = createAnalysisPool({ workers: config.smtpWorkers, authservId: config.hostname, dnsServers: config.dnsServers, timeoutMs: config.smtpAnalysisTimeoutMs, log });
   const receiver: Receiver = { app, analysis, pace: new InboundPace() };
   const recipients = new WeakMap<SMTPServerAddress, Recipient>();
+  /** Sessions whose message has all come and is not answered yet. */
+  const answering = new Set<string>();
+  /** The shutdown has cut off every other session with a 421: a message whose data ends after it is not taken. */
+  let cutOff = false;
   const tallies = new Map<string, SessionTally>();
   /** What happened to one message (or one refused recipient) of a session, for its log line and the metrics. */
   const tally = (session: SMTPServerSession, outcome: "accepted" | number) => {
@@ -58,7 +67,9 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       maxRecipients: MAX_RECIPIENTS,
       maxCommandLength: MAX_COMMAND_LENGTH,
       socketTimeout: config.smtpIdleTimeoutMs,
-      closeTimeout: config.shutdownTimeoutMs,
+      // smtp-server's own cut-off (a 421 to every session) comes after ours (stop, below), which
+      // spares the sessions whose message is being committed.
+      closeTimeout: config.shutdownTimeoutMs + COMMIT_GRACE_MS + 1000,
       // A PTR name would only decorate the Received field, at the cost of a look-up before each greeting.
       disableReverseLookup: true,
       onConnect(session, callback) {
@@ -124,6 +135,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
         // cause, 80-120 ms of the event loop after each large message (../memory/in-flight discard).
         // Without them (the client left mid-data), the release leaves that collection behind.
         const answer = (error: Error | null, text?: string, raw?: Buffer) => {
+          answering.delete(session.id);
           if (raw) discard([raw]);
           memory.release({ collect: !raw });
           callback(error, text);
@@ -134,8 +146,11 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
           server.closeConnection(session.id, memorySpentClosing);
         };
         readMessageData(stream, config.smtpMaxSize, memory, memorySpent, exactSize).then(
-          (data) =>
-            receiveMessage(receiver, session, accepted, data).then(
+          (data) => {
+            // Its session was told 421 already: nothing was acknowledged, and the sender sends it again.
+            if (cutOff) return answer(new Error("cut off by the shutdown"));
+            answering.add(session.id);
+            return receiveMessage(receiver, session, accepted, data).then(
               (text) => {
                 tally(session, "accepted");
                 answer(null, text, data.raw);
@@ -145,7 +160,8 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
                 tally(session, reply.responseCode);
                 answer(reply, undefined, data.raw);
               },
-            ),
+            );
+          },
           // The client left in the middle of the data: there is no one to answer.
           (error: Error) => answer(error),
         );
@@ -191,7 +207,12 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       // No new connections; sessions between messages get 421 now, the others once their message is answered.
       server.close();
       const deadline = performance.now() + config.shutdownTimeoutMs;
-      while (server.closeIdleConnections() > 0 && performance.now() < deadline) await Bun.sleep(SHUTDOWN_POLL_MS);
+      const isAnswering = (sessionId: string) => answering.has(sessionId);
+      while (server.closeIdleConnections(isAnswering) > 0 && performance.now() < deadline) await Bun.sleep(SHUTDOWN_POLL_MS);
+      // Sessions still sending a message are cut off; those whose message is being committed get their answer first.
+      cutOff = true;
+      server.closeAllConnections(isAnswering);
+      while (answering.size > 0 && performance.now() < deadline + COMMIT_GRACE_MS) await Bun.sleep(SHUTDOWN_POLL_MS);
       server.closeAllConnections();
       // What was accepted is analysed within what is left of the shutdown time; the rest after the next start.
       const drained = inbound.runDueNow().catch((error: unknown) => log.error("smtp: analysing the accepted messages before stopping failed", { error }));

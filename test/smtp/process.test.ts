@@ -159,6 +159,45 @@ describe("shutdown", () => {
     expect(await query(dataDir, "SELECT subject FROM messages WHERE subject = 'in flight at shutdown'")).toHaveLength(1);
     // The stop analyses what was accepted, starting the analysis threads for it: a moment on a busy machine.
   }, 15_000);
+
+  test("SIGTERM: messages that end as its deadline falls are stored exactly when answered 250 (a 421 was said of stored mail)", async () => {
+    const dataDir = freshDir("smtp-term-deadline");
+    const env = testEnv(dataDir, { INBOXD_DNS_SERVERS: dns.address, INBOXD_SHUTDOWN_TIMEOUT_MS: "1000" });
+    const acknowledged: string[] = [];
+    let account: Awaited<ReturnType<typeof register>> | undefined;
+    for (let round = 0; round < 3; round++) {
+      const child = await startChildServer(env);
+      account ??= await register(child.api);
+      const to = account.inbox.email;
+      const sessions = await Promise.all(
+        [0, 1, 2].map(async (i) => {
+          const session = await openSession(child.smtpPort!);
+          for (const line of ["EHLO client.example", "MAIL FROM:<alice@sender.test>", `RCPT TO:<${to}>`]) expect((await session.command(line)).code).toBe(250);
+          expect((await session.command("DATA")).code).toBe(354);
+          session.write(`From: alice@sender.test\r\nSubject: deadline ${round}-${i}\r\n\r\nfirst half, `);
+          return session;
+        }),
+      );
+      const exited = child.kill("SIGTERM");
+      await Bun.sleep(990);
+      const replies = await Promise.all(
+        sessions.map((session) => {
+          session.write("second half\r\n.\r\n");
+          return session.reply().then((reply) => reply.code, () => 0);
+        }),
+      );
+      expect(await exited).toBe(0);
+      replies.forEach((code, i) => code === 250 && acknowledged.push(`deadline ${round}-${i}`));
+    }
+    const restarted = await startChildServer(env);
+    try {
+      await eventually("the accepted messages to be analysed", () => backlogOf(dataDir), (n) => n === 0, 30_000);
+      const stored = await storedSubjects(restarted.api, account!.inbox.id, account!.apiKey.key);
+      expect(stored.filter((subject) => subject.startsWith("deadline")).sort()).toEqual(acknowledged.sort());
+    } finally {
+      await restarted.kill("SIGTERM");
+    }
+  }, 60_000);
 });
 
 describe("port", () => {
