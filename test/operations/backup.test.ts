@@ -101,8 +101,8 @@ test.skipIf(onPostgres)(sqliteOnly("a backup killed as it starts writing leaves 
   expect(existsSync(backupFile)).toBe(false);
   const again = await runInboxd(["backup", backupFile], env);
   expect(again.exitCode).toBe(2);
-  expect(again.stderr.trim()).toBe(`inboxd: ${backupFile}.partial exists already: choose a new file name`);
-  rmSync(`${backupFile}.partial`);
+  expect(again.stderr.trim()).toBe(`inboxd: ${backupFile}.partial exists already, left by a backup that did not finish: remove it (and ${backupFile}.partial-journal, if there), or choose a new file name`);
+  for (const left of [`${backupFile}.partial`, `${backupFile}.partial-journal`]) rmSync(left, { force: true });
   expect((await runInboxd(["backup", backupFile], env)).exitCode).toBe(0);
   expect(readdirSync(dir).filter((name) => name.startsWith("cut-off")).sort()).toEqual(["cut-off.db", "cut-off.db.key"]);
   expect((await runInboxd(["restore", backupFile], testEnv(join(dir, "restored")))).exitCode).toBe(0);

@@ -85,12 +85,16 @@ function installNew(path: string, content: Buffer): void {
   }
 }
 
-/** A new empty file, mode 0600 whatever the umask; refused when it exists. */
+/** A new empty partial file, mode 0600 whatever the umask; refused when it exists (a backup to that name did not finish). */
 function createEmpty(path: string): void {
   try {
     closeSync(openSync(path, "wx", 0o600));
   } catch (error) {
-    throw new ConfigError((error as { code?: string }).code === "EEXIST" ? `${path} exists already: choose a new file name` : `cannot write ${path}: ${(error as Error).message}`);
+    throw new ConfigError(
+      (error as { code?: string }).code === "EEXIST"
+        ? `${path} exists already, left by a backup that did not finish: remove it (and ${path}-journal, if there), or choose a new file name`
+        : `cannot write ${path}: ${(error as Error).message}`,
+    );
   }
   chmodSync(path, 0o600);
 }
