@@ -84,9 +84,10 @@ type EventStreamSettings = Pick<Config, "eventRetentionDays" | "eventStreamsPerO
 export class EventStreams {
   private readonly open = new Map<string, Set<EventStream>>();
   /**
-   * Streams of each organization holding a large page. Ten paused clients of one organization,
-   * each sent an event with a 17 MiB attachment, held 420 MB (each socket keeps what its client
-   * has not read); with places, the others wait until a holder's client has read its page.
+   * Places for large pages each organization's streams hold (granted or sending). Ten paused
+   * clients of one organization, each sent an event with a 17 MiB attachment, held 420 MB (each
+   * socket keeps what its client has not read); with places, the others wait until a holder's
+   * client has read its page.
    */
   private readonly largePages = new Map<string, number>();
   /**
@@ -221,7 +222,7 @@ const eventText = (event: EventRecord) => `id: ${event.id}\nevent: ${event.type}
 const resetText = (reason: string) => `event: reset\ndata: ${JSON.stringify({ reason })}\n\n`;
 
 interface StreamHooks {
-  /** Whether a place for a large page was free, now taken. */
+  /** Whether a place for a large page was free, now taken; when not, the stream is in line for one (placeGranted). */
   takeLargePage(): boolean;
   releaseLargePage(): void;
   ended(stream: EventStream): void;
