@@ -3,6 +3,7 @@ import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { createStore, type StoreOptions } from "../../src/store/sqlite/index";
+import type { Store } from "../../src/store/store";
 import { migrate } from "../../src/store/sqlite/migrate";
 import { openDatabase } from "../../src/store/sqlite/open";
 import { eventually, tempDir } from "../harness";
@@ -12,20 +13,24 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-/** The store's schema and a table to write to, on `sqlite`; the store's batched transactions on it. */
-function storeOn(sqlite: Database, options: StoreOptions = {}) {
+/** The store's schema and a table to write to, on `sqlite` (`seed` writes to it first); the store's batched transactions on it. */
+function storeOn(sqlite: Database, options: StoreOptions = {}, seed = (_sqlite: Database) => {}) {
   migrate(sqlite, Date.now());
   sqlite.exec("CREATE TABLE t (v TEXT)");
+  seed(sqlite);
   return createStore(sqlite, options);
 }
 
 /** inboxd's own database (WAL, synchronous = FULL), and the store on it. */
-function walDatabase(options: StoreOptions = {}) {
+function walDatabase(options: StoreOptions = {}, seed?: (sqlite: Database) => void) {
   const dir = tempDir("group-commit");
   dirs.push(dir);
   const database = openDatabase(dir);
-  return { ...database, dir, store: storeOn(database.sqlite, options) };
+  return { ...database, dir, store: storeOn(database.sqlite, options, seed) };
 }
+
+/** The ids of org_1's events that readers are shown, oldest first. */
+const shownEventIds = async (store: Store) => (await store.events.readAfter("org_1", { afterId: null, limit: 100, maxChars: 1 << 20 })).events.map((event) => event.id);
 
 const values = (sqlite: Database) => sqlite.query<{ v: string }, []>("SELECT v FROM t ORDER BY v").all().map((row) => row.v);
 
@@ -128,7 +133,7 @@ test("events of a commit that did not wait for the disk are read, and their read
   let wakes = 0;
   const { close, store } = walDatabase({ syncCommits: sync.sync, onEventsCommitted: () => wakes++ });
   const emit = (waitForDisk: boolean) => store.transaction((tx) => tx.events.emit({ organizationId: "org_1", type: "inbox.updated", payload: {} }, Date.now()), { waitForDisk });
-  const seen = async () => (await store.events.readAfter("org_1", { afterId: null, limit: 100, maxChars: 1 << 20 })).events.map((event) => event.id);
+  const seen = () => shownEventIds(store);
   try {
     const onDisk = await emit(true);
     expect(wakes).toBe(1);
@@ -162,18 +167,14 @@ test("events of a commit that did not wait for the disk are read, and their read
 });
 
 test("a webhook test event kept from before the start does not count as an event readers have seen", async () => {
-  const dir = tempDir("group-commit");
-  dirs.push(dir);
-  const { sqlite, close } = openDatabase(dir);
-  migrate(sqlite, Date.now());
-  sqlite.query("INSERT INTO events (id, organization_id, type, payload, created_at) VALUES ('evt_test_0123456789ab', 'org_1', 'message.received', '{}', 0)").run();
   const sync = manualSync();
-  const store = createStore(sqlite, { syncCommits: sync.sync });
+  const seed = (sqlite: Database) => sqlite.query("INSERT INTO events (id, organization_id, type, payload, created_at) VALUES ('evt_test_0123456789ab', 'org_1', 'message.received', '{}', 0)").run();
+  const { close, store } = walDatabase({ syncCommits: sync.sync }, seed);
   try {
     await store.transaction((tx) => tx.events.emit({ organizationId: "org_1", type: "inbox.updated", payload: {} }, Date.now()), { waitForDisk: false });
-    expect((await store.events.readAfter("org_1", { afterId: null, limit: 100, maxChars: 1 << 20 })).events).toEqual([]);
+    expect(await shownEventIds(store)).toEqual([]);
     sync.finish(0);
-    await eventually("the event once on disk", async () => (await store.events.readAfter("org_1", { afterId: null, limit: 100, maxChars: 1 << 20 })).events.length, (count) => count === 1);
+    await eventually("the event once on disk", () => shownEventIds(store), (ids) => ids.length === 1);
   } finally {
     close();
   }
@@ -183,7 +184,7 @@ test("a batch's events are shown after the batch's own sync, the one sync it mak
   const sync = manualSync();
   let wakes = 0;
   const { close, store } = walDatabase({ syncCommits: sync.sync, onEventsCommitted: () => wakes++ });
-  const seen = async () => (await store.events.readAfter("org_1", { afterId: null, limit: 100, maxChars: 1 << 20 })).events.map((event) => event.id);
+  const seen = () => shownEventIds(store);
   try {
     let batched = "";
     const written = store.transactionBatched(async (tx) => {
