@@ -5,7 +5,6 @@
  * Each hash string carries its own parameters, so changing them later keeps old hashes valid.
  */
 import { invalid } from "../errors";
-import { randomToken } from "../ids";
 
 export const argon2idParameters = { algorithm: "argon2id", memoryCost: 19_456, timeCost: 2 } as const;
 
@@ -35,14 +34,18 @@ export const hashPassword = (password: string) => Bun.password.hash(canonical(pa
 
 export const verifyPassword = (password: string, hash: string) => Bun.password.verify(canonical(password), hash);
 
-let dummyHash: Promise<string> | undefined;
+/**
+ * The hash of a random password nobody kept, with argon2idParameters (a test holds the two
+ * alike). Fixed rather than made on first use: making it would cost the first login for an
+ * unknown email a second hash's time, which tells that the email is unknown.
+ */
+export const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$AD8T1od3djmixVAodMrRjGNIQ3TI+mi3WvwUuEnUxAY$wxHHprCNBuf7i1Lulk6kqefsdAMWzcta2xGMIBZKLWU";
 
 /**
  * Spends the time of one real check when there is no user to check against, so a login for an
  * unknown email takes as long as one with a wrong password. Always false.
  */
 export async function verifyAgainstDummy(password: string): Promise<false> {
-  dummyHash ??= hashPassword(randomToken(16));
-  await verifyPassword(password, await dummyHash);
+  await verifyPassword(password, dummyHash);
   return false;
 }

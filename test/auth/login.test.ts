@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { dummyHash, hashPassword, verifyAgainstDummy } from "../../src/auth/passwords";
 import { queryRow, register, type Registered, startTestServer, testPassword, type TestServer } from "../harness";
 
 let server: TestServer;
@@ -84,6 +85,12 @@ describe("POST /auth/login", () => {
     expect(unknownEmail / wrongPassword).toBeGreaterThan(0.5);
     expect(unknownEmail / wrongPassword).toBeLessThan(2);
   });
+});
+
+test("the dummy hash an unknown email is checked against has the parameters of a real one, so it costs what a real check costs from the first login", async () => {
+  const parameters = (hash: string) => hash.split("$").slice(1, 4);
+  expect(parameters(dummyHash)).toEqual(parameters(await hashPassword("any password at all")));
+  expect(await verifyAgainstDummy(testPassword)).toBe(false);
 });
 
 describe("access token lifetime", () => {
