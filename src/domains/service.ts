@@ -8,6 +8,7 @@ import { removeInbox } from "../inboxes/service";
 import { withTotal, type Page } from "../page";
 import type { Aggregates, DkimKeyRecord, DomainRecord, Transaction } from "../store";
 import { isSameOrSubdomain, normalizeDomainName } from "./name";
+import { claimRecord, publishesClaim } from "./ownership";
 import { checkedRecords, presentDomain, presentRecord } from "./present";
 import { SETUP_CHECK_INTERVAL_MS } from "./status";
 import { saveDomainState, verifyDomainRecords } from "./verification";
@@ -19,10 +20,17 @@ async function findDomain(store: Aggregates, organizationId: string, idOrName: s
   return row;
 }
 
-async function assertUnclaimed(store: Aggregates, organizationId: string, name: string): Promise<void> {
-  const existing = await store.domains.findByName(name);
-  if (!existing) return;
-  throw conflict(existing.organizationId === organizationId ? `Domain ${name} already exists` : `Domain ${name} is already claimed by another organization`);
+/**
+ * The claim another organization holds on the name that this one takes over, once it published
+ * its claim record (`proven`: ./ownership.ts); undefined when the name is free. 409 for a name
+ * the organization has already, and for another's claim without the proof, saying what to publish.
+ */
+function claimToTake(existing: DomainRecord | undefined, organizationId: string, name: string, proven: boolean): DomainRecord | undefined {
+  if (!existing) return undefined;
+  if (existing.organizationId === organizationId) throw conflict(`Domain ${name} already exists`);
+  if (proven) return existing;
+  const record = claimRecord(organizationId, name);
+  throw conflict(`Domain ${name} is already claimed by another organization. If it is yours, publish the TXT record ${record.name} "${record.value}" and add it again: the claim then moves to this organization`);
 }
 
 /**
@@ -37,11 +45,18 @@ export async function createDomain(app: App, organizationId: string, input: { na
   if (!name) throw invalid("name: must be a domain name such as example.com");
   const serviceDomain = app.config.mailDomain.toLowerCase();
   if (isSameOrSubdomain(name, serviceDomain)) throw invalid(`name: ${name} is the service's own mail domain or a subdomain of it, which needs no verification`);
-  await assertUnclaimed(app.store, organizationId, name);
+  const held = await app.store.domains.findByName(name);
+  const proven = held !== undefined && held.organizationId !== organizationId && (await publishesClaim(app.resolver, organizationId, name));
+  claimToTake(held, organizationId, name, proven);
   const keys = await generateDkimKeys(app.clock.date());
   return app.store.transaction(async (tx) => {
     // Again: another request may have claimed the name while the keys were being generated.
-    await assertUnclaimed(tx, organizationId, name);
+    const taken = claimToTake(await tx.domains.findByName(name), organizationId, name, proven);
+    if (taken) {
+      const inboxes = await tx.domains.inboxesOnDomain(taken.organizationId, name);
+      await removeDomain(app, tx, taken, inboxes);
+      app.log.warn("domain claim moved to the organization that published its claim record", { domain: name, from: taken.organizationId, to: organizationId, inboxesDeleted: inboxes.length });
+    }
     const now = app.clock.now();
     const row: DomainRecord = {
       id: newId("dom"),
@@ -139,8 +154,13 @@ export function deleteDomain(app: App, organizationId: string, idOrName: string,
       throw conflict(`Domain ${row.name} is used by ${inboxes.length} inbox${inboxes.length === 1 ? "" : "es"}; delete ${inboxes.length === 1 ? "it" : "them"} first, or pass force=true to delete them with the domain`);
     }
     const domain = await presentDomain(app, tx, row);
-    for (const inbox of inboxes) await removeInbox(app, tx, organizationId, inbox.id);
-    await tx.domains.delete(row.id);
+    await removeDomain(app, tx, row, inboxes);
     return domain;
   });
+}
+
+/** Deletes the domain (its keys go with it) and the given inboxes of its organization, in the caller's transaction. */
+async function removeDomain(app: App, tx: Transaction, row: DomainRecord, inboxes: { id: string }[]): Promise<void> {
+  for (const inbox of inboxes) await removeInbox(app, tx, row.organizationId, inbox.id);
+  await tx.domains.delete(row.id);
 }

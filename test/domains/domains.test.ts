@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { certificateNames } from "../../src/certs/names";
 import { generateDkimKeys, dkimTxtValue } from "../../src/dkim/keys";
 import { assertUsableInboxDomain, isHostedDomain } from "../../src/domains/hosted";
+import { claimRecord } from "../../src/domains/ownership";
 import { ServiceError } from "../../src/errors";
 import { insertInbox } from "../../src/inboxes/service";
 import { queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
@@ -49,10 +50,10 @@ async function createDomain(name: string, key = org.apiKey) {
 }
 
 /** A domain whose every record is published and verified. */
-async function verifiedDomain(name: string) {
-  const domain = await createDomain(name);
+async function verifiedDomain(name: string, key = org.apiKey) {
+  const domain = await createDomain(name, key);
   publishRecords(dns, domain.records);
-  const res = await post(`/v1/domains/${domain.id}/verify`);
+  const res = await post(`/v1/domains/${domain.id}/verify`, {}, key);
   expect(res.body.status).toBe("verified");
   return res.body;
 }
@@ -126,14 +127,43 @@ describe("create", () => {
     expect((await createDomain("notinboxd.test")).name).toBe("notinboxd.test");
   });
 
-  test("a name already added is 409; one claimed by another organization is 409 too", async () => {
+  test("a name already added is 409; one claimed by another organization is 409 too, saying what its owner publishes to take it", async () => {
     await createDomain("claimed.example");
     const again = await post("/v1/domains", { name: "Claimed.Example" });
     expect(again.status).toBe(409);
     expect(again.body.error).toContain("already exists");
     const stolen = await post("/v1/domains", { name: "claimed.example" }, other.apiKey);
     expect(stolen.status).toBe(409);
-    expect(stolen.body.error).toContain("another organization");
+    const record = claimRecord(other.organizationId, "claimed.example");
+    expect(stolen.body.error).toBe(`Domain claimed.example is already claimed by another organization. If it is yours, publish the TXT record _inboxd-claim.claimed.example "${record.value}" and add it again: the claim then moves to this organization`);
+  });
+
+  test("the claim of a name moves to the organization its DNS names, with the inboxes the other made on it", async () => {
+    // A squatter adds the name first; the owner points the MX here, so the squatter's claim receives.
+    const squatter = await seedOrganization(server.app, "Squatter");
+    const squatted = await verifiedDomain("owned.example", squatter.apiKey);
+    const inbox = await server.app.store.transaction((tx) => insertInbox(server.app, tx, squatter.organizationId, { email: "sales@owned.example" }));
+    const owner = await seedOrganization(server.app, "Owner");
+    expect((await post("/v1/domains", { name: "owned.example" }, owner.apiKey)).status).toBe(409);
+    // The squatter's own claim record, or a wrong value, proves nothing for the owner.
+    dns.set("_inboxd-claim.owned.example", "TXT", [claimRecord(squatter.organizationId, "owned.example").value, "inboxd-claim=wrong"]);
+    expect((await post("/v1/domains", { name: "owned.example" }, owner.apiKey)).status).toBe(409);
+
+    dns.set("_inboxd-claim.owned.example", "TXT", [claimRecord(owner.organizationId, "owned.example").value]);
+    const moved = await post("/v1/domains", { name: "OWNED.example" }, owner.apiKey);
+    expect(moved.status).toBe(201);
+    expect(moved.body).toMatchObject({ organizationId: owner.organizationId, name: "owned.example", status: "pending", receiving: false });
+    expect(recordOf(moved.body.records, "DKIM-RSA").value).not.toBe(recordOf(squatted.records, "DKIM-RSA").value);
+    expect((await get(`/v1/domains/${squatted.id}`, squatter.apiKey)).status).toBe(404);
+    expect(await server.app.store.inboxes.find(squatter.organizationId, inbox.id)).toBeUndefined();
+    const events = await queryRows<{ inbox_id: string }>(server.app, "SELECT inbox_id FROM events WHERE type = 'inbox.deleted' AND organization_id = ?", squatter.organizationId);
+    expect(events).toEqual([{ inbox_id: inbox.id }]);
+    expect((await server.app.store.dkimKeys.forDomain("owned.example")).map((key) => key.organizationId)).toEqual([owner.organizationId, owner.organizationId]);
+    // Now the owner's: the squatter cannot take it back (it cannot publish there), and the owner's address is free.
+    expect((await post("/v1/domains", { name: "owned.example" }, squatter.apiKey)).status).toBe(409);
+    publishRecords(dns, moved.body.records);
+    expect((await post("/v1/domains/owned.example/verify", {}, owner.apiKey)).body.receiving).toBe(true);
+    expect((await post("/v1/inboxes", { email: "sales@owned.example" }, owner.apiKey)).status).toBe(201);
   });
 
   test("without an API key: 401", async () => {

@@ -20,8 +20,8 @@ export const domainRoutes = (app: App) =>
       },
       {
         body: t.Object({ name: t.String({ description: "the domain name, e.g. example.com (IDN accepted)" }) }),
-        response: { 201: Domain, ...failures(401, ...bodyFailures, [409, "The domain exists, in this organization or another"]) },
-        detail: { summary: "Add a custom domain; returns it with the DNS records to publish" },
+        response: { 201: Domain, ...failures(401, ...bodyFailures, [409, "The domain exists in this organization, or another holds it and this one has not published the claim record the message names"]) },
+        detail: { summary: "Add a custom domain; returns it with the DNS records to publish. Another organization's claim on the name moves here once the name publishes this organization's claim record (the 409 names it)" },
       },
     )
     .get("/", async ({ organizationId, query, request, set, server }) => paged(app, { request, set, server }, await listDomains(app, organizationId, pageOf(query))), {
