@@ -260,8 +260,8 @@ function readConfigFile(path: string): Record<string, string> {
 /** Flags that stand alone; every other flag names a setting and needs a value. */
 export const switches = ["--help", "--version", "--force"];
 
-/** Splits `--name value` / `--name=value` flags off the arguments; the rest are positional. */
-export function parseFlags(args: string[]): { flags: Record<string, string>; positional: string[] } {
+/** Splits `--name value` / `--name=value` flags off the arguments; the rest are positional. `commandFlags`: flags with a value that commands take besides the settings'. */
+export function parseFlags(args: string[], commandFlags: string[] = []): { flags: Record<string, string>; positional: string[] } {
   const flags: Record<string, string> = {};
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {
@@ -274,7 +274,10 @@ export function parseFlags(args: string[]): { flags: Record<string, string>; pos
     if (eq > 0) flags[arg.slice(0, eq)] = arg.slice(eq + 1);
     else if (switches.includes(arg)) flags[arg] = "1";
     // `--http-port` at the end, or before another flag, has no value: refused (it once bound port 1).
-    else if (args[i + 1] === undefined || args[i + 1]!.startsWith("--")) throw new ConfigError(`${arg}: needs a value (see inboxd --help)`);
+    else if (args[i + 1] === undefined || args[i + 1]!.startsWith("--")) {
+      refuseUnknownFlag(arg, [...settingFlags(), ...switches, ...commandFlags]);
+      throw new ConfigError(`${arg}: needs a value (see inboxd --help)`);
+    }
     else flags[arg] = args[++i]!;
   }
   return { flags, positional };
@@ -290,9 +293,13 @@ function suggestion(unknown: string, known: string[]): string {
   return distance(unknown, nearest) <= Math.max(2, Math.floor(unknown.length / 3)) ? ` (did you mean ${nearest}?)` : "";
 }
 
+function refuseUnknownFlag(flag: string, known: string[]): void {
+  if (!known.includes(flag)) throw new ConfigError(`${flag}: unknown flag${suggestion(flag, known)} (see inboxd --help)`);
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env, flags: Record<string, string> = {}): Config {
-  const known = new Set(settingFlags().concat(switches));
-  for (const flag of Object.keys(flags)) if (!known.has(flag)) throw new ConfigError(`${flag}: unknown flag${suggestion(flag, [...known])} (see inboxd --help)`);
+  const known = settingFlags().concat(switches);
+  for (const flag of Object.keys(flags)) refuseUnknownFlag(flag, known);
   const configPath = flags["--config"] ?? env.INBOXD_CONFIG;
   const file = configPath ? readConfigFile(configPath) : {};
   const config: Record<string, unknown> = {};

@@ -3,7 +3,7 @@
 import { resolve } from "node:path";
 import { openApp } from "./app";
 import { exitOnceWritten } from "./exit";
-import { ConfigError, configWarnings, loadConfig, parseFlags, settingsHelp, type Config } from "./config";
+import { ConfigError, configWarnings, loadConfig, parseFlags, settingsHelp, switches, type Config } from "./config";
 import { backupDatabase, databaseLabel, restoreDatabase, StoreInUseError } from "./store/index";
 import { apiCaller } from "./mcp/api-caller";
 import { checkBeforeStart, startServices } from "./serve";
@@ -15,6 +15,10 @@ type Command = {
   details: string;
   /** Flags with a value that are this command's own, not settings. */
   ownFlags?: string[];
+  /** Flags without a value that only this command takes (`--help` and `--version` every command does). */
+  ownSwitches?: string[];
+  /** How many arguments it takes after its name; more is refused (a second file was once ignored). */
+  operands?: number;
   run(config: Config, args: string[], flags: Record<string, string>): Promise<number>;
 };
 
@@ -66,6 +70,7 @@ const commands: Record<string, Command> = {
   },
   backup: {
     usage: "inboxd backup FILE",
+    operands: 1,
     summary: "write a consistent copy of the database to FILE, while the server runs or not",
     details: "FILE must not exist, nor FILE.key: the key of its webhook secrets and DKIM keys, copied there from the data dir unless INBOXD_SECRET_KEY is set. Keep both with /etc/inboxd (the settings) and the data dir's smtp-tls.* files.",
     async run(config, [file]) {
@@ -81,6 +86,8 @@ const commands: Record<string, Command> = {
   },
   restore: {
     usage: "inboxd restore FILE [--force]",
+    operands: 1,
+    ownSwitches: ["--force"],
     summary: "put a backup in place of the database of a stopped installation",
     details: "Refuses while inboxd runs on the data dir, and over an existing database without --force. FILE.key, written by backup beside FILE, becomes the data dir's secret.key (unless INBOXD_SECRET_KEY is set, which must then be the key FILE was made with).",
     async run(config, [file], flags) {
@@ -88,7 +95,7 @@ const commands: Record<string, Command> = {
       if (config.databaseUrl) throw new ConfigError(onPostgres("restore"));
       const { messages, keyFile } = restoreDatabase(config.dataDir, resolve(file), flags["--force"] === "1", config.secretKey);
       const key = keyFile ? `, with its key ${keyFile} as ${resolve(config.dataDir, "secret.key")}` : "";
-      process.stdout.write(`restored ${resolve(file)} (${messages} messages) to ${resolve(config.dataDir, "inboxd.db")}${key}; start inboxd to use it\n`);
+      process.stdout.write(`restored ${resolve(file)} (${messages} message${messages === 1 ? "" : "s"}) to ${resolve(config.dataDir, "inboxd.db")}${key}; start inboxd to use it\n`);
       return 0;
     },
   },
@@ -97,6 +104,7 @@ const commands: Record<string, Command> = {
     summary: "copy this stopped installation's database into an empty PostgreSQL database or a new data dir",
     details: "Reads the database INBOXD_DATA_DIR (or INBOXD_DATABASE_URL) names, writes every row into the empty target, then compares each table's row count and checksum on both sides; exit code 1 on any difference. Progress goes to stderr: a bar with rows per second on a terminal, plain lines otherwise.",
     ownFlags: ["--to"],
+    operands: 1,
     async run(config, [action], flags) {
       if (action !== "copy") throw new ConfigError("db: the one action is copy (inboxd db copy --to TARGET)");
       const { carryOverSecretKey, parseCopyTarget, sourceEndpoint, targetEndpoint } = await import("./store/copy-endpoints");
@@ -148,7 +156,7 @@ function help(): string {
 const commandHelp = (name: string, command: Command) => `Usage: ${command.usage}\n\n${name}: ${command.summary}.\n${command.details}\nSettings: see inboxd --help.\n`;
 
 async function main(argv: string[]): Promise<number> {
-  const { flags, positional } = parseFlags(argv);
+  const { flags, positional } = parseFlags(argv, Object.values(commands).flatMap((command) => command.ownFlags ?? []));
   const name = positional[0] ?? "serve";
   if (name === "-h" || name === "help" || (flags["--help"] && positional.length === 0)) {
     process.stdout.write(help());
@@ -161,6 +169,10 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(commandHelp(name, command));
     return 0;
   }
+  const extra = positional[1 + (command.operands ?? 0)];
+  if (extra !== undefined) throw new ConfigError(`${name}: unexpected argument '${extra}' (usage: ${command.usage})`);
+  const misplaced = Object.keys(flags).find((flag) => switches.includes(flag) && !["--help", "--version"].includes(flag) && !command.ownSwitches?.includes(flag));
+  if (misplaced) throw new ConfigError(`${misplaced}: inboxd ${name} takes no such flag (usage: ${command.usage})`);
   const settingFlags = Object.fromEntries(Object.entries(flags).filter(([flag]) => !command.ownFlags?.includes(flag)));
   const config = loadConfig(process.env, settingFlags);
   return command.run(config, positional.slice(1), flags);

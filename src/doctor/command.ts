@@ -64,8 +64,10 @@ async function readingDatabase(config: Config, read: (config: Config) => Promise
 function certificateFinding(config: Config, now: number): Finding {
   if (!config.tlsCert) {
     const kept = keptSelfSigned(config.dataDir, config.hostname, now);
-    if (kept && "problem" in kept) return { ok: false, check: "TLS certificate", detail: kept.problem, fix: "restart inboxd: it makes its self-signed certificate again in place of one that cannot serve" };
-    return checkCertificate(undefined, selfSignedPaths(config.dataDir).certPath, config.hostname, now);
+    const { certPath } = selfSignedPaths(config.dataDir);
+    if (!kept) return { ok: true, check: "TLS certificate", detail: `none yet: inboxd makes a self-signed one (${certPath}) at its first start; set INBOXD_TLS_CERT for a CA-signed one` };
+    if ("problem" in kept) return { ok: false, check: "TLS certificate", detail: kept.problem, fix: "restart inboxd: it makes its self-signed certificate again in place of one that cannot serve" };
+    return checkCertificate(undefined, certPath, config.hostname, now);
   }
   try {
     return checkCertificate(readFileSync(config.tlsCert, "utf8"), config.tlsCert, config.hostname, now);

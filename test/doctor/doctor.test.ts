@@ -147,6 +147,8 @@ describe("inboxd doctor", () => {
     const renamed = await runCli(["doctor"], { ...withoutOperatorCertificate, INBOXD_HOSTNAME: "mail.inboxd.test" });
     expect(renamed.stdout).toContain(`FAIL  TLS certificate: ${join(server.dataDir, "smtp-tls.crt")} names DNS:${HOSTNAME}, not mail.inboxd.test`);
     expect(renamed.stdout).toContain("-> restart inboxd: it makes its self-signed certificate again");
+    const beforeFirstStart = tempDir("doctor-before-start");
+    expect((await runCli(["doctor"], { ...withoutOperatorCertificate, INBOXD_DATA_DIR: beforeFirstStart })).stdout).toContain(`ok    TLS certificate: none yet: inboxd makes a self-signed one (${join(beforeFirstStart, "smtp-tls.crt")}) at its first start`);
   });
 
   test.skipIf(onPostgres)(sqliteOnly("a database it cannot read is one FAIL line, and the other checks still run", "the data dir's database file (on PostgreSQL doctor reads the server's)"), async () => {

@@ -28,8 +28,17 @@ describe("settings", () => {
     await expectOneLineFailure(["--smtp-port", "--http-port", "0"], testEnv(join(freshDir(), "data")), "--smtp-port");
   }, 30_000);
 
-  test("an unknown flag names the closest known one", async () => {
+  test("an unknown flag names the closest known one, with or without a value", async () => {
     expect(await expectOneLineFailure(["serve", "--htp-port", "0"], testEnv(join(freshDir(), "data")), "--htp-port")).toContain("did you mean --http-port?");
+    expect(await expectOneLineFailure(["serve", "--htp-port"], testEnv(join(freshDir(), "data")), "--htp-port")).toContain("unknown flag (did you mean --http-port?)");
+    expect(await expectOneLineFailure(["doctor", "--frobnicate"], testEnv(join(freshDir(), "data")), "--frobnicate")).toContain("unknown flag");
+  });
+
+  test("an argument or a switch the command does not take is refused, not ignored", async () => {
+    const dataDir = join(freshDir(), "data");
+    expect(await expectOneLineFailure(["backup", "a.db", "b.db"], testEnv(dataDir), "backup")).toContain("unexpected argument 'b.db'");
+    expect(await expectOneLineFailure(["version", "extra"], testEnv(dataDir), "version")).toContain("unexpected argument 'extra'");
+    expect(await expectOneLineFailure(["serve", "--force"], testEnv(dataDir), "--force", dataDir)).toContain("inboxd serve takes no such flag");
   });
 
   test.each([
