@@ -7,7 +7,7 @@ import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { totalmem } from "node:os";
 import { defaultDbCacheMb, memoryForThisProcess } from "../../src/config";
-import { inboxdCommand, onPostgres, runInboxd, scratch, startChildServer, testEnv } from "../harness";
+import { eventually, inboxdCommand, onPostgres, runInboxd, scratch, startChildServer, testEnv } from "../harness";
 
 const { dir: freshDir, keep } = scratch();
 
@@ -180,4 +180,23 @@ describe("help and version", () => {
     expect(made.stdout).toStartWith("; DNS records for inboxd.test");
     expect((await runInboxd(["dns"], env)).stderr).not.toContain("did not exist yet");
   }, 30_000);
+});
+
+describe("npm start", () => {
+  test("a SIGTERM to npm stops the server it started: none is left holding the data dir and the ports", async () => {
+    const env = testEnv(join(freshDir(), "data"));
+    const npm = Bun.spawn(["npm", "start"], { cwd: join(import.meta.dir, "../.."), env: { ...process.env, ...env, INBOXD_LOG_LEVEL: "info" }, stdout: "ignore", stderr: "pipe", stdin: "ignore" });
+    let output = "";
+    const decoder = new TextDecoder();
+    // The log (on stderr) says `ready` once every listener is up.
+    for await (const chunk of npm.stderr) {
+      output += decoder.decode(chunk, { stream: true });
+      if (/\bready\b/.test(output)) break;
+    }
+    expect(output).toMatch(/\bready\b/);
+    npm.kill("SIGTERM");
+    await npm.exited;
+    const freed = await eventually("the data dir to be free of the server", () => runInboxd(["migrate"], env), (result) => result.exitCode === 0, 20_000);
+    expect(freed.stderr).not.toContain("in use");
+  }, 60_000);
 });
