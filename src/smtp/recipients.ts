@@ -19,10 +19,12 @@ export type RecipientTarget = { kind: "inbox"; inbox: InboxRecord } | { kind: "r
  * goes; throws the SmtpReply that refuses it otherwise.
  */
 export async function routeRecipient(app: App, address: string, mailFrom: string): Promise<RecipientTarget> {
-  const deliveryId = parseReturnPath(app, address);
-  if (deliveryId) {
-    // Only the return path of a delivery of ours takes reports: another id is refused here, before a DATA read for it.
-    if (!(await app.store.deliveries.find(deliveryId))) throw new SmtpReply(550, "5.1.1", "No such user here");
+  const returnPath = parseReturnPath(app, address);
+  if (returnPath) {
+    // Only the return path of a delivery of ours takes reports: another, or a wrong tag, is
+    // refused here, before a DATA read for it, with one reply for both (no id is told to exist).
+    const { deliveryId } = returnPath;
+    if (!deliveryId || !(await app.store.deliveries.find(deliveryId))) throw new SmtpReply(550, "5.1.1", "No such user here");
     return { kind: "returnPath", deliveryId };
   }
   if (isTlsReportAddress(app, address)) return { kind: "tlsReport" };

@@ -3,7 +3,7 @@
  * key kept outside the database (sqlite/secret-key.ts for the embedded engine), so that a copy of the database file alone does
  * not give them away. Stored form: `enc:v1:` + base64 of IV (12 bytes), tag (16) and ciphertext.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
 
 export const SEALED_PREFIX = "enc:v1:";
 const IV_BYTES = 12;
@@ -16,6 +16,11 @@ export interface SecretBox {
   seal(plain: string): string;
   /** Throws when the value was sealed with another key (or is damaged). */
   open(stored: string): string;
+  /**
+   * A tag of `value` that only holders of the key (this installation's nodes) can make: HMAC-SHA256
+   * (RFC 2104), in hex, under a key of its own for each `purpose`, so that no two uses of tags mix.
+   */
+  tag(purpose: string, value: string): string;
 }
 
 /** 32 bytes written in base64 or hex (the key file and INBOXD_SECRET_KEY); undefined for anything else. */
@@ -40,6 +45,7 @@ export function secretBox(key: Buffer): SecretBox {
       decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
       return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]).toString("utf8");
     },
+    tag: (purpose, value) => createHmac("sha256", createHmac("sha256", key).update(`inboxd tag: ${purpose}`).digest()).update(value).digest("hex"),
   };
 }
 
@@ -52,6 +58,9 @@ export const keylessBox: SecretBox = {
     throw new Error("this store was opened without the secret key: it cannot store secrets");
   },
   open: (stored) => stored,
+  tag() {
+    throw new Error("this store was opened without the secret key: it cannot make tags");
+  },
 };
 
 /** Whether `box` opens the probe, i.e. holds the key this database's secrets were sealed with. */

@@ -65,6 +65,8 @@ export interface Store extends Aggregates {
   transactionBatched<T>(work: (tx: Transaction) => Promise<T>): Promise<T>;
   /** Large values written ahead of the transaction that stores their message. */
   blobs: BlobStaging;
+  /** A tag of `value` under the installation's secret key, for `purpose` (../secret-box.ts): unforgeable by anyone else. */
+  tag(purpose: string, value: string): string;
   /** The engine's own background work while the server runs (the embedded one checkpoints its WAL). */
   startMaintenance(log: Logger): RunningPart;
   close(): void;

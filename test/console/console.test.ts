@@ -9,6 +9,10 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:f
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { Page, Request } from "playwright-core";
+import type { App } from "../../src/app";
+import { returnPathFor } from "../../src/outbound/return-path";
+import { secretBox } from "../../src/store/secret-box";
+import { readSecretKeyFile, secretKeyFile } from "../../src/store/sqlite/secret-key";
 import { eventually, repoRoot, startChildServer, testEnv, testPassword, type ApiClient, type ChildServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
@@ -617,7 +621,10 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
       // Every table with rows in it: a sent message's deliveries, a suppression (a remote server's bounce report), an access rule, a webhook's attempt.
       const sent = (await api.get(`/v1/inboxes/${inboxes.firstId}/messages?query=Going`, apiKey)).body[0];
       const bounced = (await api.get("/v1/deliveries?domain=remote.test", apiKey)).body[0];
-      await sendMail(server.smtpPort!, { from: "", to: [`bounces+${bounced.id}@mx.inboxd.test`], raw: deliveryStatusReport({ recipients: [{ address: bounced.recipient, action: "failed", status: "5.1.1" }] }) });
+      // The return path the remote server would have had: tagged with the data dir's key.
+      const key = readSecretKeyFile(secretKeyFile(join(folder, "data")));
+      const returnPath = returnPathFor({ config: { hostname: "mx.inboxd.test" }, store: { tag: secretBox(key).tag } } as unknown as App, bounced.id);
+      await sendMail(server.smtpPort!, { from: "", to: [returnPath], raw: deliveryStatusReport({ recipients: [{ address: bounced.recipient, action: "failed", status: "5.1.1" }] }) });
       expect((await api.post("/v1/access-rules", { direction: "receive", action: "block", value: "a-rather-long-sender-name@spam-from-far-away.example" }, apiKey)).status).toBe(201);
       const webhook = (await api.post("/v1/webhooks", { url: hooks.url("/events"), events: ["inbox.created"] }, apiKey)).body;
       await api.post(`/v1/webhooks/${webhook.id}/test`, undefined, apiKey);

@@ -85,8 +85,8 @@ describe("direct MX delivery", () => {
     const [received] = sinkMessagesTo("alice@remote.test");
     expect(received!.secure).toBe(true);
     expect(received!.rcptTo).toEqual(["alice@remote.test"]);
-    expect(received!.mailFrom).toMatch(/^bounces\+dlv_[0-9a-f]+@mx\.inboxd\.test$/);
-    const deliveryId = parseReturnPath(w.server.app, received!.mailFrom)!;
+    expect(received!.mailFrom).toMatch(/^bounces\+dlv_[0-9a-f]+-[0-9a-f]{20}@mx\.inboxd\.test$/);
+    const deliveryId = parseReturnPath(w.server.app, received!.mailFrom)!.deliveryId!;
     expect((await w.server.app.store.deliveries.find(deliveryId))?.recipient).toBe("alice@remote.test");
 
     // Nothing delivered is tried again, however much later.

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
 import type { App } from "../../src/app";
 import { loadConfig } from "../../src/config";
 import { createResolver, type Resolver } from "../../src/dns/resolver";
@@ -6,6 +7,7 @@ import { isHardBounce, maxTries, retryDelayMs } from "../../src/outbound/policy"
 import { relayFromUrl } from "../../src/outbound/relay";
 import { parseReturnPath, returnPathFor } from "../../src/outbound/return-path";
 import { mxHops, UndeliverableDomainError } from "../../src/outbound/route";
+import { secretBox } from "../../src/store/secret-box";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 
 let dns: DnsServer;
@@ -74,19 +76,28 @@ describe("retry schedule and bounce classes", () => {
 });
 
 describe("return paths", () => {
-  const app = { config: loadConfig({ INBOXD_HOSTNAME: "mx.inboxd.test", INBOXD_MAIL_DOMAIN: "inboxd.test" }) } as App;
+  const key = randomBytes(32);
+  const app = { config: loadConfig({ INBOXD_HOSTNAME: "mx.inboxd.test", INBOXD_MAIL_DOMAIN: "inboxd.test" }), store: { tag: secretBox(key).tag } } as unknown as App;
 
-  test("VERP: bounces+<delivery id>@INBOXD_HOSTNAME, read back case-insensitively", () => {
+  test("VERP: bounces+<delivery id>-<tag>@INBOXD_HOSTNAME, read back case-insensitively", () => {
     const address = returnPathFor(app, "dlv_0123abcd");
-    expect(address).toBe("bounces+dlv_0123abcd@mx.inboxd.test");
-    expect(parseReturnPath(app, address)).toBe("dlv_0123abcd");
-    expect(parseReturnPath(app, "BOUNCES+DLV_0123ABCD@MX.INBOXD.TEST.")).toBe("dlv_0123abcd");
+    expect(address).toMatch(/^bounces\+dlv_0123abcd-[0-9a-f]{20}@mx\.inboxd\.test$/);
+    expect(parseReturnPath(app, address)).toEqual({ deliveryId: "dlv_0123abcd" });
+    expect(parseReturnPath(app, `${address.toUpperCase()}.`)).toEqual({ deliveryId: "dlv_0123abcd" });
   });
 
-  test.each(["bounces+dlv_1@inboxd.test", "bounces+dlv_1@other.test", "alice@mx.inboxd.test", "bounces+@mx.inboxd.test", "bounces+dlv_1\r\n@mx.inboxd.test", "bounces+a/b@mx.inboxd.test", "nonsense"])(
-    "%p is not one of ours",
-    (address) => expect(parseReturnPath(app, address)).toBeNull(),
-  );
+  test("the tag is the key's: another id's tag, another key's, or none names no delivery", () => {
+    const tagged = returnPathFor(app, "dlv_0123abcd");
+    const tag = tagged.slice(tagged.indexOf("-") + 1, tagged.indexOf("@"));
+    const otherKey = { ...app, store: { tag: secretBox(randomBytes(32)).tag } } as unknown as App;
+    for (const address of [`bounces+dlv_0123abce-${tag}@mx.inboxd.test`, returnPathFor(otherKey, "dlv_0123abcd"), "bounces+dlv_0123abcd@mx.inboxd.test", "bounces+@mx.inboxd.test"]) {
+      expect(parseReturnPath(app, address)).toEqual({ deliveryId: null });
+    }
+  });
+
+  test.each(["bounces+dlv_1@inboxd.test", "bounces+dlv_1@other.test", "alice@mx.inboxd.test", "nonsense"])("%p is not one of ours", (address) => expect(parseReturnPath(app, address)).toBeNull());
+
+  test.each(["bounces+dlv_1\r\n@mx.inboxd.test", "bounces+a/b@mx.inboxd.test"])("%p is of their form but names no delivery", (address) => expect(parseReturnPath(app, address)).toEqual({ deliveryId: null }));
 });
 
 describe("INBOXD_SMTP_RELAY", () => {

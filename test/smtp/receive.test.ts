@@ -10,6 +10,7 @@ import MailComposer from "nodemailer/lib/mail-composer";
 import { dkimTxtValue, generateDkimKeys } from "../../src/dkim/keys";
 import { signMessage } from "../../src/dkim/sign";
 import { insertInbox } from "../../src/inboxes/service";
+import { returnPathFor } from "../../src/outbound/return-path";
 import { loadTlsCertificate } from "../../src/smtp/tls";
 import type { Inbox } from "../../src/inboxes/present";
 import { apiClient, eventually, queryRow, seedOrganization, startTestServer, tempDir, type TestServer } from "../harness";
@@ -195,7 +196,7 @@ describe("recipient policy at RCPT", () => {
     const sent = await server.api.post(`/v1/inboxes/${bob.id}/messages/send`, { to: ["someone@elsewhere.test"], subject: "out", text: "x", html: "" }, apiKey);
     expect(sent.status).toBe(201);
     const delivery = (await queryRow<{ id: string }>(server.app, `SELECT id FROM deliveries WHERE message_id = '${sent.body.id}'`))!;
-    return `bounces+${delivery.id}@mx.inboxd.test`;
+    return returnPathFor(server.app, delivery.id);
   };
 
   test.each([
@@ -209,8 +210,12 @@ describe("recipient policy at RCPT", () => {
     expect(await rcptReply(address)).toMatch(expected);
   });
 
-  test("a return path of one of our deliveries", async () => {
-    expect(await rcptReply(await ourReturnPath())).toMatch(/^250 /);
+  test("a return path of one of our deliveries; without its tag, or with another delivery's, the same 550 as for no delivery", async () => {
+    const returnPath = await ourReturnPath();
+    expect(await rcptReply(returnPath)).toMatch(/^250 /);
+    const [, deliveryId, tag] = /^bounces\+(dlv_[0-9a-f]+)-([0-9a-f]+)@/.exec(returnPath)!;
+    const neighbour = `dlv_${(BigInt(`0x${deliveryId!.slice(4)}`) + 1n).toString(16).padStart(deliveryId!.length - 4, "0")}`;
+    for (const forged of [`bounces+${deliveryId}@mx.inboxd.test`, `bounces+${neighbour}-${tag}@mx.inboxd.test`]) expect(await rcptReply(forged)).toMatch(/^550 5\.1\.1 No such user here/);
   });
 
   test("a message for a return path goes to the report handling, not into an inbox", async () => {

@@ -153,6 +153,7 @@ export function createPostgresStore(client: BunSql, options: PostgresStoreOption
       return value;
     },
     blobs: reportingUnavailable({ prepare: (parts: Uint8Array[], now: number) => staging.prepare(parts, now), release: (blobIds: string[]) => staging.release(blobIds) }),
+    tag: (purpose, value) => secrets.tag(purpose, value),
     // The server runs its own maintenance (autovacuum, checkpoints); a node renews its queue
     // claims and listens for the other nodes' wake-ups.
     startMaintenance(log) {
