@@ -3,6 +3,7 @@
 // data is in, with the From header's addresses as well: an inbox whose rules refuse the sender
 // gets no copy, and a message no recipient takes is refused with 550 5.7.1. Either way the refusal
 // is in the dialogue, so the sending server reports it and inboxd never sends a bounce.
+import { MailParser } from "mailparser";
 import addressparser from "nodemailer/lib/addressparser";
 import type { App } from "../app";
 import { decide, matchingEntry } from "../access/rules";
@@ -36,19 +37,41 @@ export async function admittedRecipients(app: App, envelope: InboundEnvelope, ra
   return admitted;
 }
 
+type AddressEntry = { address?: string; name?: string; group?: AddressEntry[] };
+type AddressDecoder = { decodeAddresses(entries: AddressEntry[]): void };
+let storedFormDecoder: AddressDecoder | undefined;
+
+/**
+ * mailparser's own decoding of a parsed address field, as the stored `from` gets it: encoded words
+ * in names (RFC 2047), and a name that is a whole mailbox in encoded words
+ * (`=?utf-8?B?U3BhbW1lciA8c3BhbW1lckBldmlsLnRlc3Q+?=`) read as that mailbox. Its method, not a copy
+ * of it: what the rules see stays what the message shows, whatever mailparser's next release does.
+ * Made once, with the first message whose recipients have receive rules.
+ */
+function decodeAsStored(entries: AddressEntry[]): AddressEntry[] {
+  storedFormDecoder ??= new MailParser() as unknown as AddressDecoder;
+  storedFormDecoder.decodeAddresses(entries);
+  return entries;
+}
+
+const mailboxesOf = (entries: AddressEntry[]): string[] => entries.flatMap((entry) => (entry.group ? mailboxesOf(entry.group) : entry.address ? [entry.address] : []));
+
 /**
  * The addresses of the From fields (RFC 5322 §3.6.2), read by the address parser the stored
- * message's `from` comes from (mailparser's), so that a mailbox shown as the sender is one the
- * rules saw: comments, quoted names, groups and folds included. What does not parse is left out.
+ * message's `from` comes from (mailparser's), and decoded as it decodes them, so that a mailbox
+ * shown as the sender is one the rules saw: comments, quoted names, groups, folds and encoded
+ * words included. The addresses as written are kept too (a domain in A-labels, which the decoding
+ * turns into U-labels). What does not parse is left out.
  */
 export function headerFromAddresses(raw: Buffer): string[] {
-  const addresses: string[] = [];
+  const addresses = new Set<string>();
   for (const field of readHeaderBlock(raw).fields) {
     if (fieldName(field) !== "from") continue;
-    for (const { address } of addressparser(field.slice(field.indexOf(":") + 1).replace(/\r\n/g, ""), { flatten: true })) {
+    const value = field.slice(field.indexOf(":") + 1).replace(/\r\n/g, "");
+    for (const address of [...mailboxesOf(addressparser(value)), ...mailboxesOf(decodeAsStored(addressparser(value)))]) {
       const parsed = parseAddress(address);
-      if (parsed) addresses.push(parsed.address);
+      if (parsed) addresses.add(parsed.address);
     }
   }
-  return addresses;
+  return [...addresses];
 }

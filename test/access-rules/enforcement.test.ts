@@ -74,7 +74,7 @@ describe("receiving", () => {
     expect(refused.data).toStartWith("550 5.7.1 ");
 
     // Every way RFC 5322 lets a From field name the mailbox, as the stored message would show it.
-    for (const from of ["ceo@spoof.example (The CEO)", "Board: ceo@spoof.example;", '"x" ceo@spoof.example', "ceo@spoof.example\r\n (folded)", "=?utf-8?Q?The_CEO?= <ceo@spoof.example>"]) {
+    for (const from of ["ceo@spoof.example (The CEO)", "Board: ceo@spoof.example;", '"x" ceo@spoof.example', "ceo@spoof.example\r\n (folded)", "=?utf-8?Q?The_CEO?= <ceo@spoof.example>", `=?utf-8?B?${Buffer.from("The CEO <ceo@spoof.example>").toString("base64")}?=`]) {
       expect({ from, reply: (await transact("bounces@esp.example", [world.inbox.email], message(from, "From header blocked"))).data }).toEqual({ from, reply: expect.stringMatching(/^550 5\.7\.1 /) });
     }
 
