@@ -16,9 +16,13 @@ export interface Reservation {
 }
 
 export interface InFlightBudget {
-  open(): Reservation;
+  /**
+   * `client`: whose share the bytes count against (an SMTP client's address); none for the
+   * server's own work (the inbound queue's claims).
+   */
+  open(client?: string): Reservation;
   /** Whether `bytes` more would fit now, holding nothing. */
-  fits(bytes: number): boolean;
+  fits(bytes: number, client?: string): boolean;
   /** Bytes reserved now, for the metrics. */
   inUse(): number;
 }
@@ -44,19 +48,39 @@ export function collectSoon(): void {
 
 export function inFlightBudget(limitBytes: number): InFlightBudget {
   let used = 0;
-  // A message up to the size limits must always get through an otherwise idle server, whatever the budget.
-  const fits = (bytes: number, held: number) => used + bytes <= limitBytes || used === held;
+  /**
+   * One client's holders hold at most half the budget together, one of them always: a client that
+   * left two DATA transfers of 16 MiB open (kept alive a byte at a time, up to the data deadline)
+   * held all of it, and every other sender's mail and every large send were told to try later.
+   */
+  const clientShare = limitBytes / 2;
+  const heldByClient = new Map<string, number>();
+  // A lone holder may be as large as a message may be, the budget's and a client's share's alike:
+  // a message up to the size limits must always get through an otherwise idle server, whatever the budget.
+  const fits = (bytes: number, held: number, client: string | undefined) => {
+    const withinBudget = used + bytes <= limitBytes || used === held;
+    if (client === undefined) return withinBudget;
+    const clientHeld = heldByClient.get(client) ?? 0;
+    return withinBudget && (clientHeld + bytes <= clientShare || clientHeld === held);
+  };
+  const addToClient = (client: string | undefined, bytes: number) => {
+    if (client === undefined) return;
+    const total = (heldByClient.get(client) ?? 0) + bytes;
+    if (total > 0) heldByClient.set(client, total);
+    else heldByClient.delete(client);
+  };
   return {
-    open() {
+    open(client) {
       let held = 0;
       let released = false;
       return {
         cover(bytes) {
           const more = bytes - held;
           if (more <= 0) return !released;
-          if (released || !fits(more, held)) return false;
+          if (released || !fits(more, held, client)) return false;
           held += more;
           used += more;
+          addToClient(client, more);
           return true;
         },
         release({ collect } = { collect: true }) {
@@ -64,11 +88,12 @@ export function inFlightBudget(limitBytes: number): InFlightBudget {
           released = true;
           if (collect && held >= COLLECT_AFTER_BYTES) collectSoon();
           used -= held;
+          addToClient(client, -held);
           held = 0;
         },
       };
     },
-    fits: (bytes) => fits(bytes, 0),
+    fits: (bytes, client) => fits(bytes, 0, client),
     inUse: () => used,
   };
 }

@@ -1,7 +1,8 @@
 // The message memory's answers at its edge: while a large upload holds it, another large body is
 // 503 with Retry-After before it is read, a declared SIZE that does not fit is 452 at MAIL FROM,
 // small requests still pass, and once the upload ends the memory is free again. A stranger's
-// large body holds none of it: refused before it is read.
+// large body holds none of it: refused before it is read. One organization's bodies, and one SMTP
+// client address's transfers, hold at most half of it.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { eventually, seedOrganization, startTestServer, type TestServer } from "../harness";
@@ -141,4 +142,55 @@ test("one organization's large bodies hold at most half the memory, one always: 
   finish();
   expect((await upload).status).toBe(201);
   await eventually("the memory to be free", () => server.app.messageMemory.inUse(), (bytes) => bytes === 0);
+}, 30_000);
+
+/** `bytes` of a message's data (header, then lines of 998 octets), without the end of the data. */
+const messageData = (subject: string, bytes: number) => {
+  const head = `From: a@example.net\r\nTo: ${inbox.email}\r\nSubject: ${subject}\r\n\r\n`;
+  const line = `${"x".repeat(998)}\r\n`;
+  return head + line.repeat(Math.ceil((bytes - head.length) / line.length));
+};
+
+/** A session from `localAddress` that has begun a message's data; `declaredSize` at MAIL FROM when given. */
+async function inData(localAddress: string, declaredSize?: number) {
+  const session = await openSession(server.smtpPort, { localAddress });
+  await session.command("EHLO client.example");
+  expect((await session.command(`MAIL FROM:<a@example.net>${declaredSize ? ` SIZE=${declaredSize}` : ""}`)).code).toBe(250);
+  expect((await session.command(`RCPT TO:<${inbox.email}>`)).code).toBe(250);
+  expect((await session.command("DATA")).code).toBe(354);
+  return session;
+}
+
+test("one address's SMTP transfers hold at most half the memory, one always: its next is deferred while another address's message is accepted; once it leaves, its share is free", async () => {
+  const holderAddress = "127.0.0.3";
+  const inUse = () => server.app.messageMemory.inUse();
+  // Left open, as a peer would keep it alive a byte at a time until the data deadline: alone, it may pass its share of 512 KiB.
+  const held = await inData(holderAddress);
+  held.write(messageData("held", 480 * 1024));
+  await eventually("the open transfer to hold its bytes", inUse, (bytes) => bytes >= 480 * 1024);
+
+  // RFC 5321 §3.8: its second transfer, past the share while it arrives, is closed with 421 4.3.1.
+  const second = await inData(holderAddress);
+  second.write(messageData("second", 64 * 1024));
+  expect((await second.reply()).text).toMatch(/^421 4\.3\.1 /);
+  await second.closed();
+  // RFC 1870 §6.1: a SIZE declared past the share is 452 4.3.1 at MAIL FROM.
+  const declaring = await openSession(server.smtpPort, { localAddress: holderAddress });
+  await declaring.command("EHLO client.example");
+  expect((await declaring.command(`MAIL FROM:<a@example.net> SIZE=${64 * 1024}`)).text).toMatch(/^452 4\.3\.1 /);
+
+  // Another address's 300 KiB fits beside the holder's: 780 KiB of the 1 MiB.
+  const other = await inData("127.0.0.2");
+  other.write(`${messageData("from another address", 300 * 1024)}.\r\n`);
+  expect((await other.reply()).code).toBe(250);
+  other.end();
+
+  held.end();
+  await eventually("the memory to be free", inUse, (bytes) => bytes === 0);
+  expect((await declaring.command(`MAIL FROM:<a@example.net> SIZE=${64 * 1024}`)).code).toBe(250);
+  expect((await declaring.command(`RCPT TO:<${inbox.email}>`)).code).toBe(250);
+  expect((await declaring.command("DATA")).code).toBe(354);
+  declaring.write(`${messageData("after the holder left", 60 * 1024)}.\r\n`);
+  expect((await declaring.reply()).code).toBe(250);
+  declaring.end();
 }, 30_000);
