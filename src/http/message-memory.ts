@@ -28,14 +28,7 @@ export const withinCountedRequest = (request: Request): Request => (countedAlrea
 type CredentialCheck = () => Promise<string>;
 
 export function messageMemoryGuard(app: App) {
-  const held = new WeakMap<Request, { memory: Reservation; organizationId: string; bytes: number }>();
-  /**
-   * An organization's large bodies hold at most half the memory, one of them always: a tenant
-   * that opened hundreds of sends just over 64 KiB, each sent a byte at a time, held all of it,
-   * and every other tenant's mail and sends were told to try later.
-   */
-  const organizationShare = (app.config.messageMemoryMb * 1024 * 1024) / 2;
-  const heldByOrganization = new Map<string, number>();
+  const held = new WeakMap<Request, Reservation>();
   return {
     /**
      * How many bytes of the request's body may be read, asked by the body parser before it reads
@@ -51,26 +44,23 @@ export function messageMemoryGuard(app: App) {
       if (bytes <= UNCOUNTED_BODY_BYTES) return maxBodyBytes;
       const check = credentialCheckOfRoute();
       if (!check) return UNCOUNTED_BODY_BYTES;
-      const organizationId = await check();
-      const heldAlready = heldByOrganization.get(organizationId) ?? 0;
-      const memory = heldAlready > 0 && heldAlready + bytes > organizationShare ? undefined : app.messageMemory.open();
-      if (!memory?.cover(bytes)) {
+      // Counted against the organization: its large bodies hold at most half the memory, one of
+      // them always. A tenant that opened hundreds of sends just over 64 KiB, each sent a byte at a
+      // time, held all of it, and every other tenant's mail and sends were told to try later.
+      const memory = app.messageMemory.open(await check());
+      if (!memory.cover(bytes)) {
         app.metrics.memoryDeferrals.inc({ protocol: "http" });
         throw new ServiceError("unavailable", "The server is busy with other large messages; please try again shortly", { "Retry-After": RETRY_AFTER_SECONDS });
       }
-      held.set(request, { memory, organizationId, bytes });
-      heldByOrganization.set(organizationId, heldAlready + bytes);
+      held.set(request, memory);
       return maxBodyBytes;
     },
     /** Gives a request's memory back once its response is sent. */
     release: new Elysia({ name: "message-memory" }).onAfterResponse({ as: "global" }, ({ request }) => {
-      const holding = held.get(request);
-      if (!holding) return;
+      const memory = held.get(request);
+      if (!memory) return;
       held.delete(request);
-      holding.memory.release();
-      const left = heldByOrganization.get(holding.organizationId)! - holding.bytes;
-      if (left > 0) heldByOrganization.set(holding.organizationId, left);
-      else heldByOrganization.delete(holding.organizationId);
+      memory.release();
     }),
   };
 }

@@ -17,8 +17,8 @@ export interface Reservation {
 
 export interface InFlightBudget {
   /**
-   * `client`: whose share the bytes count against (an SMTP client's address); none for the
-   * server's own work (the inbound queue's claims).
+   * `client`: whose share the bytes count against (an SMTP client's address, an API caller's
+   * organization id: never alike); none for the server's own work (the inbound queue's claims).
    */
   open(client?: string): Reservation;
   /** Whether `bytes` more would fit now, holding nothing. */
