@@ -21,15 +21,16 @@ async function findDomain(store: Aggregates, organizationId: string, idOrName: s
 }
 
 /**
- * The claim another organization holds on the name that this one takes over, once it published
- * its claim record (`proven`: ./ownership.ts); undefined when the name is free. 409 for a name
- * the organization has already, and for another's claim without the proof, saying what to publish.
+ * The claim another organization holds on the name that this one takes over: the one whose claim
+ * record (./ownership.ts) it has published, `provenClaimId`. Undefined when the name is free. 409
+ * for a name the organization has already, and for another's claim without the proof, saying
+ * what to publish.
  */
-function claimToTake(existing: DomainRecord | undefined, organizationId: string, name: string, proven: boolean): DomainRecord | undefined {
+function claimToTake(app: App, existing: DomainRecord | undefined, organizationId: string, name: string, provenClaimId: string | undefined): DomainRecord | undefined {
   if (!existing) return undefined;
   if (existing.organizationId === organizationId) throw conflict(`Domain ${name} already exists`);
-  if (proven) return existing;
-  const record = claimRecord(organizationId, name);
+  if (existing.id === provenClaimId) return existing;
+  const record = claimRecord(app.store, organizationId, existing.id, name);
   throw conflict(`Domain ${name} is already claimed by another organization. If it is yours, publish the TXT record ${record.name} "${record.value}" and add it again: the claim then moves to this organization`);
 }
 
@@ -46,12 +47,13 @@ export async function createDomain(app: App, organizationId: string, input: { na
   const serviceDomain = app.config.mailDomain.toLowerCase();
   if (isSameOrSubdomain(name, serviceDomain)) throw invalid(`name: ${name} is the service's own mail domain or a subdomain of it, which needs no verification`);
   const held = await app.store.domains.findByName(name);
-  const proven = held !== undefined && held.organizationId !== organizationId && (await publishesClaim(app.resolver, organizationId, name));
-  claimToTake(held, organizationId, name, proven);
+  const proven = held && held.organizationId !== organizationId && (await publishesClaim(app.resolver, claimRecord(app.store, organizationId, held.id, name)));
+  const provenClaimId = proven ? held.id : undefined;
+  claimToTake(app, held, organizationId, name, provenClaimId);
   const keys = await generateDkimKeys(app.clock.date());
   return app.store.transaction(async (tx) => {
     // Again: another request may have claimed the name while the keys were being generated.
-    const taken = claimToTake(await tx.domains.findByName(name), organizationId, name, proven);
+    const taken = claimToTake(app, await tx.domains.findByName(name), organizationId, name, provenClaimId);
     if (taken) {
       const inboxes = await tx.domains.inboxesOnDomain(taken.organizationId, name);
       await removeDomain(app, tx, taken, inboxes);

@@ -128,28 +128,34 @@ describe("create", () => {
   });
 
   test("a name already added is 409; one claimed by another organization is 409 too, saying what its owner publishes to take it", async () => {
-    await createDomain("claimed.example");
+    const claimed = await createDomain("claimed.example");
     const again = await post("/v1/domains", { name: "Claimed.Example" });
     expect(again.status).toBe(409);
     expect(again.body.error).toContain("already exists");
     const stolen = await post("/v1/domains", { name: "claimed.example" }, other.apiKey);
     expect(stolen.status).toBe(409);
-    const record = claimRecord(other.organizationId, "claimed.example");
-    expect(stolen.body.error).toBe(`Domain claimed.example is already claimed by another organization. If it is yours, publish the TXT record _inboxd-claim.claimed.example "${record.value}" and add it again: the claim then moves to this organization`);
+    const record = claimRecord(server.app.store, other.organizationId, claimed.id, "claimed.example");
+    expect(record.value).toMatch(/^inboxd-claim=[0-9a-f]{32}$/);
+    expect(stolen.body.error).toBe(`Domain claimed.example is already claimed by another organization. If it is yours, publish the TXT record claimed.example "${record.value}" and add it again: the claim then moves to this organization`);
   });
 
-  test("the claim of a name moves to the organization its DNS names, with the inboxes the other made on it", async () => {
+  /** The name's TXT records: its SPF record (as its records list it) and the claim records given. */
+  const publishClaims = (domain: { name: string; records: ApiRecord[] }, ...claims: { value: string }[]) =>
+    dns.set(domain.name, "TXT", [recordOf(domain.records, "SPF").value, ...claims.map((claim) => claim.value)]);
+
+  test("the claim of a name moves to the organization its DNS names, with the inboxes the other made on it; a record left published takes it from no later holder", async () => {
     // A squatter adds the name first; the owner points the MX here, so the squatter's claim receives.
     const squatter = await seedOrganization(server.app, "Squatter");
     const squatted = await verifiedDomain("owned.example", squatter.apiKey);
     const inbox = await server.app.store.transaction((tx) => insertInbox(server.app, tx, squatter.organizationId, { email: "sales@owned.example" }));
     const owner = await seedOrganization(server.app, "Owner");
     expect((await post("/v1/domains", { name: "owned.example" }, owner.apiKey)).status).toBe(409);
-    // The squatter's own claim record, or a wrong value, proves nothing for the owner.
-    dns.set("_inboxd-claim.owned.example", "TXT", [claimRecord(squatter.organizationId, "owned.example").value, "inboxd-claim=wrong"]);
+    // The squatter's own record for its claim, or a wrong value, proves nothing for the owner.
+    publishClaims(squatted, claimRecord(server.app.store, squatter.organizationId, squatted.id, squatted.name), { value: "inboxd-claim=wrong" });
     expect((await post("/v1/domains", { name: "owned.example" }, owner.apiKey)).status).toBe(409);
 
-    dns.set("_inboxd-claim.owned.example", "TXT", [claimRecord(owner.organizationId, "owned.example").value]);
+    const ownersRecord = claimRecord(server.app.store, owner.organizationId, squatted.id, squatted.name);
+    publishClaims(squatted, ownersRecord);
     const moved = await post("/v1/domains", { name: "OWNED.example" }, owner.apiKey);
     expect(moved.status).toBe(201);
     expect(moved.body).toMatchObject({ organizationId: owner.organizationId, name: "owned.example", status: "pending", receiving: false });
@@ -164,6 +170,26 @@ describe("create", () => {
     publishRecords(dns, moved.body.records);
     expect((await post("/v1/domains/owned.example/verify", {}, owner.apiKey)).body.receiving).toBe(true);
     expect((await post("/v1/inboxes", { email: "sales@owned.example" }, owner.apiKey)).status).toBe(201);
+
+    // The owner moves the name on to another organization of its own and leaves its first record
+    // published: that record named the squatter's claim, so it takes the new holder's from no one.
+    const successor = await seedOrganization(server.app, "Successor");
+    publishClaims(moved.body, ownersRecord, claimRecord(server.app.store, successor.organizationId, moved.body.id, moved.body.name));
+    expect((await post("/v1/domains", { name: "owned.example" }, successor.apiKey)).status).toBe(201);
+    const replayed = await post("/v1/domains", { name: "owned.example" }, owner.apiKey);
+    expect(replayed.status).toBe(409);
+    expect(replayed.body.error).toContain("already claimed by another organization");
+  });
+
+  test("a name as long as DNS allows can be taken back: its claim record is at the name itself", async () => {
+    const label = "a".repeat(60);
+    const name = `${label}.${label}.${label}.${"b".repeat(62)}.example`;
+    expect(name).toHaveLength(253);
+    const squatter = await seedOrganization(server.app, "Long squatter");
+    const squatted = await createDomain(name, squatter.apiKey);
+    const owner = await seedOrganization(server.app, "Long owner");
+    publishClaims(squatted, claimRecord(server.app.store, owner.organizationId, squatted.id, name));
+    expect((await post("/v1/domains", { name }, owner.apiKey)).status).toBe(201);
   });
 
   test("without an API key: 401", async () => {
