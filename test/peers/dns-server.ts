@@ -30,6 +30,8 @@ export type DnsServer = {
   remove(name: string, type?: TestRecordType): void;
   setZoneFile(text: string): void;
   failNext(name: string, mode?: FailureMode, times?: number): void;
+  /** Answers about `name` and every name below it are sent `ms` late (0: at once again), as a slow name server's. */
+  delay(name: string, ms: number): void;
   close(): Promise<void>;
 };
 
@@ -44,7 +46,17 @@ type RecordSet = Partial<{ [T in TestRecordType]: TestRecordValues[T] }>;
 export async function startDnsServer(): Promise<DnsServer> {
   const zone = new Map<string, RecordSet>();
   const failures = new Map<string, { mode: FailureMode; remaining: number }>();
+  const delays = new Map<string, number>();
   const queries: ReceivedQuery[] = [];
+
+  /** The delay set for the name or the closest name above it. */
+  function delayOf(name: string): number {
+    for (let owner = normalizeName(name); owner; owner = owner.slice(owner.indexOf(".") + 1 || owner.length)) {
+      const ms = delays.get(owner);
+      if (ms !== undefined) return ms;
+    }
+    return 0;
+  }
 
   function answer(query: dnsPacket.DecodedPacket, transport: "udp" | "tcp"): Buffer | undefined {
     const question = query.questions?.[0];
@@ -68,16 +80,23 @@ export async function startDnsServer(): Promise<DnsServer> {
     return dnsPacket.encode({ ...base, flags: recursionFlags(query) | rcode | dnsPacket.TRUNCATED_RESPONSE });
   }
 
+  /** The answer, and how long it waits before it is sent. */
+  const delayedAnswer = (query: dnsPacket.DecodedPacket, transport: "udp" | "tcp") => {
+    const reply = answer(query, transport);
+    return reply && { reply, delayMs: delayOf(query.questions?.[0]?.name ?? "") };
+  };
   const connections = new Set<net.Socket>();
+  // A late answer may fall after close, when its socket can no longer send.
+  let closed = false;
   const { udp, tcp, port } = await bindBoth(
     (message, peer, socket) => {
-      const reply = safeAnswer(message, (query) => answer(query, "udp"));
-      if (reply) socket.send(reply, peer.port, peer.address);
+      const answered = safeAnswer(message, (query) => delayedAnswer(query, "udp"));
+      if (answered) sendAfter(answered.delayMs, () => closed || socket.send(answered.reply, peer.port, peer.address));
     },
     (socket) => {
       connections.add(socket);
       socket.on("close", () => connections.delete(socket));
-      serveTcp(socket, (query) => answer(query, "tcp"));
+      serveTcp(socket, (query) => delayedAnswer(query, "tcp"));
     },
   );
 
@@ -114,8 +133,13 @@ export async function startDnsServer(): Promise<DnsServer> {
     failNext(name, mode = "SERVFAIL", times = 1) {
       failures.set(normalizeName(name), { mode, remaining: times });
     },
+    delay(name, ms) {
+      if (ms > 0) delays.set(normalizeName(name), ms);
+      else delays.delete(normalizeName(name));
+    },
     close: () =>
       new Promise<void>((resolve) => {
+        closed = true;
         udp.close();
         tcp.close(() => resolve());
         // Clients may keep their TCP connection open for more queries (RFC 7766 §6.2.1).
@@ -196,7 +220,14 @@ function takeFailure(failures: Map<string, { mode: FailureMode; remaining: numbe
   return failure.mode;
 }
 
-function safeAnswer(message: Buffer, respond: (query: dnsPacket.DecodedPacket) => Buffer | undefined): Buffer | undefined {
+type Answered = { reply: Buffer; delayMs: number };
+
+function sendAfter(delayMs: number, send: () => void): void {
+  if (delayMs > 0) setTimeout(send, delayMs);
+  else send();
+}
+
+function safeAnswer(message: Buffer, respond: (query: dnsPacket.DecodedPacket) => Answered | undefined): Answered | undefined {
   try {
     return respond(dnsPacket.decode(message));
   } catch {
@@ -205,7 +236,7 @@ function safeAnswer(message: Buffer, respond: (query: dnsPacket.DecodedPacket) =
 }
 
 /** RFC 1035 §4.2.2: over TCP each message is preceded by its two-byte length. */
-function serveTcp(socket: net.Socket, respond: (query: dnsPacket.DecodedPacket) => Buffer | undefined): void {
+function serveTcp(socket: net.Socket, respond: (query: dnsPacket.DecodedPacket) => Answered | undefined): void {
   let pending = Buffer.alloc(0);
   socket.on("error", () => socket.destroy());
   socket.on("data", (chunk) => {
@@ -213,11 +244,11 @@ function serveTcp(socket: net.Socket, respond: (query: dnsPacket.DecodedPacket) 
     while (pending.length >= 2 && pending.length >= 2 + pending.readUInt16BE(0)) {
       const message = pending.subarray(2, 2 + pending.readUInt16BE(0));
       pending = pending.subarray(2 + message.length);
-      const reply = safeAnswer(message, respond);
-      if (!reply) continue;
+      const answered = safeAnswer(message, respond);
+      if (!answered) continue;
       const length = Buffer.alloc(2);
-      length.writeUInt16BE(reply.length);
-      socket.write(Buffer.concat([length, reply]));
+      length.writeUInt16BE(answered.reply.length);
+      sendAfter(answered.delayMs, () => socket.writable && socket.write(Buffer.concat([length, answered.reply])));
     }
   });
 }
