@@ -14,6 +14,7 @@ import { workerUrl } from "../workers/url";
 import type { Analysis, AnalysisSettings } from "./analyze";
 import { analysisSettings, revivedAnalysis, type AnalysisProtocol } from "./analysis-protocol";
 import type { SmtpIdentity } from "./authenticate";
+import { dnsBudgetOf } from "./dns-budget";
 
 export interface AnalysisPool {
   /** Rejects with an Error named like the one the analysis threw (e.g. MessageLimitError). */
@@ -48,7 +49,7 @@ export class AnalysisTimeoutError extends Error {
  * that cannot load leaves its analyses, and the next ones, to the main thread (../workers/pool).
  */
 export function createAnalysisPool(options: AnalysisPoolOptions): AnalysisPool {
-  const setup = { authservId: options.authservId, dnsServers: options.dnsServers };
+  const setup = { authservId: options.authservId, dnsServers: options.dnsServers, dnsBudget: dnsBudgetOf(options.timeoutMs) };
   let settings: AnalysisSettings | undefined;
   const analyzeHere = (raw: Buffer, identity: SmtpIdentity) => {
     settings ??= analysisSettings(setup);

@@ -3,17 +3,18 @@ import { configuredResolver } from "../dns/resolver";
 import { asBuffer } from "../workers/transfer";
 import type { Analysis, AnalysisSettings } from "./analyze";
 import type { AuthenticationOutcome, SmtpIdentity } from "./authenticate";
+import type { DnsBudget } from "./dns-budget";
 import { cachingResolver } from "./dns-cache";
 
 export interface AnalysisProtocol {
-  setup: { authservId: string; dnsServers: string[] };
+  setup: { authservId: string; dnsServers: string[]; dnsBudget: DnsBudget };
   request: { raw: Uint8Array; identity: SmtpIdentity };
   reply: Analysis;
 }
 
 /** The settings of every analysis: the configured resolver behind a one-minute cache. */
 export function analysisSettings(setup: AnalysisProtocol["setup"]): AnalysisSettings {
-  return { authservId: setup.authservId, resolver: cachingResolver(configuredResolver(setup).forMailauth, { ttlMs: 60_000, maxEntries: 10_000 }) };
+  return { authservId: setup.authservId, resolver: cachingResolver(configuredResolver(setup).forMailauth, { ttlMs: 60_000, maxEntries: 10_000 }), dnsBudget: setup.dnsBudget };
 }
 
 /** An Analysis as it arrives from a thread, with its Buffers restored; one made on this thread stays as it was. */
@@ -26,5 +27,5 @@ export function revivedAnalysis(analysis: Analysis): Analysis {
 export function temporaryError(authservId: string): AuthenticationOutcome {
   const authentication = { spf: "temperror", dkim: "temperror", dmarc: "temperror", arc: "temperror" };
   const methods = Object.entries(authentication).map(([method, word]) => `${method}=${word}`);
-  return { authentication, field: `Authentication-Results: ${authservId};\r\n ${methods.join(";\r\n ")}\r\n`, dmarcRejects: false };
+  return { authentication, field: `Authentication-Results: ${authservId};\r\n ${methods.join(";\r\n ")}\r\n`, dmarcRejects: false, dmarcUndecided: false };
 }

@@ -1,10 +1,9 @@
 // Everything inboxd reads out of a received message before it stores it: the parsed fields and
 // the authentication results, and the raw source cleaned of forged trace fields. CPU-heavy and
 // free of the database, so it runs on the analysis workers (./analysis-pool).
-import type { DNSResolver } from "mailauth";
 import { parseMessage, type ParsedMessage } from "../mail/parse";
 import type { ReceivedContent } from "../messages/receive";
-import { authenticateMessage, type AuthenticationOutcome, type SmtpIdentity } from "./authenticate";
+import { authenticateMessage, type AuthenticationOutcome, type AuthenticationSettings, type SmtpIdentity } from "./authenticate";
 import { temporaryError } from "./analysis-protocol";
 import { fieldName, headerFieldsKept, legacyHeaderText, readHeaderBlock } from "./header-fields";
 import { withoutForgedTraceFields } from "./trace";
@@ -16,11 +15,8 @@ export interface Analysis extends AuthenticationOutcome {
   raw: Buffer;
 }
 
-export interface AnalysisSettings {
-  /** INBOXD_HOSTNAME: the authserv-id of our Authentication-Results. */
-  authservId: string;
-  resolver: DNSResolver;
-}
+/** The authentication's settings; its authservId also names the forged trace fields taken out. */
+export type AnalysisSettings = AuthenticationSettings;
 
 /**
  * The top-level header fields the parser is given: those the stored content comes from
@@ -40,7 +36,7 @@ export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settin
   const [parsed, outcome] = await Promise.all([
     parseMessage(headerFieldsKept(raw, isParsedField, block, legacyHeaderText(block.fields))),
     // A failure inside mailauth must not lose the message: it is recorded as a temporary error.
-    authenticateMessage(raw, identity, settings.authservId, settings.resolver, block).catch(() => temporaryError(settings.authservId)),
+    authenticateMessage(raw, identity, settings, block).catch(() => temporaryError(settings.authservId)),
   ]);
   return { parsed: storedContent(parsed), raw: withoutForgedTraceFields(raw, settings.authservId, block), ...outcome };
 }

@@ -146,6 +146,10 @@ async function analyseAndStore(receiver: Receiver, envelope: InboundEnvelope, ra
   const { app } = receiver;
   // The analysis takes the raw bytes over (a worker thread gets them without a copy): from here on, `analysis.raw`.
   const analysis = await analyze(receiver, envelope, raw);
+  // RFC 7489 §6.6.3 leaves temporary DNS failures to the receiver. When our own budget made them
+  // (a sender's slow names can spend it before DMARC's look-ups), neither letting the message
+  // through nor refusing it for good would be sure: the sender tries again.
+  if (analysis.dmarcUndecided) throw new SmtpReply(451, "4.3.0", "Message not accepted: the DNS look-ups of its authentication took too long, please try again later");
   if (analysis.dmarcRejects) throw new SmtpReply(550, "5.7.1", "Rejected by the DMARC policy of the sender's domain");
   const prepared = await prepareCopies(app, envelope, analysis);
   // Sessions whose messages are ready together share one commit; the 250 waits until it is on disk.

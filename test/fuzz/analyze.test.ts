@@ -11,13 +11,14 @@ import type { DNSResolver } from "mailauth";
 import { loadConfig } from "../../src/config";
 import { MAX_HEADER_BYTES } from "../../src/mail/limits";
 import { analyzeMessage } from "../../src/smtp/analyze";
+import { dnsBudgetOf } from "../../src/smtp/dns-budget";
 import { CALL_CEILING_MS } from "./budget";
 
 const noRecords = (async () => {
   throw Object.assign(new Error("no such record"), { code: "ENOTFOUND" });
 }) as unknown as DNSResolver;
 const identity = { clientIp: "127.0.0.1", helo: "client.example", mailFrom: "a@sender.test" };
-const settings = { authservId: "mx.inboxd.test", resolver: noRecords };
+const settings = { authservId: "mx.inboxd.test", resolver: noRecords, dnsBudget: dnsBudgetOf(loadConfig({}).smtpAnalysisTimeoutMs) };
 
 const fields = [
   "Authentication-Results", "From", "Sender", "To", "Cc", "Reply-To", "Subject", "Date", "Message-ID", "In-Reply-To",

@@ -6,12 +6,13 @@ import type { DNSResolver } from "mailauth";
 import { parseMessage } from "../../src/mail/parse";
 import type { ReceivedContent } from "../../src/messages/receive";
 import { analyzeMessage } from "../../src/smtp/analyze";
+import { dnsBudgetOf } from "../../src/smtp/dns-budget";
 
 const identity = { clientIp: "127.0.0.1", helo: "client.example", mailFrom: "alice@sender.test" };
 const noRecords = (async () => {
   throw Object.assign(new Error("no such record"), { code: "ENOTFOUND" });
 }) as unknown as DNSResolver;
-const settings = { authservId: "mx.inboxd.test", resolver: noRecords };
+const settings = { authservId: "mx.inboxd.test", resolver: noRecords, dnsBudget: dnsBudgetOf(30_000) };
 
 /** Fields a receiver sees besides those the stored content comes from. */
 const otherFields = [
