@@ -3,7 +3,6 @@
 // data is in, with the From header's addresses as well: an inbox whose rules refuse the sender
 // gets no copy, and a message no recipient takes is refused with 550 5.7.1. Either way the refusal
 // is in the dialogue, so the sending server reports it and inboxd never sends a bounce.
-import { MailParser } from "mailparser";
 import addressparser from "nodemailer/lib/addressparser";
 import type { App } from "../app";
 import { decide, matchingEntry } from "../access/rules";
@@ -31,7 +30,7 @@ export async function admittedRecipients(app: App, envelope: InboundEnvelope, ra
   const rules = await Promise.all(envelope.recipients.map((recipient) => app.store.accessRules.applying(recipient.organizationId, recipient.inboxId, "receive")));
   // Most inboxes have no receive rules: their mail is not read for its From field at all.
   if (rules.every((entries) => entries.length === 0)) return envelope.recipients;
-  const senders = [...(envelope.mailFrom ? [envelope.mailFrom] : []), ...headerFromAddresses(raw)];
+  const senders = [...(envelope.mailFrom ? [envelope.mailFrom] : []), ...(await headerFromAddresses(raw))];
   const admitted = envelope.recipients.filter((_, index) => decide(rules[index]!, senders).pass);
   if (admitted.length === 0) throw senderRefused;
   return admitted;
@@ -46,10 +45,11 @@ let storedFormDecoder: AddressDecoder | undefined;
  * in names (RFC 2047), and a name that is a whole mailbox in encoded words
  * (`=?utf-8?B?U3BhbW1lciA8c3BhbW1lckBldmlsLnRlc3Q+?=`) read as that mailbox. Its method, not a copy
  * of it: what the rules see stays what the message shows, whatever mailparser's next release does.
- * Made once, with the first message whose recipients have receive rules.
+ * Made once, with the first message whose recipients have receive rules: mailparser, with the
+ * charset tables it brings, is several MB the event loop of a server without rules never holds.
  */
-function decodeAsStored(entries: AddressEntry[]): AddressEntry[] {
-  storedFormDecoder ??= new MailParser() as unknown as AddressDecoder;
+async function decodeAsStored(entries: AddressEntry[]): Promise<AddressEntry[]> {
+  storedFormDecoder ??= new (await import("mailparser")).MailParser() as unknown as AddressDecoder;
   storedFormDecoder.decodeAddresses(entries);
   return entries;
 }
@@ -63,12 +63,12 @@ const mailboxesOf = (entries: AddressEntry[]): string[] => entries.flatMap((entr
  * words included. The addresses as written are kept too (a domain in A-labels, which the decoding
  * turns into U-labels). What does not parse is left out.
  */
-export function headerFromAddresses(raw: Buffer): string[] {
+export async function headerFromAddresses(raw: Buffer): Promise<string[]> {
   const addresses = new Set<string>();
   for (const field of readHeaderBlock(raw).fields) {
     if (fieldName(field) !== "from") continue;
     const value = field.slice(field.indexOf(":") + 1).replace(/\r\n/g, "");
-    for (const address of [...mailboxesOf(addressparser(value)), ...mailboxesOf(decodeAsStored(addressparser(value)))]) {
+    for (const address of [...mailboxesOf(addressparser(value)), ...mailboxesOf(await decodeAsStored(addressparser(value)))]) {
       const parsed = parseAddress(address);
       if (parsed) addresses.add(parsed.address);
     }
