@@ -171,6 +171,36 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     expect(page.nextAfterId).toBe(after);
   });
 
+  test("a claim of due webhook deliveries passes over a webhook being deleted without locking its deliveries, which the delete's cascade takes next", async () => {
+    const now = clock.now();
+    const webhookId = newId("whk");
+    await store.webhooks.insert({ id: webhookId, organizationId, url: "https://hooks.example/a", events: ["message.received"], secret: "s", enabled: true, disabledReason: null, firstFailureAt: null, createdAt: now, updatedAt: now });
+    await store.webhooks.queueTestEvent(webhookId, { id: `evt_test_${newId("x").slice(2)}`, organizationId, type: "message.received", inboxId: null, messageId: null, payload: "{}", createdAt: now });
+    const [{ id: deliveryId }] = await raw<{ id: string }>("SELECT id::text AS id FROM webhook_deliveries WHERE webhook_id = $1", webhookId);
+    // A delete's first lock, the webhook's row, held by another connection.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    const deleting = client().begin(async (sql) => {
+      await sql`SELECT 1 FROM webhooks WHERE id = ${webhookId} FOR UPDATE`;
+      locked();
+      await held;
+    });
+    await lockTaken;
+    try {
+      await store.transaction(async (tx) => {
+        expect(await tx.webhookQueue.due(now, { urls: [], deliveryIds: [], organizationIds: [] }, 10)).toEqual([]);
+        // Were it locked by this claim, the delete's cascade would wait for it while this turn
+        // waited for the webhook: the deadlock PostgreSQL broke with a 503 for one of them.
+        expect(await raw("SELECT id FROM webhook_deliveries WHERE id = $1 FOR UPDATE SKIP LOCKED", deliveryId)).toHaveLength(1);
+      });
+    } finally {
+      release();
+      await deleting;
+    }
+  });
+
   test("a large source is staged in chunks, claimed by its message and read back whole; an unclaimed one is released", async () => {
     const large = randomBytes(700 * 1024);
     const staged = await store.blobs.prepare([large.subarray(0, 100), large.subarray(100)], clock.now());

@@ -38,9 +38,13 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
       return row?.dueAt ?? undefined;
     },
     /**
-     * Ordered by due time, then creation order, as on SQLite. Each delivery is locked as it is read,
-     * and its webhook held (the event row is not): another node claiming at the same moment passes
-     * it over, and so does this one a webhook being deleted.
+     * Ordered by due time, then creation order, as on SQLite. Each delivery's webhook is held and
+     * then the delivery locked as it is read (the event row is not): another node claiming at the
+     * same moment passes it over, and so does this one a webhook being deleted. PostgreSQL locks a
+     * row's tables in the order of these clauses, and keeps a lock taken before a later one is
+     * skipped: the other way round, a delivery of a webhook being deleted stayed locked by the
+     * turn, whose next statements waited for the webhook while the delete's cascade waited for
+     * the delivery (a deadlock, ended with a 503).
      * A delivery whose earlier claim was never finished (`claimed_by` set: its node died, and its
      * lease ran out) has that try closed here, as a restart closes them on SQLite. A delivery of a
      * disabled webhook (a test event aside: those reach it still) is discarded here: its event's
@@ -60,8 +64,8 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
           AND w.organization_id NOT IN ${textsOf(skip.organizationIds)}
         ORDER BY d.next_attempt_at, d.id
         LIMIT ${limit}
-        FOR UPDATE OF d SKIP LOCKED
-        FOR KEY SHARE OF w SKIP LOCKED`);
+        FOR KEY SHARE OF w SKIP LOCKED
+        FOR UPDATE OF d SKIP LOCKED`);
       const abandoned = rows.filter((row) => row.abandoned).map((row) => row.deliveryId);
       if (abandoned.length > 0) await closeUnfinished(db, sql`delivery_id IN ${numbersOf(abandoned)}`, now);
       const discarded = rows.filter((row) => !row.enabled && !row.eventId.startsWith(testEventIdPrefix));
