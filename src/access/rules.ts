@@ -9,7 +9,7 @@
  * entries at all, everything passes.
  */
 import { isSameOrSubdomain, normalizeDomainName } from "../domains/name";
-import { baseAddress, parseAddress } from "../mail/address";
+import { baseAddress, parseAddress, parseInternationalAddress } from "../mail/address";
 
 export const accessDirections = ["receive", "send"] as const;
 export type AccessDirection = (typeof accessDirections)[number];
@@ -49,7 +49,8 @@ export const ruleValueKind = (value: string): RuleValueKind => (value.includes("
  * only itself); a domain entry matches every address on that domain or on a subdomain of it.
  */
 export function entryMatches(value: string, address: string): boolean {
-  const parsed = parseAddress(address);
+  // A sender's address may have a UTF-8 local part (RFC 6531): a domain entry matches it too.
+  const parsed = parseAddress(address) ?? parseInternationalAddress(address);
   if (!parsed) return false;
   if (ruleValueKind(value) === "domain") return isSameOrSubdomain(parsed.domain, value);
   return parsed.address.toLowerCase() === value || baseAddress(parsed.address) === value;

@@ -6,9 +6,9 @@
 import addressparser from "nodemailer/lib/addressparser";
 import type { App } from "../app";
 import { decide, matchingEntry } from "../access/rules";
-import { parseAddress } from "../mail/address";
+import { parseAddress, parseInternationalAddress } from "../mail/address";
 import type { InboundEnvelope, InboxRecord } from "../store";
-import { fieldName, readHeaderBlock } from "./header-fields";
+import { fieldName, legacyHeaderText, readHeaderBlock } from "./header-fields";
 import { SmtpReply } from "./replies";
 
 /** RFC 3463 5.7.1: delivery not authorized. Which entry refused it is the recipient's business, not the sender's. */
@@ -59,17 +59,21 @@ const mailboxesOf = (entries: AddressEntry[]): string[] => entries.flatMap((entr
 /**
  * The addresses of the From fields (RFC 5322 §3.6.2), read by the address parser the stored
  * message's `from` comes from (mailparser's), and decoded as it decodes them, so that a mailbox
- * shown as the sender is one the rules saw: comments, quoted names, groups, folds and encoded
- * words included. The addresses as written are kept too (a domain in A-labels, which the decoding
- * turns into U-labels). What does not parse is left out.
+ * shown as the sender is one the rules saw: comments, quoted names, groups, folds, encoded words
+ * and UTF-8 local parts included. The addresses as written are kept too (a domain in A-labels,
+ * which the decoding turns into U-labels). What does not parse is left out.
  */
 export async function headerFromAddresses(raw: Buffer): Promise<string[]> {
   const addresses = new Set<string>();
-  for (const field of readHeaderBlock(raw).fields) {
+  const { fields } = readHeaderBlock(raw);
+  // Raw 8-bit text read as the parser reads it: UTF-8 (RFC 6532), else the legacy charset.
+  const asText = legacyHeaderText(fields);
+  for (const field of fields) {
     if (fieldName(field) !== "from") continue;
-    const value = field.slice(field.indexOf(":") + 1).replace(/\r\n/g, "");
+    const text = Buffer.from(asText(field), "latin1").toString("utf8");
+    const value = text.slice(text.indexOf(":") + 1).replace(/\r\n/g, "");
     for (const address of [...mailboxesOf(addressparser(value)), ...mailboxesOf(await decodeAsStored(addressparser(value)))]) {
-      const parsed = parseAddress(address);
+      const parsed = parseAddress(address) ?? parseInternationalAddress(address);
       if (parsed) addresses.add(parsed.address);
     }
   }

@@ -88,6 +88,14 @@ describe("receiving", () => {
     await removeRule(blocked.id);
   });
 
+  test("a From mailbox with a UTF-8 local part (RFC 6531), as written or in encoded words, is matched by a domain block entry", async () => {
+    const blocked = await rule({ direction: "receive", action: "block", value: "spoof.example", inboxId: world.inbox.id });
+    for (const from of ["Spammer <pé@spoof.example>", `=?utf-8?B?${Buffer.from("Spammer <pé@spoof.example>").toString("base64")}?=`]) {
+      expect({ from, reply: (await transact("bounces@esp.example", [world.inbox.email], message(from, "International From"))).data }).toEqual({ from, reply: expect.stringMatching(/^550 5\.7\.1 /) });
+    }
+    await removeRule(blocked.id);
+  });
+
   test("with an allow entry, only a sender it matches (by envelope or From) gets in; block still wins over it", async () => {
     const allowed = await rule({ direction: "receive", action: "allow", value: "partner.example", inboxId: second.id });
     const blockedOne = await rule({ direction: "receive", action: "block", value: "intern@partner.example", inboxId: second.id });
