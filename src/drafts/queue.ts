@@ -13,6 +13,7 @@
  */
 import type { App } from "../app";
 import { ServiceError } from "../errors";
+import { Counts } from "../queue/counts";
 import { startQueue, type Claiming } from "../queue/engine";
 import type { Queue } from "../queue/running";
 import type { DraftRecord, DraftSettlement, Transaction } from "../store";
@@ -20,6 +21,12 @@ import { sendClaimed } from "./service";
 
 /** Drafts sent at once: each is a whole send (compose, commit); more would only queue for the connection. */
 const maxInFlight = 4;
+/**
+ * One organization's drafts in flight at most: the rest go to others' due drafts first. A tenant
+ * that scheduled 20,000 drafts for one moment held every place, one claim after another, and
+ * another organization's draft due a second later went out 4.5 s late.
+ */
+const maxInFlightPerOrganization = maxInFlight / 2;
 /** A scheduled draft wakes the queue, so a longer sleep only delays what no wake announced. */
 const idleMs = 60_000;
 /** An unexpected error (not a refusal) is retried this often, this long apart, before the draft fails. */
@@ -37,6 +44,8 @@ export function startDraftsQueue(app: App): Queue {
   const startedAt = clock.now();
   let claimed: DraftRecord[] = [];
   let inFlight = 0;
+  /** Drafts claimed or being sent, by organization. */
+  const held = new Counts();
 
   async function turn(outcomes: Outcome[], now: number, claiming: Claiming) {
     claimed = claimed.concat(
@@ -45,12 +54,16 @@ export function startDraftsQueue(app: App): Queue {
         // On a database several nodes share, one may die sending: its drafts come back when its
         // lease runs out (the embedded engine's are all released by the resume, at start).
         if (claiming === "all due") await releaseLeftBehind(tx, now);
-        const free = maxInFlight - inFlight - claimed.length;
-        if (claiming === "none" || free <= 0) return [];
+        if (claiming === "none") return [];
+        // One at a time, so that each claim counts against its organization's share before the next.
         const drafts: DraftRecord[] = [];
-        for (const id of await tx.drafts.due(now, free)) {
+        for (let free = maxInFlight - inFlight - claimed.length; free > 0; free--) {
+          const [id] = await tx.drafts.due(now, 1, held.atLimit(() => maxInFlightPerOrganization));
+          if (!id) break;
           const draft = await tx.drafts.claim(id, ["scheduled"], now);
-          if (draft) drafts.push(draft);
+          if (!draft) continue;
+          drafts.push(draft);
+          held.increment(draft.organizationId);
         }
         return drafts;
       }),
@@ -72,7 +85,10 @@ export function startDraftsQueue(app: App): Queue {
           return { draft };
         },
         (error: unknown): Outcome => ({ draft, settlement: settlementOf(draft, error) }),
-      ).finally(() => inFlight--);
+      ).finally(() => {
+        inFlight--;
+        held.decrement(draft.organizationId);
+      });
     });
     claimed = [];
     return started;

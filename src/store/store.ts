@@ -766,8 +766,8 @@ export interface DraftsStore {
    * a try. The draft as claimed, or undefined.
    */
   claim(id: string, from: DraftStatus[], now: number): Promise<DraftRecord | undefined>;
-  /** The ids of scheduled drafts due at `now`, the longest-waiting first. */
-  due(now: number, limit: number): Promise<string[]>;
+  /** The ids of scheduled drafts due at `now`, the longest-waiting first, but for those of the `busy` organizations. */
+  due(now: number, limit: number, busy: readonly string[]): Promise<string[]>;
   /** When the first scheduled draft due after `after` falls due (the queue sleeps until then). */
   nextDueAfter(after: number): Promise<number | undefined>;
   /** A draft being sent is sent: in the transaction that stores the message. False when it was not being sent. */

@@ -5,6 +5,7 @@ import type { DraftsStore } from "../store";
 import { withContent, type PgBlobs } from "./blobs";
 import { firstRow, rowsOf, type PgDb } from "./db";
 import { unheld, type Leases } from "./leases";
+import { textsOf } from "./lists";
 import { draftAttachments, drafts } from "./schema/index";
 
 const EMPTY = Buffer.alloc(0);
@@ -71,8 +72,10 @@ export function draftsStore(db: PgDb, blobs: PgBlobs, leases: Leases, inTransact
       if (row) await leaseOf(id, true);
       return row;
     },
-    async due(now, limit) {
-      const rows = await rowsOf<{ id: string }>(db, sql`SELECT id FROM drafts WHERE next_attempt_at <= ${now} AND status = 'scheduled' ORDER BY next_attempt_at, id LIMIT ${limit}`);
+    async due(now, limit, busy) {
+      const rows = await rowsOf<{ id: string }>(db, sql`
+        SELECT id FROM drafts WHERE next_attempt_at <= ${now} AND status = 'scheduled' AND organization_id NOT IN ${textsOf(busy)}
+        ORDER BY next_attempt_at, id LIMIT ${limit}`);
       return rows.map((row) => row.id);
     },
     async nextDueAfter(after) {

@@ -23,8 +23,8 @@ export const draftsStore = (db: Db, blobs: BlobStore) => {
   const counted = db.$client.query<{ n: number }, { organizationId: string; inboxId: string }>(
     "SELECT count(*) AS n FROM drafts WHERE inbox_id = $inboxId AND organization_id = $organizationId",
   );
-  const due = db.$client.query<{ id: string }, { now: number; limit: number }>(
-    "SELECT id FROM drafts WHERE next_attempt_at <= $now AND status = 'scheduled' ORDER BY next_attempt_at, rowid LIMIT $limit",
+  const due = db.$client.query<{ id: string }, { now: number; limit: number; busy: string }>(
+    "SELECT id FROM drafts WHERE next_attempt_at <= $now AND status = 'scheduled' AND organization_id NOT IN (SELECT value FROM json_each($busy)) ORDER BY next_attempt_at, rowid LIMIT $limit",
   );
   const nextDue = db.$client.query<{ at: number | null }, { after: number }>(
     "SELECT min(next_attempt_at) AS at FROM drafts WHERE next_attempt_at > $after AND status = 'scheduled'",
@@ -84,8 +84,8 @@ export const draftsStore = (db: Db, blobs: BlobStore) => {
         .returning()
         .get();
     },
-    due(now: number, limit: number): string[] {
-      return due.all({ now, limit }).map((row) => row.id);
+    due(now: number, limit: number, busy: readonly string[]): string[] {
+      return due.all({ now, limit, busy: JSON.stringify(busy) }).map((row) => row.id);
     },
     nextDueAfter(after: number): number | undefined {
       return nextDue.get({ after })?.at ?? undefined;
