@@ -9,6 +9,7 @@
 import ipaddr from "ipaddr.js";
 import type { App } from "../app";
 import { ServiceError } from "../errors";
+import { peerGroup } from "../net/peer-group";
 import type { LoginThrottleRecord, Transaction } from "../store";
 
 const windowMs = 60_000;
@@ -19,16 +20,9 @@ export interface LoginAttempt {
   clientIp?: string;
 }
 
-/**
- * IPv4-mapped IPv6 counts as the IPv4 address; other IPv6 addresses count by their /64, which
- * one host or customer usually holds whole (RFC 6177), so rotating through it gains nothing.
- */
+/** A client counts by its peer group (../net/peer-group.ts: an IPv6 address by its /64), so rotating through it gains nothing. */
 export function addressSubject(clientIp: string): string | undefined {
-  if (!ipaddr.isValid(clientIp)) return undefined;
-  const ip = ipaddr.process(clientIp);
-  if (ip.kind() === "ipv4") return `ip:${ip.toString()}`;
-  const parts = (ip as ipaddr.IPv6).parts;
-  return `ip:${new ipaddr.IPv6([...parts.slice(0, 4), 0, 0, 0, 0]).toString()}/64`;
+  return ipaddr.isValid(clientIp) ? `ip:${peerGroup(clientIp)}` : undefined;
 }
 
 /** The subjects an attempt counts against: its email and, when known, its client address. */

@@ -9,6 +9,7 @@ import type { TLSSocket } from "node:tls";
 import { SMTPServer, type SMTPServerOptions } from "smtp-server";
 import { SMTPConnection, type SMTPConnectionOptions } from "smtp-server/lib/smtp-connection.js";
 import type { SMTPStreamOptions } from "smtp-server/lib/smtp-stream.js";
+import { peerGroup } from "../net/peer-group";
 import { IndexedDataStream } from "./data-stream";
 import { hasBareLineBreak } from "./line-breaks";
 
@@ -104,7 +105,8 @@ class InboxdConnection extends SMTPConnection {
     const { connections, rules } = this._server;
     if (connections.size > rules.maxConnections) return `4.7.0 ${this.name} Too many connections, try again later`;
     let fromSameAddress = 0;
-    for (const connection of connections) if (connection.remoteAddress === this.remoteAddress) fromSameAddress++;
+    const peer = peerGroup(this.remoteAddress);
+    for (const connection of connections) if (peerGroup(connection.remoteAddress) === peer) fromSameAddress++;
     if (fromSameAddress > rules.maxConnectionsPerIp) return `4.7.0 ${this.name} Too many connections from your address, try again later`;
     return undefined;
   }

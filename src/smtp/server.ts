@@ -9,6 +9,7 @@ import { listenError } from "../config";
 import { discard } from "../memory/in-flight";
 import { normalizeAddress } from "../mail/address";
 import type { RunningPart } from "../running-part";
+import { peerGroup } from "../net/peer-group";
 import { createAnalysisPool } from "./analysis-pool";
 import { InboundPace, startInboundQueue } from "./inbound-queue";
 import { InboxdSmtpServer } from "./inboxd-server";
@@ -115,7 +116,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
         const unsupported = unsupportedParameter(address, session, MAIL_PARAMETERS);
         if (unsupported) return callback(unsupported);
         const declared = declaredSize(address);
-        if (declared > 0 && !app.messageMemory.fits(Math.min(declared, config.smtpMaxSize), session.remoteAddress)) {
+        if (declared > 0 && !app.messageMemory.fits(Math.min(declared, config.smtpMaxSize), peerGroup(session.remoteAddress))) {
           app.metrics.memoryDeferrals.inc({ protocol: "smtp" });
           tally(session, memorySpentReply.responseCode);
           return callback(memorySpentReply);
@@ -125,9 +126,9 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       onData(stream, session, callback) {
         const accepted = session.envelope.rcptTo.map((address) => recipients.get(address)!);
         log.debug("smtp data", { session: session.id, peer: session.remoteAddress, mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : "", recipients: accepted.length });
-        // Counted against the client's address, as the connection cap counts (./inboxd-server.ts):
-        // one address's transfers hold at most half the memory, so a peer that stalls them defers only its own mail.
-        const memory = app.messageMemory.open(session.remoteAddress);
+        // Counted against the client, as the connection cap counts it (../net/peer-group.ts): one
+        // client's transfers hold at most half the memory, so a peer that stalls them defers only its own mail.
+        const memory = app.messageMemory.open(peerGroup(session.remoteAddress));
         // The data goes into one buffer of the declared size when the memory covers it now; else it is counted as it arrives.
         const declared = session.envelope.mailFrom ? declaredSize(session.envelope.mailFrom) : 0;
         const exactSize = declared > 0 && declared <= config.smtpMaxSize && memory.cover(declared) ? declared : 0;

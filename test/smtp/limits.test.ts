@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { insertInbox } from "../../src/inboxes/service";
+import { peerGroup } from "../../src/net/peer-group";
 import { queryRows, seedOrganization, startTestServer, tempDir, type TestServer } from "../harness";
 import { selfSignedCert } from "../peers/tls";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
@@ -79,6 +80,14 @@ describe("connection caps", () => {
     const other = await openSession(server.smtpPort, { localAddress: "127.0.0.2" });
     expect((await other.command("NOOP")).code).toBe(250);
     for (const session of [...open, other]) session.end();
+  });
+
+  test("a client is an IPv4 address, or an IPv6 address's /64 (a host's least prefix, RFC 6177): the caps count it so", () => {
+    expect(peerGroup("192.0.2.1")).toBe("192.0.2.1");
+    expect(peerGroup("::ffff:192.0.2.1")).toBe("192.0.2.1");
+    expect(peerGroup("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1:2::/64");
+    expect(peerGroup("2001:db8:1:2:bbbb:cccc:dddd:eeee")).toBe(peerGroup("2001:db8:1:2::9"));
+    expect(peerGroup("2001:db8:1:3::1")).not.toBe(peerGroup("2001:db8:1:2::1"));
   });
 
   test("over the global cap: 421 whatever the address", async () => {
