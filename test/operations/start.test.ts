@@ -185,18 +185,27 @@ describe("help and version", () => {
 describe("npm start", () => {
   test("a SIGTERM to npm stops the server it started: none is left holding the data dir and the ports", async () => {
     const env = testEnv(join(freshDir(), "data"));
-    const npm = Bun.spawn(["npm", "start"], { cwd: join(import.meta.dir, "../.."), env: { ...process.env, ...env, INBOXD_LOG_LEVEL: "info" }, stdout: "ignore", stderr: "pipe", stdin: "ignore" });
-    let output = "";
-    const decoder = new TextDecoder();
-    // The log (on stderr) says `ready` once every listener is up.
-    for await (const chunk of npm.stderr) {
-      output += decoder.decode(chunk, { stream: true });
-      if (/\bready\b/.test(output)) break;
+    // A process group of its own: whatever the test finds, nothing it started outlives it.
+    const npm = Bun.spawn(["npm", "start"], { cwd: join(import.meta.dir, "../.."), env: { ...process.env, ...env, INBOXD_LOG_LEVEL: "info" }, stdout: "ignore", stderr: "pipe", stdin: "ignore", detached: true });
+    try {
+      let output = "";
+      const decoder = new TextDecoder();
+      // The log (on stderr) says `ready` once every listener is up.
+      for await (const chunk of npm.stderr) {
+        output += decoder.decode(chunk, { stream: true });
+        if (/\bready\b/.test(output)) break;
+      }
+      expect(output).toMatch(/\bready\b/);
+      npm.kill("SIGTERM");
+      await npm.exited;
+      const freed = await eventually("the data dir to be free of the server", () => runInboxd(["migrate"], env), (result) => result.exitCode === 0, 20_000);
+      expect(freed.stderr).not.toContain("in use");
+    } finally {
+      try {
+        process.kill(-npm.pid, "SIGKILL");
+      } catch {
+        // The group is gone already: every process in it stopped.
+      }
     }
-    expect(output).toMatch(/\bready\b/);
-    npm.kill("SIGTERM");
-    await npm.exited;
-    const freed = await eventually("the data dir to be free of the server", () => runInboxd(["migrate"], env), (result) => result.exitCode === 0, 20_000);
-    expect(freed.stderr).not.toContain("in use");
   }, 60_000);
 });
