@@ -13,7 +13,7 @@
  */
 import type { App } from "../app";
 import { ServiceError } from "../errors";
-import { Counts } from "../queue/counts";
+import { Counts } from "../counts";
 import { startQueue, type Claiming } from "../queue/engine";
 import type { Queue } from "../queue/running";
 import type { DraftRecord, DraftSettlement, Transaction } from "../store";

@@ -10,6 +10,7 @@
 import { organizationOfApiKey } from "../auth/api-keys";
 import type { Clock } from "../clock";
 import type { Config } from "../config";
+import { Counts } from "../counts";
 import { invalid, notFound, ServiceError } from "../errors";
 import type { Logger } from "../log";
 import type { EventRecord } from "../store/records";
@@ -89,7 +90,7 @@ export class EventStreams {
    * socket keeps what its client has not read); with places, the others wait until a holder's
    * client has read its page.
    */
-  private readonly largePages = new Map<string, number>();
+  private readonly largePages = new Counts();
   /**
    * Streams waiting for a place, longest first. A place given back passes to the first, held for
    * it: woken, it reads its page again (every waiting stream reading its large page again would
@@ -170,9 +171,8 @@ export class EventStreams {
 
   /** Takes a place, or puts the stream in line for one. */
   private takeLargePage(organizationId: string, stream: EventStream): boolean {
-    const held = this.largePages.get(organizationId) ?? 0;
-    if (held < LARGE_PAGES_PER_ORGANIZATION && !this.awaitingPlace.has(organizationId)) {
-      this.largePages.set(organizationId, held + 1);
+    if (this.largePages.get(organizationId) < LARGE_PAGES_PER_ORGANIZATION && !this.awaitingPlace.has(organizationId)) {
+      this.largePages.increment(organizationId);
       return true;
     }
     const line = this.awaitingPlace.get(organizationId) ?? [];
@@ -188,9 +188,7 @@ export class EventStreams {
       this.leaveLine(organizationId, next);
       return next.placeGranted();
     }
-    const left = this.largePages.get(organizationId)! - 1;
-    if (left > 0) this.largePages.set(organizationId, left);
-    else this.largePages.delete(organizationId);
+    this.largePages.decrement(organizationId);
   }
 
   private leaveLine(organizationId: string, stream: EventStream) {

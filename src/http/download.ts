@@ -2,6 +2,7 @@
  * Headers for untrusted files served as downloads: never rendered inline at the API's origin,
  * never sniffed into HTML, and sandboxed (no script, no same-origin) should a browser show them anyway.
  */
+import { Counts } from "../counts";
 import { ServiceError } from "../errors";
 import type { LargeAnswer } from "../messages/present";
 
@@ -57,19 +58,14 @@ async function* encoded(pieces: AsyncIterable<string>) {
 export type Downloads = ReturnType<typeof downloads>;
 
 export function downloads() {
-  const inFlight = new Map<string, number>();
+  const inFlight = new Counts();
   const takePlace = (organizationId: string) => {
-    const held = inFlight.get(organizationId) ?? 0;
-    if (held >= LARGE_DOWNLOADS_PER_ORGANIZATION) {
+    if (inFlight.get(organizationId) >= LARGE_DOWNLOADS_PER_ORGANIZATION) {
       throw new ServiceError("rate_limited", `Too many large downloads in flight for this organization (at most ${LARGE_DOWNLOADS_PER_ORGANIZATION}): finish one, or retry shortly`, { "Retry-After": RETRY_AFTER_SECONDS });
     }
-    inFlight.set(organizationId, held + 1);
+    inFlight.increment(organizationId);
   };
-  const release = (organizationId: string) => {
-    const left = inFlight.get(organizationId)! - 1;
-    if (left > 0) inFlight.set(organizationId, left);
-    else inFlight.delete(organizationId);
-  };
+  const release = (organizationId: string) => inFlight.decrement(organizationId);
   /** The chunks, each made when the client has taken the one before: one that stops reading stops them, and keeps its place. */
   const streamed = (organizationId: string, chunks: Iterator<Uint8Array> | AsyncIterator<Uint8Array>, headers: Record<string, string>) => {
     let done = false;

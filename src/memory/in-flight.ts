@@ -5,6 +5,8 @@
  * swap or the OOM killer. The process holds a few times these bytes at its peak (the raw message,
  * its decoded parts and the stored copy), which is what the default leaves room for.
  */
+import { Counts } from "../counts";
+
 export interface Reservation {
   /** Makes this holder's share at least `bytes`; false, and nothing added, when the budget is spent. */
   cover(bytes: number): boolean;
@@ -54,20 +56,17 @@ export function inFlightBudget(limitBytes: number): InFlightBudget {
    * held all of it, and every other sender's mail and every large send were told to try later.
    */
   const clientShare = limitBytes / 2;
-  const heldByClient = new Map<string, number>();
+  const heldByClient = new Counts();
   // A lone holder may be as large as a message may be, the budget's and a client's share's alike:
   // a message up to the size limits must always get through an otherwise idle server, whatever the budget.
   const fits = (bytes: number, held: number, client: string | undefined) => {
     const withinBudget = used + bytes <= limitBytes || used === held;
     if (client === undefined) return withinBudget;
-    const clientHeld = heldByClient.get(client) ?? 0;
+    const clientHeld = heldByClient.get(client);
     return withinBudget && (clientHeld + bytes <= clientShare || clientHeld === held);
   };
   const addToClient = (client: string | undefined, bytes: number) => {
-    if (client === undefined) return;
-    const total = (heldByClient.get(client) ?? 0) + bytes;
-    if (total > 0) heldByClient.set(client, total);
-    else heldByClient.delete(client);
+    if (client !== undefined) heldByClient.add(client, bytes);
   };
   return {
     open(client) {

@@ -15,7 +15,7 @@
 import type { App } from "../app";
 import { rsaSignerName } from "../dkim/sign";
 import type { Resolver } from "../dns/resolver";
-import { Counts } from "../queue/counts";
+import { Counts } from "../counts";
 import { startQueue, type Claiming } from "../queue/engine";
 import type { Queue } from "../queue/running";
 import type { QueuedDelivery, Transaction } from "../store";

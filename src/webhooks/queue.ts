@@ -13,7 +13,7 @@
 import type { App } from "../app";
 import type { Config } from "../config";
 import { randomToken } from "../ids";
-import { Counts } from "../queue/counts";
+import { Counts } from "../counts";
 import { startQueue, type Claiming } from "../queue/engine";
 import type { Queue } from "../queue/running";
 import type { ClaimedAttempt, DueWebhookDelivery, Transaction } from "../store";

@@ -1,4 +1,8 @@
-/** Counts per key (a URL, a domain): what the queues' limits per destination are checked against. */
+/**
+ * Counts per key (a URL, a domain, an organization, a client): what the limits of a shared
+ * resource per destination or per tenant are checked against. A key whose count falls to 0 is
+ * dropped, so the map holds only what is held now.
+ */
 export class Counts {
   constructor(private readonly counts = new Map<string, number>()) {}
   copy(): Counts {
@@ -7,13 +11,17 @@ export class Counts {
   get(key: string): number {
     return this.counts.get(key) ?? 0;
   }
-  increment(key: string) {
-    this.counts.set(key, this.get(key) + 1);
-  }
-  decrement(key: string) {
-    const count = this.get(key) - 1;
+  /** `amount` more (or less, when negative): one per holder, or bytes. */
+  add(key: string, amount: number) {
+    const count = this.get(key) + amount;
     if (count > 0) this.counts.set(key, count);
     else this.counts.delete(key);
+  }
+  increment(key: string) {
+    this.add(key, 1);
+  }
+  decrement(key: string) {
+    this.add(key, -1);
   }
   /** The keys whose count has reached their limit. */
   atLimit(limitOf: (key: string) => number): string[] {
