@@ -72,7 +72,10 @@ export async function headerFromAddresses(raw: Buffer): Promise<string[]> {
     if (fieldName(field) !== "from") continue;
     const text = Buffer.from(asText(field), "latin1").toString("utf8");
     const value = text.slice(text.indexOf(":") + 1).replace(/\r\n/g, "");
-    for (const address of [...mailboxesOf(addressparser(value)), ...mailboxesOf(await decodeAsStored(addressparser(value)))]) {
+    const entries = addressparser(value);
+    // Read before the decoding, which rewrites the entries in place.
+    const written = mailboxesOf(entries);
+    for (const address of [...written, ...mailboxesOf(await decodeAsStored(entries))]) {
       const parsed = parseAddress(address) ?? parseInternationalAddress(address);
       if (parsed) addresses.add(parsed.address);
     }
