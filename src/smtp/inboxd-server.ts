@@ -87,6 +87,12 @@ class InboxdConnection extends SMTPConnection {
   private sessionTimer: ReturnType<typeof setTimeout> | undefined;
   /** The session limit passed while a reply was owed: the connection closes right after that reply. */
   private closeAfterReply = false;
+  private peerOfConnection: string | undefined;
+
+  /** The client's peer group, found once: each new connection compares it with every open one's. */
+  get peer(): string {
+    return (this.peerOfConnection ??= peerGroup(this.remoteAddress));
+  }
 
   /** Refuses a connection over the caps at once, then greets after the configured delay. */
   override init(): void {
@@ -105,8 +111,7 @@ class InboxdConnection extends SMTPConnection {
     const { connections, rules } = this._server;
     if (connections.size > rules.maxConnections) return `4.7.0 ${this.name} Too many connections, try again later`;
     let fromSameAddress = 0;
-    const peer = peerGroup(this.remoteAddress);
-    for (const connection of connections) if (peerGroup(connection.remoteAddress) === peer) fromSameAddress++;
+    for (const connection of connections) if ((connection as InboxdConnection).peer === this.peer) fromSameAddress++;
     if (fromSameAddress > rules.maxConnectionsPerIp) return `4.7.0 ${this.name} Too many connections from your address, try again later`;
     return undefined;
   }
