@@ -19,6 +19,7 @@
  * are spent is stored as it came, unanalysed, rather than lost.
  */
 import type { App } from "../app";
+import { Counts } from "../counts";
 import { discard, type Reservation } from "../memory/in-flight";
 import { releasePrepared, type PreparedContent } from "../messages/receive";
 import { startQueue, type Claiming } from "../queue/engine";
@@ -48,9 +49,11 @@ const readWithClaimBytes = 64 * 1024;
  * Analyses under way at once, per analysis thread: enough to overlap one's DNS waits with another's
  * parse, and for the thread to keep working while the event loop stores a batch. With 8 a lone
  * thread waited for a request about 12 % of the catch-up (samples of its state; busy 81-85 %
- * against 90-92 % with 16, 406-478 against 474-504 msg/s caught up, three pairs of runs).
+ * against 90-92 % with 16, 406-478 against 474-504 msg/s caught up, three pairs of runs). 20, of
+ * which one peer may hold 16 (keptForOthers): with 12 of 16, the catch-up of one peer's burst
+ * (bench/smtp-ingest/catch-up.ts) ran at 2,110-2,322 msg/s against 2,218-2,541.
  */
-const analysesPerThread = 16;
+const analysesPerThread = 20;
 /** Longest wait before analysed messages are stored, so that several share one commit. */
 const batchWindowMs = 10;
 /** Acceptances wake the queue (app.queues), so a longer sleep only delays a retry that no wake announced. */
@@ -59,14 +62,23 @@ const idleMs = 5_000;
 const retryDelaysMs = [60_000, 5 * 60_000, 30 * 60_000, 2 * 60 * 60_000];
 const maxAttempts = retryDelaysMs.length + 1;
 
-/** Whether SMTP sessions are handing in messages right now: what the queue gives way to. */
+/** Whether SMTP sessions are handing in messages right now: what the queue gives way to; and from whom. */
 export class InboundPace {
   private lastAcceptedAt = -Infinity;
+  private acceptedFrom = new Set<string>();
   /** An acceptance counts as recent for this long. */
   private static readonly busyForMs = 100;
 
-  accepted(): void {
+  accepted(peer: string): void {
     this.lastAcceptedAt = performance.now();
+    this.acceptedFrom.add(peer);
+  }
+
+  /** The peers whose mail was accepted since the last call. */
+  takeAcceptedFrom(): Set<string> {
+    const peers = this.acceptedFrom;
+    this.acceptedFrom = new Set();
+    return peers;
   }
 
   busy(): boolean {
@@ -74,9 +86,10 @@ export class InboundPace {
   }
 }
 
-/** A claimed row, and its message when the claim read it (readWithClaimBytes). */
+/** A claimed row, its client's peer group, and its message when the claim read it (readWithClaimBytes). */
 interface Claimed {
   claim: AcceptedInbound;
+  peer: string;
   source?: Buffer;
 }
 
@@ -98,11 +111,21 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
    * docs/benchmarks.md, "Analysis through the burst".
    */
   const claimedWhileBusy = Math.min(maxClaimed, concurrency + concurrency / 2);
+  /**
+   * Analyses and claims that one peer (src/net/peer-group.ts) can never take from the others. A
+   * sender whose name servers answer slowly holds each of its analyses for up to the DNS budget
+   * (src/smtp/dns-budget.ts); a burst of its mail, claimed and started in order, filled every
+   * analysis and delayed everyone's mail by that budget for each round of it. A peer alone
+   * still has most of them: the rest would stand idle while it sends a burst.
+   */
+  const keptForOthers = Math.max(1, Math.floor(concurrency / 5));
   /** Claimed and committed, waiting for an analysis slot, oldest first. */
   let waiting: Claimed[] = [];
-  /** Every row claimed whose outcome is not recorded yet, and their bytes. */
-  const held = new Map<number, number>();
+  /** Every row claimed whose outcome is not recorded yet, its bytes and its peer. */
+  const held = new Map<number, { bytes: number; peer: string }>();
   let heldBytes = 0;
+  const heldByPeer = new Counts();
+  const runningByPeer = new Counts();
   /**
    * Each claimed message's bytes in the message memory budget (INBOXD_MESSAGE_MEMORY_MB) from its
    * claim to its commit, as SMTP held them before its 250: while analyses hold the budget, new
@@ -112,8 +135,11 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
   let running = 0;
 
   async function turn(finished: Finished[], now: number, claiming: Claiming) {
-    // Woken by an acceptance with nothing to record and no room to claim (mail is arriving): no transaction.
-    if (finished.length === 0 && (claiming === "none" || held.size >= claimLimit())) return;
+    // Woken by acceptances with nothing to record and no room to claim (mail is arriving), or
+    // none for their peers (a burst from one peer past its share): no transaction.
+    const acceptedFrom = pace.takeAcceptedFrom();
+    const onlyPeersAtShare = acceptedFrom.size > 0 && [...acceptedFrom].every((peer) => heldByPeer.get(peer) >= peerClaimShare());
+    if (finished.length === 0 && (claiming === "none" || held.size >= claimLimit() || onlyPeersAtShare)) return;
     // Not waiting for the disk (TransactionOptions.waitForDisk): each message's row was on disk
     // before its 250, and goes in the transaction that stores its copies, so a power loss that
     // took this commit back would leave the row to be analysed again, never a message lost or
@@ -142,7 +168,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
       }
       unhold(claim.id, { collect: !analysed });
     }
-    for (const { claim } of claims) hold(claim.id, claim.size);
+    for (const claimed of claims) hold(claimed);
     waiting = waiting.concat(claims);
   }
 
@@ -160,8 +186,9 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     }
   }
 
-  /** Claimed at most now. */
+  /** Claimed at most now, in all and by one peer. */
   const claimLimit = () => (pace.busy() ? claimedWhileBusy : maxClaimed);
+  const peerClaimShare = () => claimLimit() - keptForOthers;
 
   /**
    * Claims due rows up to the limits, each analysis counted before it starts. The rows whose
@@ -171,11 +198,15 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
    */
   async function claimDue(tx: Transaction, now: number, recorded: Finished[]): Promise<Claimed[]> {
     let count = held.size - recorded.length;
-    let bytes = recorded.reduce((sum, { claim }) => sum - held.get(claim.id)!, heldBytes);
+    let bytes = recorded.reduce((sum, { claim }) => sum - held.get(claim.id)!.bytes, heldBytes);
     const free = claimLimit() - count;
     if (free <= 0) return [];
+    const byPeer = heldByPeer.copy();
+    for (const { claim } of recorded) byPeer.decrement(held.get(claim.id)!.peer);
+    const peerShare = peerClaimShare();
     const claims: Claimed[] = [];
-    for (const { id, size, attempts } of await tx.acceptedInbound.due(now, new Set(held.keys()), free)) {
+    for (const { id, size, attempts, peer } of await tx.acceptedInbound.due(now, { ids: [...held.keys()], peers: byPeer.atLimit(() => peerShare) }, free)) {
+      if (byPeer.get(peer) >= peerShare) continue;
       if (bytes + size > maxClaimedBytes && count > 0) break;
       const reservation = app.messageMemory.open();
       if (!reservation.cover(size)) break;
@@ -187,20 +218,26 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
         reservations.delete(id);
         continue;
       }
-      claims.push({ claim, source: size <= readWithClaimBytes ? await tx.acceptedInbound.source(id) : undefined });
+      claims.push({ claim, peer, source: size <= readWithClaimBytes ? await tx.acceptedInbound.source(id) : undefined });
+      byPeer.increment(peer);
       bytes += size;
       count++;
     }
     return claims;
   }
 
-  function hold(id: number, bytes: number) {
-    held.set(id, bytes);
-    heldBytes += bytes;
+  function hold({ claim, peer }: Claimed) {
+    held.set(claim.id, { bytes: claim.size, peer });
+    heldBytes += claim.size;
+    heldByPeer.increment(peer);
   }
 
   function unhold(id: number, release?: { collect: boolean }) {
-    heldBytes -= held.get(id) ?? 0;
+    const holding = held.get(id);
+    if (holding) {
+      heldBytes -= holding.bytes;
+      heldByPeer.decrement(holding.peer);
+    }
     held.delete(id);
     reservations.get(id)?.release(release);
     reservations.delete(id);
@@ -215,12 +252,26 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     }
   }
 
+  /** Starts the oldest waiting analyses, but none past its peer's share (keptForOthers). */
   function startTries(): Promise<Finished>[] {
     const started: Promise<Finished>[] = [];
-    while (running < concurrency && waiting.length > 0) {
+    const peerShare = concurrency - keptForOthers;
+    const passedOver: Claimed[] = [];
+    for (const claimed of waiting) {
+      if (running === concurrency || runningByPeer.get(claimed.peer) >= peerShare) {
+        passedOver.push(claimed);
+        continue;
+      }
       running++;
-      started.push(analyseOne(waiting.shift()!).finally(() => running--));
+      runningByPeer.increment(claimed.peer);
+      started.push(
+        analyseOne(claimed).finally(() => {
+          running--;
+          runningByPeer.decrement(claimed.peer);
+        }),
+      );
     }
+    waiting = passedOver;
     return started;
   }
 

@@ -9,6 +9,7 @@ import { parseAddress } from "../mail/address";
 import { headerOverLimit } from "../mail/limits";
 import type { Reservation } from "../memory/in-flight";
 import { releasePrepared } from "../messages/receive";
+import { peerGroup } from "../net/peer-group";
 import { processReturnedReport } from "../outbound/returned-report";
 import { receiveTlsReport } from "../mta-sts/tls-reports";
 import type { InboundEnvelope } from "../store";
@@ -131,13 +132,14 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
 /** The raw message and its envelope, committed with others in one group commit; the inbound queue is told. */
 async function acceptForAnalysis({ app, pace }: Receiver, envelope: InboundEnvelope, raw: Buffer): Promise<void> {
   const now = app.clock.now();
+  const peer = peerGroup(envelope.clientIp);
   const source = await app.store.blobs.prepare([raw], now);
   try {
-    await app.store.transactionBatched((tx) => tx.acceptedInbound.accept(envelope, source, raw.length, now));
+    await app.store.transactionBatched((tx) => tx.acceptedInbound.accept(envelope, peer, source, raw.length, now));
   } finally {
     if (source.blobId) await app.store.blobs.release([source.blobId]);
   }
-  pace.accepted();
+  pace.accepted(peer);
   app.queues.wake("inbound");
 }
 

@@ -287,6 +287,15 @@ export interface InboundEnvelope {
   recipients: { organizationId: string; inboxId: string; address: string }[];
 }
 
+/** A due row of accepted mail, as the inbound queue chooses what to claim. */
+export interface DueInbound {
+  id: number;
+  size: number;
+  attempts: number;
+  /** The client's peer group as accepted (src/net/peer-group.ts). */
+  peer: string;
+}
+
 /** An accepted message as the inbound queue analyses it. */
 export interface AcceptedInbound {
   id: number;
@@ -309,11 +318,14 @@ export interface AcceptedInboundStore {
    * In the transaction whose commit comes before the 250; a staged source (`blobId`) is claimed, an
    * inline one written as a blob of one chunk.
    */
-  accept(envelope: InboundEnvelope, raw: StoredBytes, size: number, now: number): Promise<void>;
+  accept(envelope: InboundEnvelope, peer: string, raw: StoredBytes, size: number, now: number): Promise<void>;
   /** When the first row due after `after` falls due (the queue sleeps until then). */
   nextDueAfter(after: number): Promise<number | undefined>;
-  /** Rows due at `now`, oldest first, with their sizes and analyses so far; those in `skip` (in the queue's hands) left out. */
-  due(now: number, skip: ReadonlySet<number>, limit: number): Promise<{ id: number; size: number; attempts: number }[]>;
+  /**
+   * Rows due at `now`, oldest first, with their sizes, analyses so far and peers; those the queue
+   * holds (`skip.ids`) and those of peers at their share (`skip.peers`) left out.
+   */
+  due(now: number, skip: { ids: readonly number[]; peers: readonly string[] }, limit: number): Promise<DueInbound[]>;
   /** Counts an analysis before it starts and reads its row; `retryAt`: when it is due again should its outcome never be recorded. */
   claim(id: number, retryAt: number): Promise<AcceptedInbound | undefined>;
   /**

@@ -51,7 +51,7 @@ test("while mail arrives, every turn that records analysed messages claims the n
   for (let n = 0; n < messages; n++) {
     const envelope: InboundEnvelope = { transaction: `queued${n}`, clientIp: "127.0.0.1", helo: "client.test", mailFrom: "alice@client.test", protocol: "ESMTP", receivedAt: now, recipients: [{ organizationId, inboxId: inbox.id, address: inbox.email }] };
     const source = Buffer.from(`From: alice@client.test\r\nTo: ${inbox.email}\r\nSubject: number ${n}\r\nMessage-ID: <${n}@client.test>\r\n\r\nHello.\r\n`);
-    await app.store.transaction((tx) => tx.acceptedInbound.accept(envelope, { bytes: source, blobId: null }, source.length, now));
+    await app.store.transaction((tx) => tx.acceptedInbound.accept(envelope, "192.0.2.1", { bytes: source, blobId: null }, source.length, now));
   }
 
   const queue = startInboundQueue(app, analysis, 0, new MailArriving());

@@ -12,6 +12,8 @@ export interface SendOptions {
   socketTimeoutMs?: number;
   /** Declares the message's size at MAIL FROM (RFC 1870), as Postfix and most MTAs do. */
   declareSize?: boolean;
+  /** The client's address, one of the loopback's (127.0.0.2 …): another peer than the default 127.0.0.1. */
+  localAddress?: string;
 }
 
 export interface Sent {
@@ -33,6 +35,7 @@ export async function sendMail(port: number, options: SendOptions): Promise<Sent
     tls: tls.mode === "starttls" ? { ca: tls.ca, servername: tls.servername } : undefined,
     connectionTimeout: 5000,
     socketTimeout: options.socketTimeoutMs ?? 10_000,
+    localAddress: options.localAddress,
   });
   // A connection that breaks (a server killed mid-session) also emits "error", which would go
   // unhandled: the callbacks below get the same error.

@@ -20,11 +20,11 @@ test("the backlog counts the accepted rows and dates the oldest, until its row i
   // Accepted a day ahead of the clock: due then, so that the running inbound queue leaves them be.
   const acceptedAt = server.clock.now() + 86_400_000;
   const source = Buffer.alloc(4_000, "x");
-  for (let n = 0; n < 3; n++) await store.transaction((tx) => tx.acceptedInbound.accept(envelope(n), { bytes: source, blobId: null }, source.length, acceptedAt + n * 1_000));
+  for (let n = 0; n < 3; n++) await store.transaction((tx) => tx.acceptedInbound.accept(envelope(n), "192.0.2.1", { bytes: source, blobId: null }, source.length, acceptedAt + n * 1_000));
   expect(await store.acceptedInbound.backlog()).toEqual({ depth: 3, oldestCreatedAt: acceptedAt });
 
   const [first] = await store.transaction(async (tx) => {
-    const [due] = await tx.acceptedInbound.due(acceptedAt, new Set(), 1);
+    const [due] = await tx.acceptedInbound.due(acceptedAt, { ids: [], peers: [] }, 1);
     return [await tx.acceptedInbound.claim(due!.id, acceptedAt + 60_000)];
   });
   await store.transaction((tx) => tx.acceptedInbound.finish(first!.id));

@@ -38,7 +38,7 @@ const envelope = (n: number): InboundEnvelope => ({
 async function claimInbound(node: Node, limit: number, hold: Promise<unknown> = Promise.resolve()) {
   return node.store.transaction(async (tx) => {
     const ids: number[] = [];
-    for (const { id } of await tx.acceptedInbound.due(node.clock.now(), new Set(), limit)) {
+    for (const { id } of await tx.acceptedInbound.due(node.clock.now(), { ids: [], peers: [] }, limit)) {
       if (await tx.acceptedInbound.claim(id, 0)) ids.push(id);
     }
     await hold;
@@ -81,7 +81,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     const a = await startNode();
     const b = await startNode();
     const now = a.clock.now();
-    for (let n = 0; n < 20; n++) await a.store.acceptedInbound.accept(envelope(n), { bytes: Buffer.from(`message ${n}`), blobId: null }, 9, now);
+    for (let n = 0; n < 20; n++) await a.store.acceptedInbound.accept(envelope(n), "192.0.2.1", { bytes: Buffer.from(`message ${n}`), blobId: null }, 9, now);
 
     // A holds its transaction (and the locks of its ten rows) open while B claims: B neither waits nor gets them.
     let release!: () => void;
@@ -117,7 +117,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     const a = await startNode();
     const b = await startNode();
     const now = a.clock.now();
-    for (let n = 0; n < 3; n++) await a.store.acceptedInbound.accept(envelope(n), { bytes: Buffer.from(`renewed ${n}`), blobId: null }, 9, now);
+    for (let n = 0; n < 3; n++) await a.store.acceptedInbound.accept(envelope(n), "192.0.2.1", { bytes: Buffer.from(`renewed ${n}`), blobId: null }, 9, now);
     const aIds = await claimInbound(a, 100);
     expect(aIds.length).toBeGreaterThanOrEqual(3);
 
@@ -186,7 +186,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     const clock = new Clock();
     const [first, other] = [await startNode({ node: "host:/var/lib/one", clock }), await startNode({ node: "host:/var/lib/two", clock })];
     const now = clock.now();
-    for (let n = 0; n < 4; n++) await first.store.acceptedInbound.accept(envelope(n), { bytes: Buffer.from(`restart ${n}`), blobId: null }, 10, now);
+    for (let n = 0; n < 4; n++) await first.store.acceptedInbound.accept(envelope(n), "192.0.2.1", { bytes: Buffer.from(`restart ${n}`), blobId: null }, 10, now);
     const byFirst = await claimInbound(first, 2);
     const byOther = await claimInbound(other, 2);
     expect(byFirst).toHaveLength(2);
@@ -233,7 +233,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
       let commit!: () => void;
       const committed = new Promise<void>((resolve) => (commit = resolve));
       const accepting = sender.store.transaction(async (tx) => {
-        for (let n = 0; n < 3; n++) await tx.acceptedInbound.accept(envelope(n), { bytes: Buffer.from(`woken ${n}`), blobId: null }, 8, now);
+        for (let n = 0; n < 3; n++) await tx.acceptedInbound.accept(envelope(n), "192.0.2.1", { bytes: Buffer.from(`woken ${n}`), blobId: null }, 8, now);
         await committed;
       });
       await Bun.sleep(300);

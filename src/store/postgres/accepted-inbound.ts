@@ -6,11 +6,11 @@
  * (../sqlite/accepted-inbound.ts says why).
  */
 import { sql } from "drizzle-orm";
-import type { AcceptedInbound, AcceptedInboundStore, InboundEnvelope, QueueBacklog, StoredBytes } from "../store";
+import type { AcceptedInbound, AcceptedInboundStore, DueInbound, InboundEnvelope, QueueBacklog, StoredBytes } from "../store";
 import type { PgBlobs } from "./blobs";
 import { firstRow, rowsOf, type PgDb } from "./db";
 import { unheld, type Leases } from "./leases";
-import { numbersOf } from "./lists";
+import { numbersOf, textsOf } from "./lists";
 
 const EMPTY = Buffer.alloc(0);
 
@@ -20,22 +20,22 @@ export function acceptedInboundStore(db: PgDb, blobs: PgBlobs, leases: Leases): 
     async backlog(): Promise<QueueBacklog> {
       return (await firstRow<QueueBacklog>(db, sql`SELECT count(*)::int AS depth, min(created_at)::float8 AS "oldestCreatedAt" FROM accepted_inbound`))!;
     },
-    async accept(envelope: InboundEnvelope, raw: StoredBytes, size: number, now: number): Promise<void> {
+    async accept(envelope: InboundEnvelope, peer: string, raw: StoredBytes, size: number, now: number): Promise<void> {
       if (raw.blobId) await blobs.claim(raw.blobId);
       const blobId = raw.blobId ?? (await blobs.storeNow(raw.bytes));
       await db.execute(sql`
-        INSERT INTO accepted_inbound (envelope, raw, blob_id, size, next_attempt_at, created_at)
-        VALUES (${JSON.stringify(envelope)}::text::jsonb, ${EMPTY}, ${blobId}, ${size}, ${now}, ${now})`);
+        INSERT INTO accepted_inbound (envelope, peer, raw, blob_id, size, next_attempt_at, created_at)
+        VALUES (${JSON.stringify(envelope)}::text::jsonb, ${peer}, ${EMPTY}, ${blobId}, ${size}, ${now}, ${now})`);
     },
     async nextDueAfter(after: number): Promise<number | undefined> {
       const row = await firstRow<{ dueAt: number | null }>(db, sql`SELECT min(next_attempt_at)::float8 AS "dueAt" FROM accepted_inbound WHERE next_attempt_at > ${after}`);
       return row?.dueAt ?? undefined;
     },
     /** Locked as read, for the claims that follow in the same transaction: another node's turn passes them over. */
-    async due(now: number, skip: ReadonlySet<number>, limit: number): Promise<{ id: number; size: number; attempts: number }[]> {
+    async due(now: number, skip: { ids: readonly number[]; peers: readonly string[] }, limit: number): Promise<DueInbound[]> {
       return rowsOf(db, sql`
-        SELECT id::float8 AS id, size, attempts FROM accepted_inbound
-        WHERE next_attempt_at <= ${now} AND ${unheld(now)} AND id NOT IN ${numbersOf([...skip])}
+        SELECT id::float8 AS id, size, attempts, peer FROM accepted_inbound
+        WHERE next_attempt_at <= ${now} AND ${unheld(now)} AND id NOT IN ${numbersOf(skip.ids)} AND peer NOT IN ${textsOf(skip.peers)}
         ORDER BY next_attempt_at, id LIMIT ${limit}
         FOR UPDATE SKIP LOCKED`);
     },

@@ -23,6 +23,7 @@ import messageRead from "../../../migrations/0200_message_read.sql" with { type:
 import organizationDeliveries from "../../../migrations/0201_organization_deliveries.sql" with { type: "text" };
 import messageReplyTo from "../../../migrations/0210_message_reply_to.sql" with { type: "text" };
 import tlsReportKey from "../../../migrations/0211_tls_report_key.sql" with { type: "text" };
+import acceptedInboundPeer from "../../../migrations/0220_accepted_inbound_peer.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_core", sql: core },
@@ -49,4 +50,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0201_organization_deliveries", sql: organizationDeliveries },
   { version: "0210_message_reply_to", sql: messageReplyTo },
   { version: "0211_tls_report_key", sql: tlsReportKey },
+  { version: "0220_accepted_inbound_peer", sql: acceptedInboundPeer },
 ];

@@ -14,4 +14,6 @@ export const acceptedInbound = pgTable("accepted_inbound", {
   claimedBy: text("claimed_by"),
   leaseUntil: millis("lease_until"),
   createdAt: millis("created_at").notNull(),
+  /** The client's peer group (src/net/peer-group.ts): the inbound queue's share per peer. */
+  peer: text("peer").notNull(),
 });

@@ -9,4 +9,5 @@ export const acceptedInbound = sqliteTable("accepted_inbound", {
   attempts: integer("attempts").notNull(),
   nextAttemptAt: integer("next_attempt_at").notNull(),
   createdAt: integer("created_at").notNull(),
+  peer: text("peer").notNull(),
 });
