@@ -278,11 +278,18 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
   /** Never rejects: a failure is an outcome (analysed again later, or stored unanalysed). */
   async function analyseOne({ claim, source }: Claimed): Promise<Finished> {
     const { envelope } = claim;
+    // A large message is read after the claim's commit, so that its read holds neither the
+    // connection nor the event loop in one piece.
+    const analyse = async (bytes?: Buffer) => analysis.analyze(bytes ?? (await acceptedSource(claim)), identityOf(envelope));
     let analysed: Analysis;
     try {
-      // A large message is read after the claim's commit, so that its read holds neither the
-      // connection nor the event loop in one piece.
-      analysed = await analysis.analyze(source ?? (await acceptedSource(claim)), identityOf(envelope));
+      // Lost with its thread (another message past its deadline, a crash): not this message's
+      // doing, so tried once more at once, its bytes read again (the first try took them over),
+      // rather than failed with the culprit and delayed a minute.
+      analysed = await analyse(source).catch((error: Error) => {
+        if (error.name !== "WorkerLostError") throw error;
+        return analyse();
+      });
     } catch (error) {
       const hopeless = (error as Error).name === "MessageLimitError" || claim.attempts >= maxAttempts;
       log.warn(hopeless ? "inbound message could not be analysed; stored as it came" : "inbound message not analysed; tried again later", { transaction: envelope.transaction, attempts: claim.attempts, error: (error as Error).message });

@@ -35,6 +35,14 @@ export interface WorkerPoolOptions<P extends WorkerProtocol, Notes> {
   log: Logger;
 }
 
+/**
+ * A request lost with its thread, through no fault of its own that the pool can see: the thread
+ * stopped (an error it did not catch, a crash), or was replaced for another request's deadline.
+ */
+export class WorkerLostError extends Error {
+  override readonly name = "WorkerLostError";
+}
+
 /** Counted from when the thread is ready: past it the request fails with `error()`, and its thread is replaced. */
 export type Deadline = { ms: number; error: () => Error };
 
@@ -188,7 +196,7 @@ class PoolThread<P extends WorkerProtocol, Notes> {
       return;
     }
     this.options.log.error(`${this.options.name} worker stopped; starting a new one`, { reason });
-    const lost = new Error(`the ${this.options.name} worker stopped: ${reason}`);
+    const lost = new WorkerLostError(`the ${this.options.name} worker stopped: ${reason}`);
     for (const job of jobs) job.reject(lost);
     this.start();
   }
@@ -201,7 +209,7 @@ class PoolThread<P extends WorkerProtocol, Notes> {
     this.start();
     old.terminate();
     job.reject(deadline.error());
-    const replaced = new Error(`the ${this.options.name} worker was replaced`);
+    const replaced = new WorkerLostError(`the ${this.options.name} worker was replaced`);
     for (const other of jobs) if (other !== job) other.reject(replaced);
   }
 
