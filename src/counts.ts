@@ -23,6 +23,12 @@ export class Counts {
   decrement(key: string) {
     this.add(key, -1);
   }
+  /** The largest count, 0 when none. */
+  most(): number {
+    let most = 0;
+    for (const count of this.counts.values()) most = Math.max(most, count);
+    return most;
+  }
   /** The keys whose count has reached their limit. */
   atLimit(limitOf: (key: string) => number): string[] {
     return [...this.counts].filter(([key, count]) => count >= limitOf(key)).map(([key]) => key);

@@ -45,8 +45,7 @@ export class AnalysisTimeoutError extends Error {
 }
 
 /**
- * A thread that stops fails the analyses it had (WorkerLostError: the sessions answer 451, the
- * inbound queue tries each once more at once) and is replaced; one
+ * A thread that stops fails the analyses it had (the sessions answer 451) and is replaced; one
  * that cannot load leaves its analyses, and the next ones, to the main thread (../workers/pool).
  */
 export function createAnalysisPool(options: AnalysisPoolOptions): AnalysisPool {

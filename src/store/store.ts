@@ -336,6 +336,12 @@ export interface AcceptedInboundStore {
   /** Undoes `claim` for an analysis that never started (the queue stopped). */
   release(id: number, now: number): Promise<void>;
   /**
+   * For an analysis that failed (or whose message could not be stored): due again at the retry
+   * time its claim set, for any node. On a shared database its lease ends here: renewed with this
+   * node's other claims, it kept the row from every node until this one stopped.
+   */
+  unclaim(id: number): Promise<void>;
+  /**
    * In the transaction that stores the message's copies: the row goes, and its blob unless a copy
    * names it (every copy was a duplicate, or its inbox is gone; or the analysis changed the bytes). On a
    * database several nodes share, throws when the row is gone (another node took it over after

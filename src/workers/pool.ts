@@ -36,11 +36,11 @@ export interface WorkerPoolOptions<P extends WorkerProtocol, Notes> {
 }
 
 /**
- * A request lost with its thread, through no fault of its own that the pool can see: the thread
- * stopped (an error it did not catch, a crash), or was replaced for another request's deadline.
+ * A request lost with its thread, replaced for another request's deadline: not its doing. (A
+ * thread that stops by itself fails its requests with a plain Error: any of them may have made it.)
  */
-export class WorkerLostError extends Error {
-  override readonly name = "WorkerLostError";
+export class WorkerReplacedError extends Error {
+  override readonly name = "WorkerReplacedError";
 }
 
 /** Counted from when the thread is ready: past it the request fails with `error()`, and its thread is replaced. */
@@ -196,7 +196,7 @@ class PoolThread<P extends WorkerProtocol, Notes> {
       return;
     }
     this.options.log.error(`${this.options.name} worker stopped; starting a new one`, { reason });
-    const lost = new WorkerLostError(`the ${this.options.name} worker stopped: ${reason}`);
+    const lost = new Error(`the ${this.options.name} worker stopped: ${reason}`);
     for (const job of jobs) job.reject(lost);
     this.start();
   }
@@ -209,7 +209,7 @@ class PoolThread<P extends WorkerProtocol, Notes> {
     this.start();
     old.terminate();
     job.reject(deadline.error());
-    const replaced = new WorkerLostError(`the ${this.options.name} worker was replaced`);
+    const replaced = new WorkerReplacedError(`the ${this.options.name} worker was replaced`);
     for (const other of jobs) if (other !== job) other.reject(replaced);
   }
 

@@ -116,8 +116,8 @@ test("a burst of a slow sender's mail, three times as many messages as the analy
     await eventually("the unrelated message", stored, (list) => list.some((m) => m.subject === "unrelated"), 4 * ANALYSIS_TIMEOUT_MS, 10);
     const unrelatedMs = performance.now() - unrelatedSentAt;
     console.log(`the unrelated message stored ${unrelatedMs.toFixed(0)} ms after its 250, behind ${burst} slow messages from another peer`);
-    // Taken in order, it waited for the three rounds of the burst before it: 3 budgets, 6 s.
-    expect(unrelatedMs).toBeLessThan(ANALYSIS_TIMEOUT_MS / 3);
+    // Taken in order, it waited for the three rounds of the burst before it: 3 budgets, 6 s. Half a budget here.
+    expect(unrelatedMs).toBeLessThan(ANALYSIS_TIMEOUT_MS / 6);
     // The slow sender's mail is all stored in the end, none lost to the share.
     await eventually("the slow sender's messages", stored, (list) => list.filter((m) => m.subject.startsWith("slow ")).length === burst, 4 * ANALYSIS_TIMEOUT_MS, 50);
   } finally {

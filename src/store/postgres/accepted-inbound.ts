@@ -51,6 +51,9 @@ export function acceptedInboundStore(db: PgDb, blobs: PgBlobs, leases: Leases): 
       const row = await firstRow<{ raw: Buffer; blobId: string | null }>(db, sql`SELECT raw, blob_id AS "blobId" FROM accepted_inbound WHERE id = ${id}`);
       return row && sourceOf(row);
     },
+    async unclaim(id: number): Promise<void> {
+      await db.execute(sql`UPDATE accepted_inbound SET claimed_by = NULL, lease_until = NULL WHERE id = ${id} AND claimed_by = ${leases.holder}`);
+    },
     async release(id: number, now: number): Promise<void> {
       await db.execute(sql`UPDATE accepted_inbound SET attempts = attempts - 1, next_attempt_at = ${now}, claimed_by = NULL, lease_until = NULL WHERE id = ${id} AND claimed_by = ${leases.holder}`);
     },

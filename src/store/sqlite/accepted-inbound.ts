@@ -65,6 +65,8 @@ export const acceptedInboundStore = (db: Db, blobs: BlobStore) => {
     release(id: number, now: number) {
       release.run(id, now);
     },
+    // One process per data dir: nothing but its retry time holds a row.
+    unclaim() {},
     finish(id: number) {
       const blobId = remove.get(id)?.blobId;
       if (blobId) dropUnnamedChunks.run(blobId);
