@@ -40,7 +40,7 @@ test("past its deadline a request fails with its own error, the others on its wo
   const deadline = { ms: 100, error: () => new Error("too slow") };
   const [hung, other] = await Promise.allSettled([run("hang", deadline), run("hang")]);
   expect(hung).toMatchObject({ status: "rejected", reason: { message: "too slow" } });
-  expect(other).toMatchObject({ status: "rejected", reason: { message: "the echo worker was replaced" } });
+  expect(other).toMatchObject({ status: "rejected", reason: { name: "WorkerReplacedError", message: "the echo worker was replaced" } });
   expect(await run("again")).toBe("echo again");
 });
 
