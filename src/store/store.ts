@@ -581,6 +581,12 @@ export interface SearchableMessage {
   position: SearchPosition;
 }
 
+/** One read of a walk: its rows, newest first, and where the next read starts (absent: the walk is over). */
+export interface WalkStep {
+  rows: SearchableMessage[];
+  next?: SearchPosition;
+}
+
 export interface MessageSearchStore {
   /** Shortest literal the index can look up: a shorter one cannot narrow a search. */
   readonly minimumLiteralLength: number;
@@ -591,11 +597,21 @@ export interface MessageSearchStore {
    */
   containing(inboxId: string, text: string, page: number, per: number, extra?: number, label?: string): Promise<MessageSummaryRecord[]>;
   /**
-   * The next `limit` messages of the inbox, newest first, after `after` (from the start without
-   * it); with `requirement`, only those that satisfy it (and possibly some that do not); with
-   * `label`, only the messages with that label.
+   * At most the next `limit` messages of the inbox, newest first, after `after` (from the start
+   * without it); with `requirement`, only those that satisfy it (and possibly some that do not);
+   * with `label`, only the messages with that label. A read may give fewer and still a `next`:
+   * the embedded engine reads its index a window of rowids at a time, and a walk takes its turn
+   * of the event loop between two reads, never within one, so that its time budget counts only
+   * its own reads (src/messages/search.ts).
    */
-  walk(inboxId: string, requirement: LiteralRequirement | null, after: SearchPosition | undefined, limit: number, label?: string): Promise<SearchableMessage[]>;
+  walk(inboxId: string, requirement: LiteralRequirement | null, after: SearchPosition | undefined, limit: number, label?: string): Promise<WalkStep>;
+  /**
+   * Indexes the messages stored so far that wait for the index, so that a walk started after it
+   * finds them: done before a walk, not in its budget (the embedded engine indexes in the
+   * background, and after a burst of mail in any inbox that takes a while); PostgreSQL's indexes
+   * take each row as it is written.
+   */
+  catchUp(): Promise<void>;
   /**
    * The list fields of the given messages, in the order given. A walk reads between other
    * requests, so a message it found may be gone since (its inbox deleted): such are left out.

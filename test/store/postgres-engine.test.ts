@@ -229,7 +229,8 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     expect(await found("0% T")).toEqual([percent]);
     expect(await found("SNAKE_CASE")).toEqual([percent]);
     const walked = await store.messageSearch.walk(inboxId, { kind: "literal", text: "e_c" }, undefined, 10);
-    expect(walked.map((row) => row.id)).toEqual([percent]);
+    expect(walked.rows.map((row) => row.id)).toEqual([percent]);
+    expect(walked.next).toBeUndefined();
   });
 
   test("two nodes share a send window: together they never take more than its limit", async () => {

@@ -96,9 +96,10 @@ export function messageSearchStore(db: PgDb): MessageSearchStore {
           )
           .orderBy(desc(messages.createdAt), desc(messages.id))
           .limit(limit);
-      const rows = await (literals ? throughTrigramIndexes(db, page) : page(db));
-      return rows.map(({ createdAt, ...row }): SearchableMessage => ({ ...row, position: { createdAt, id: row.id } as Position as unknown as SearchPosition }));
+      const rows = (await (literals ? throughTrigramIndexes(db, page) : page(db))).map(({ createdAt, ...row }): SearchableMessage => ({ ...row, position: { createdAt, id: row.id } as Position as unknown as SearchPosition }));
+      return { rows, next: rows.length === limit ? rows.at(-1)!.position : undefined };
     },
+    catchUp: async () => {},
     /** In the order given; messages gone since the walk found them are left out. */
     async summaries(messageIds) {
       if (messageIds.length === 0) return [];

@@ -8,7 +8,7 @@
  * first, with a turn of the event loop between two: a search holds the server for one window at most.
  */
 import { takeTurn } from "../../event-loop";
-import type { MessageSearchStore } from "../store";
+import type { MessageSearchStore, SearchPosition } from "../store";
 import { ftsQuery } from "./fts-query";
 import type { messageSearchStore, Position, RowidWindow } from "./message-search";
 
@@ -45,11 +45,21 @@ export function windowedSearch(statements: Statements, run: Run, caughtUp: () =>
     async walk(inboxId, requirement, after, limit, label) {
       // A walk without a literal the index can look up reads the inbox's own messages.
       const match = requirement && ftsQuery(requirement);
-      if (!match) return run(() => statements.scan(inboxId, after, limit, label));
-      await caughtUp();
+      if (!match) {
+        const rows = await run(() => statements.scan(inboxId, after, limit, label));
+        return { rows, next: rows.length === limit ? rows.at(-1)!.position : undefined };
+      }
+      // One window per read: the walk takes its turns between reads, so its budget counts only its own statements.
       const before = after === undefined ? await run(() => statements.rowidEnd()) : (after as unknown as Position).rowid;
-      return readWindows(before, limit, (window, left) => run(() => statements.candidatesIn(inboxId, match, window, left, label)));
+      const window = { lowest: Math.max(0, before - SEARCH_WINDOW_ROWIDS), before };
+      const rows = await run(() => statements.candidatesIn(inboxId, match, window, limit, label));
+      if (rows.length === limit) return { rows, next: rows.at(-1)!.position };
+      return { rows, next: window.lowest > 0 ? below(window) : undefined };
     },
+    catchUp: caughtUp,
   };
 }
+
+/** Where an index walk goes on once it has read a window whole; such a walk reads only the rowid. */
+const below = (window: RowidWindow): SearchPosition => ({ createdAt: 0, rowid: window.lowest }) satisfies Position as unknown as SearchPosition;
 
