@@ -6,7 +6,7 @@
  */
 import { isIPv6 } from "node:net";
 import type { DkimKey, DkimKeyStatus } from "../dkim/keys";
-import { dkimTxtValue } from "../dkim/keys";
+import { dkimSelector, dkimTxtValue } from "../dkim/keys";
 
 export type RecordPurpose = "receiving" | "sending" | "tls";
 
@@ -50,6 +50,13 @@ export function spfValue(server: ServerIdentity): string {
 }
 
 export const dkimRecordName = (selector: string, domain: string) => `${selector}._domainkey.${domain}`;
+
+/**
+ * Longest custom domain name: its longest record name, a DKIM key's (a selector with a rotation
+ * suffix of up to four digits, ../dkim/keys.ts), must stay within DNS's 253 characters (RFC 1035
+ * §2.3.4). A longer name could be added but never verified: its key records cannot be published.
+ */
+export const MAX_CUSTOM_DOMAIN_LENGTH = 253 - dkimRecordName(dkimSelector(new Date(0), "rsa-sha256", "9999"), "").length;
 
 export function domainRecords(server: ServerIdentity, domain: string, keys: RecordKey[], tls?: TlsRecordValues): RecordSpec[] {
   const record = (spec: Omit<RecordSpec, "key">): RecordSpec => ({ key: `${spec.type} ${spec.name}`, ...spec });

@@ -10,6 +10,7 @@ import type { Aggregates, DkimKeyRecord, DomainRecord, Transaction } from "../st
 import { isSameOrSubdomain, normalizeDomainName } from "./name";
 import { claimRecord, publishesClaim } from "./ownership";
 import { checkedRecords, presentDomain, presentRecord } from "./present";
+import { MAX_CUSTOM_DOMAIN_LENGTH } from "./records";
 import { SETUP_CHECK_INTERVAL_MS } from "./status";
 import { saveDomainState, verifyDomainRecords } from "./verification";
 
@@ -44,6 +45,7 @@ const keyRows = (keys: DkimKey[], domain: string, organizationId: string, now: n
 export async function createDomain(app: App, organizationId: string, input: { name: string }) {
   const name = normalizeDomainName(input.name);
   if (!name) throw invalid("name: must be a domain name such as example.com");
+  if (name.length > MAX_CUSTOM_DOMAIN_LENGTH) throw invalid(`name: at most ${MAX_CUSTOM_DOMAIN_LENGTH} characters (as A-labels), so that the names of its DKIM records stay within DNS's 253`);
   const serviceDomain = app.config.mailDomain.toLowerCase();
   if (isSameOrSubdomain(name, serviceDomain)) throw invalid(`name: ${name} is the service's own mail domain or a subdomain of it, which needs no verification`);
   const held = await app.store.domains.findByName(name);

@@ -181,10 +181,24 @@ describe("create", () => {
     expect(replayed.body.error).toContain("already claimed by another organization");
   });
 
-  test("a name as long as DNS allows can be taken back: its claim record is at the name itself", async () => {
+  test("a name is at most 222 characters, the most its DKIM records' names leave within DNS's 253", async () => {
     const label = "a".repeat(60);
-    const name = `${label}.${label}.${label}.${"b".repeat(62)}.example`;
-    expect(name).toHaveLength(253);
+    const tooLong = await post("/v1/domains", { name: `${label}.${label}.${label}.${"c".repeat(32)}.example` });
+    expect(tooLong.status).toBe(422);
+    expect(tooLong.body.error).toStartWith("name: at most 222 characters");
+    const name = `${label}.${label}.${label}.${"c".repeat(31)}.example`;
+    expect(name).toHaveLength(222);
+    const longest = await createDomain(name);
+    const rotated = (await post(`/v1/domains/${longest.id}/rotate-dkim`, {})).body;
+    const recordNames: string[] = [...longest.records, ...rotated.records].map((record: { name: string }) => record.name);
+    expect(recordNames.filter((recordName) => recordName.includes("._domainkey.")).length).toBeGreaterThanOrEqual(4);
+    expect(Math.max(...recordNames.map((recordName) => recordName.length))).toBeLessThanOrEqual(253);
+  });
+
+  test("a name as long as inboxd allows can be taken back: its claim record is at the name itself", async () => {
+    const label = "a".repeat(60);
+    const name = `${label}.${label}.${label}.${"b".repeat(31)}.example`;
+    expect(name).toHaveLength(222);
     const squatter = await seedOrganization(server.app, "Long squatter");
     const squatted = await createDomain(name, squatter.apiKey);
     const owner = await seedOrganization(server.app, "Long owner");
