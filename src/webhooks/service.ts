@@ -127,6 +127,10 @@ async function findWebhook(store: Aggregates, organizationId: string, id: string
 /** docs/api.md "Webhooks": https, and no host that is or resolves to a private address, unless INBOXD_WEBHOOK_ALLOW_PRIVATE. */
 async function checkUrl(app: App, url: string): Promise<string> {
   if (url.length > maxUrlLength) throw invalid(`url must be at most ${maxUrlLength} characters`);
+  // The URL parser forgives what an absolute URL (RFC 3986 §4.3) is not: it drops tabs and line
+  // breaks anywhere, trims spaces, and reads `https:///x` or `https:\\x` as https://x/. Refused, so
+  // that the URL stored and shown is the one called.
+  if (/[\x00-\x20\x7f]/.test(url) || !/^[a-z][a-z\d+.-]*:\/\/[^/\\]/i.test(url)) throw invalid("url must be an absolute URL, without spaces or control characters");
   const check = checkWebhookUrl(url, app.config.webhookAllowPrivate);
   if (!check.ok) throw invalid(check.reason);
   const host = check.url.hostname;

@@ -84,6 +84,14 @@ describe("at creation", () => {
     expect((await create("https://not-yet.example.test/hook")).status).toBe(201);
   });
 
+  test("refuses what the URL parser would read as another URL than the one given: no host after the scheme, spaces, line breaks", async () => {
+    for (const url of ["https:///hooks.example.test/x", "https:\\\\hooks.example.test/x", "https:hooks.example.test/x", " https://hooks.example.test/x", "https://hooks.example.test/\r\nX: y", "https://hooks.example.test/a\tb", "hooks.example.test/x"]) {
+      const reply = await create(url);
+      expect({ url, status: reply.status, error: reply.body.error }).toEqual({ url, status: 422, error: "url must be an absolute URL, without spaces or control characters" });
+    }
+    expect((await create("https://[2606:4700::1111]/hook")).status).toBe(201);
+  });
+
   test("refuses a name whose addresses include a private one, even beside a public one", async () => {
     dns.set("internal.example.test", "A", ["10.0.0.7"]);
     dns.set("mixed.example.test", "A", ["93.184.216.34", "127.0.0.1"]);
