@@ -9,7 +9,7 @@ import { newId } from "../ids";
 import { insertInbox, randomInboxAddress } from "../inboxes/service";
 import { issueAccessToken } from "./access-tokens";
 import { createApiKey } from "./api-keys";
-import { accountEmail, requiredText } from "./fields";
+import { accountEmail, requiredName } from "./fields";
 import { beginLoginAttempt, loginSucceeded } from "./login-throttle";
 import { countRegistration } from "./registration-limit";
 import { checkNewPassword, hashPassword, refuseOverlongPassword, verifyAgainstDummy, verifyPassword } from "./passwords";
@@ -41,8 +41,8 @@ function requiredPassword(password: string | undefined): string {
 }
 
 export async function register(app: App, input: Registration) {
-  const firstName = requiredText("firstName", input.firstName, nameMaxLength);
-  const lastName = requiredText("lastName", input.lastName, nameMaxLength);
+  const firstName = requiredName("firstName", input.firstName, nameMaxLength);
+  const lastName = requiredName("lastName", input.lastName, nameMaxLength);
   const email = accountEmail("username", input.email);
   const password = requiredPassword(input.password);
   checkNewPassword(password);

@@ -4,7 +4,7 @@ import { notFound, unauthorized } from "../errors";
 import { randomToken, sha256Hex, newId } from "../ids";
 import { withTotal, type Page } from "../page";
 import type { Aggregates } from "../store";
-import { requiredText } from "./fields";
+import { requiredName } from "./fields";
 import { presentApiKey, presentCreatedApiKey } from "./present";
 
 export const apiKeyPrefix = "ik_";
@@ -41,7 +41,7 @@ export async function organizationOfApiKey(store: Aggregates, key: string, now: 
 
 /** A new named key for the organization; the record carries the key this once. */
 export async function addApiKey(app: App, organizationId: string, input: { name?: string }) {
-  const name = requiredText("name", input.name, apiKeyNameMaxLength);
+  const name = requiredName("name", input.name, apiKeyNameMaxLength);
   return presentCreatedApiKey(await createApiKey(app.store, organizationId, name, app.clock.now()));
 }
 

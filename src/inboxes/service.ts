@@ -4,6 +4,7 @@ import { assertUsableInboxDomain } from "../domains/hosted";
 import { conflict, invalid, notFound } from "../errors";
 import { newId, randomToken } from "../ids";
 import { baseAddress, normalizeAddress, parseAddress, type ParsedAddress } from "../mail/address";
+import { isHeaderSafe } from "../mail/header-text";
 import { withTotal, type Listing, type Page } from "../page";
 import type { Aggregates, InboxRecord, Transaction } from "../store";
 import { isOperatorAddress, isReservedAddress, operatorInbox } from "./operator-addresses";
@@ -48,7 +49,13 @@ function assertCreatableAddress(app: App, parsed: ParsedAddress, address: string
   if (address === app.config.postmasterInbox) throw invalid(`email: ${address} is reserved for the operator's postmaster mail`);
 }
 
+/** An inbox's name is the display name of its mail's From field. */
+function assertUsableName(name: string | null | undefined): void {
+  if (name && !isHeaderSafe(name)) throw invalid("name: must not contain line breaks or control characters");
+}
+
 export async function createInbox(app: App, organizationId: string, input: { name?: string; email?: string }): Promise<Inbox> {
+  assertUsableName(input.name);
   const { address, domain } = inboxAddress(app, input.email);
   return app.store.transaction(async (tx) => {
     await assertUsableInboxDomain(app, tx, organizationId, domain);
@@ -94,6 +101,7 @@ export const getInbox = async (app: App, organizationId: string, inboxId: string
 
 /** `name: null` (or "") removes the name. */
 export function updateInbox(app: App, organizationId: string, inboxId: string, input: { name?: string | null }): Promise<Inbox> {
+  assertUsableName(input.name);
   return app.store.transaction(async (tx) => {
     // The events before the row, as removeInbox takes them.
     if (input.name !== undefined) await tx.events.holdOrder([organizationId]);

@@ -5,6 +5,7 @@
 import { takeTurn } from "../event-loop";
 import { invalid } from "../errors";
 import { normalizeAddress, parseMailbox, type Mailbox } from "../mail/address";
+import { isHeaderSafe } from "../mail/header-text";
 import { detectMimeType } from "nodemailer/lib/mime-funcs";
 
 /** To, Cc and Bcc together: a message to more people than this is a mailing, not a message. */
@@ -22,16 +23,13 @@ export interface OutgoingAttachment {
   content: Buffer;
 }
 
-// A CR or LF in a header value would end the field and start one the client chose (header
-// injection); other C0 controls and DEL are not allowed in header text either (RFC 5322 §2.2).
-const HEADER_UNSAFE = /[\x00-\x08\x0a-\x1f\x7f]/;
 // RFC 6838 §4.2 type "/" subtype, then RFC 2045 §5.1 parameters.
 const TOKEN = "[A-Za-z0-9!#$&^_.+-]+";
 const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(?:\\s*;\\s*${TOKEN}=(?:${TOKEN}|"[^"\\\\\\x00-\\x1f\\x7f]*"))*$`);
 
 /** Text that goes into a header field: refused (422) when it could add or break a field. */
 export function assertHeaderSafe(field: string, value: string): void {
-  if (HEADER_UNSAFE.test(value)) throw invalid(`${field}: must not contain line breaks or control characters`);
+  if (!isHeaderSafe(value)) throw invalid(`${field}: must not contain line breaks or control characters`);
 }
 
 /**

@@ -98,6 +98,7 @@ describe.each(families)("$family", ({ base, credential }) => {
     ["empty name", { name: "" }, "name: must not be empty"],
     ["blank name", { name: "   " }, "name: must not be empty"],
     ["name of 101 characters", { name: "n".repeat(101) }, "name: must be at most 100 characters"],
+    ["name with a line break", { name: "ci\nprod" }, "name: must not contain line breaks or control characters"],
     ["no body", undefined, "body: Expected object"],
   ];
   test.each(badNames)("create with %s is 422", async (_, body, error) => {

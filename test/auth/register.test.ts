@@ -117,6 +117,8 @@ describe("POST /auth/register", () => {
     ["password of 4 emoji (8 UTF-16 units)", { password: "🔑🔑🔑🔑" }, "password: must be at least 8 characters"],
     ["password of 10 kB", { password: "x".repeat(10_240) }, "password: must be at most 1024 characters"],
     ["firstName of 201 characters", { firstName: "a".repeat(201) }, "firstName: must be at most 200 characters"],
+    ["firstName with a line break", { firstName: "Ada\r\nBcc: x@y.z" }, "firstName: must not contain line breaks or control characters"],
+    ["lastName with a control character", { lastName: "Love\u0001lace" }, "lastName: must not contain line breaks or control characters"],
   ];
   test.each(badInput)("%s is 422 naming the field, and creates nothing", async (_, change, error) => {
     const before = await counts();

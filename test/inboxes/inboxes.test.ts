@@ -83,6 +83,15 @@ describe("create", () => {
     expect(res.body.error).toStartWith(field);
   });
 
+  test("a name with a line break or a control character is 422, on create and on PATCH; a tab is folding white space", async () => {
+    const refused = { error: "name: must not contain line breaks or control characters" };
+    for (const name of ["Evil\r\nBcc: victim@example.com", "Bell\u0007", "Del\u007f"]) expect((await create({ name })).body).toEqual(refused);
+    const inbox = (await create({ name: "Sales\tteam" })).body;
+    expect(inbox.name).toBe("Sales\tteam");
+    const patched = await server.api.patch(`/v1/inboxes/${inbox.id}`, { name: "Sales\nteam" }, key);
+    expect({ status: patched.status, body: patched.body }).toEqual({ status: 422, body: refused });
+  });
+
   test.each([['"support"'], ["[]"], ["42"]])("a body that is not an object (%s) is 422", async (rawBody) => {
     const res = await server.api.request("POST", "/v1/inboxes", { token: key, rawBody, headers: { "content-type": "application/json" } });
     expect(res.status).toBe(422);
