@@ -98,10 +98,11 @@ export async function parseMessage(message: Buffer | readonly Buffer[]): Promise
     html: storableText(html),
     date: readableDate(headers) ? mail.date : undefined,
     attachments: mail.attachments.map((attachment) => ({
-      filename: storableText(attachment.filename),
+      // `filename=""` and `Content-ID: <>` name nothing: left out, as a part without them.
+      filename: storableText(attachment.filename) || undefined,
       contentType: storableText(declaredType(attachment)),
       content: attachment.content,
-      contentId: storableText(attachment.cid),
+      contentId: storableText(attachment.cid) || undefined,
       inline: attachment.contentDisposition === "inline",
     })),
     headers,

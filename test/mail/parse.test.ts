@@ -178,6 +178,20 @@ describe("parseMessage: bodies", () => {
     expect(parsed.attachments).toHaveLength(1);
     expect(parsed.attachments[0]).toMatchObject({ contentId: "logo@x", inline: true, contentType: "image/gif" });
   });
+
+  test("an empty Content-ID (<>) and an empty file name are left out, as if the part had none", async () => {
+    const parsed = await parseMessage(
+      message(
+        "From: a@example.com\nContent-Type: multipart/mixed; boundary=m\n\n",
+        "--m\nContent-Type: text/plain\n\nSee attached.\n",
+        '--m\nContent-Type: application/octet-stream\nContent-ID: <>\nContent-Disposition: attachment; filename=""\nContent-Transfer-Encoding: base64\n\nAAEC\n',
+        "--m--\n",
+      ),
+    );
+    expect(parsed.attachments).toHaveLength(1);
+    expect(parsed.attachments[0]!.contentId).toBeUndefined();
+    expect(parsed.attachments[0]!.filename).toBeUndefined();
+  });
 });
 
 describe("parseMessage: header fields", () => {
