@@ -86,6 +86,7 @@ export async function seedMessages(app: Pick<App, "store" | "clock">, inbox: Inb
             read: false,
             status: "received",
             messageIdHeader: `<${i}@bench.example>`,
+            receivedDigest: null,
             inReplyTo: null,
             references: [],
             authentication: null,

@@ -26,6 +26,8 @@ export interface ReceivedMessageInput {
   authentication?: Authentication;
   /** The sending inbox, when the message comes from an inbox of this server. */
   fromInboxId?: string;
+  /** Received over SMTP and analysed: MessageRecord.receivedDigest. */
+  receivedDigest?: string;
   externalMessageId?: string;
 }
 
@@ -57,6 +59,7 @@ export async function storeReceivedMessage(app: App, tx: Transaction, input: Rec
       read: false,
       status: "received",
       messageIdHeader: normalizeMessageId(parsed.messageId) ?? null,
+      receivedDigest: input.receivedDigest ?? null,
       inReplyTo: messageIdsIn(parsed.inReplyTo)[0] ?? null,
       references: parsed.references.flatMap(messageIdsIn),
       authentication: input.authentication ?? null,
@@ -131,9 +134,12 @@ export async function releasePrepared(app: App, { staged }: PreparedContent): Pr
 /**
  * Whether the inbox already holds this message: a sender whose 250 was lost (connection cut, our
  * crash after the commit) sends the same message again (RFC 5321 §4.1.1.4; RFC 1047), and it
- * should be accepted without a second copy. A message without a Message-ID is never a duplicate.
+ * should be accepted without a second copy. The same message: the same Message-ID, envelope
+ * sender and bytes (`receivedDigest`); another message under a Message-ID the inbox holds (ids
+ * reused, or predicted by a third party who sent first) is stored beside it, never dropped after
+ * its 250 (RFC 5321 §6.1). A message without a Message-ID, or without a digest, is never a duplicate.
  */
-export async function alreadyReceived(store: Aggregates, inboxId: string, parsed: Pick<ReceivedContent, "messageId">): Promise<boolean> {
+export async function alreadyReceived(store: Aggregates, inboxId: string, parsed: Pick<ReceivedContent, "messageId">, receivedDigest: string | undefined): Promise<boolean> {
   const messageId = normalizeMessageId(parsed.messageId);
-  return messageId !== undefined && (await store.messages.hasReceived(inboxId, messageId));
+  return messageId !== undefined && receivedDigest !== undefined && (await store.messages.hasReceived(inboxId, messageId, receivedDigest));
 }

@@ -317,6 +317,7 @@ function sentRow(inbox: InboxRecord, draft: Draft, threadId: string, messageId: 
     read: true,
     status: "sent",
     messageIdHeader: messageId,
+    receivedDigest: null,
     inReplyTo: draft.inReplyTo ?? null,
     references: draft.references,
     authentication: null,

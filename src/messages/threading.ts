@@ -27,7 +27,8 @@ export function messageIdsIn(value: string | undefined): string[] {
   const bracketed = value.match(/<[^<>\s]+>/g);
   if (bracketed) return bracketed;
   const bare = value.trim();
-  return bare && !/\s/.test(bare) ? [`<${bare}>`] : [];
+  // `<>` and the like name no message: no id at all, rather than one that every such message shares.
+  return bare && !/[\s<>]/.test(bare) ? [`<${bare}>`] : [];
 }
 
 /** The stored form of one Message-ID: `<id>`, or undefined when the value holds none. */

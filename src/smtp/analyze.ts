@@ -1,6 +1,7 @@
 // Everything inboxd reads out of a received message before it stores it: the parsed fields and
 // the authentication results, and the raw source cleaned of forged trace fields. CPU-heavy and
 // free of the database, so it runs on the analysis workers (./analysis-pool).
+import { createHash } from "node:crypto";
 import { parseMessage, type ParsedMessage } from "../mail/parse";
 import type { ReceivedContent } from "../messages/receive";
 import { authenticateMessage, type AuthenticationOutcome, type AuthenticationSettings, type SmtpIdentity } from "./authenticate";
@@ -13,6 +14,8 @@ export interface Analysis extends AuthenticationOutcome {
   parsed: ReceivedContent;
   /** The message as received, less Authentication-Results fields that claim to be ours. */
   raw: Buffer;
+  /** Its envelope sender and bytes as accepted, digested: MessageRecord.receivedDigest. Absent for a message stored unanalysed. */
+  receivedDigest?: string;
 }
 
 /** The authentication's settings; its authservId also names the forged trace fields taken out. */
@@ -38,8 +41,11 @@ export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settin
     // A failure inside mailauth must not lose the message: it is recorded as a temporary error.
     authenticateMessage(raw, identity, settings, block).catch(() => temporaryError(settings.authservId)),
   ]);
-  return { parsed: storedContent(parsed), raw: withoutForgedTraceFields(raw, settings.authservId, block), ...outcome };
+  return { parsed: storedContent(parsed), raw: withoutForgedTraceFields(raw, settings.authservId, block), receivedDigest: receivedDigest(identity, raw), ...outcome };
 }
+
+/** Here, on the analysis thread: a hash of a large message would hold the event loop (about 1 ms per MB). */
+const receivedDigest = ({ mailFrom }: SmtpIdentity, raw: Buffer) => createHash("sha256").update(mailFrom).update("\0").update(raw).digest("base64url");
 
 function storedContent({ messageId, inReplyTo, references, from, fromName, to, cc, replyTo, subject, text, html, attachments }: ParsedMessage): ReceivedContent {
   return { messageId, inReplyTo, references, from, fromName, to, cc, replyTo, subject, text, html, attachments };

@@ -43,9 +43,16 @@ export async function storeCopies(app: App, tx: Transaction, envelope: InboundEn
   const stored: StoredCopy[] = [];
   for (const [i, recipient] of envelope.recipients.entries()) {
     const inbox = await tx.inboxes.find(recipient.organizationId, recipient.inboxId);
-    if (!inbox || (await alreadyReceived(tx, inbox.id, analysis.parsed))) continue;
+    if (!inbox) {
+      app.log.info("inbound copy dropped: its inbox was deleted after the message was accepted", { transaction: envelope.transaction, inboxId: recipient.inboxId });
+      continue;
+    }
+    if (await alreadyReceived(tx, inbox.id, analysis.parsed, analysis.receivedDigest)) {
+      app.log.info("inbound copy not stored again: the inbox holds this message, sent again after a lost reply", { transaction: envelope.transaction, inboxId: inbox.id, messageIdHeader: analysis.parsed.messageId });
+      continue;
+    }
     const { attachmentBlobIds } = prepared;
-    const message = await storeReceivedMessage(app, tx, { inbox, parsed: analysis.parsed, raw: prepared.sources[i]!, attachmentBlobIds, authentication: analysis.authentication });
+    const message = await storeReceivedMessage(app, tx, { inbox, parsed: analysis.parsed, raw: prepared.sources[i]!, attachmentBlobIds, authentication: analysis.authentication, receivedDigest: analysis.receivedDigest });
     stored.push({ messageId: message.id, inboxId: inbox.id });
   }
   return stored;

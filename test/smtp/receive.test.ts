@@ -66,6 +66,28 @@ describe("delivery", () => {
     for (const inbox of [bob, carol]) expect((await messagesOf(inbox)).filter((message) => message.subject === "retried after a lost reply")).toHaveLength(1);
   });
 
+  test("two different messages under one Message-ID are both stored: only the same sender's same bytes are a resend", async () => {
+    const messageId = `<reused-${crypto.randomUUID()}@sender.test>`;
+    const invoice = (n: number) => `From: billing@sender.test\r\nTo: bob@inboxd.test\r\nSubject: invoice ${n} under one id\r\nMessage-ID: ${messageId}\r\n\r\nInvoice ${n}.\r\n`;
+    // The second from another sender, as a third party who predicted the id would send it; the third a resend of the second.
+    for (const [from, raw] of [["alice@sender.test", invoice(1)], ["billing@sender.test", invoice(2)], ["billing@sender.test", invoice(2)]] as const) {
+      expect((await sendMail(server.smtpPort, { from, to: ["bob@inboxd.test"], raw })).response).toStartWith("250 ");
+    }
+    const subjects = async () => (await messagesOf(bob)).map((message) => message.subject).filter((subject: string) => subject.endsWith("under one id"));
+    expect((await eventually("both stored", subjects, (found) => found.length >= 2)).sort()).toEqual(["invoice 1 under one id", "invoice 2 under one id"]);
+    // The same message from another envelope sender is another delivery (a list's copy beside the author's): kept too.
+    expect((await sendMail(server.smtpPort, { from: "list@sender.test", to: ["bob@inboxd.test"], raw: invoice(1) })).response).toStartWith("250 ");
+    expect(await eventually("the list's copy stored", subjects, (found) => found.length >= 3)).toHaveLength(3);
+  });
+
+  test("Message-ID: <> names no message: two messages with it are both stored", async () => {
+    const raw = (n: number) => `From: alice@sender.test\r\nTo: bob@inboxd.test\r\nSubject: empty id ${n}\r\nMessage-ID: <>\r\n\r\nHi.\r\n`;
+    for (const n of [1, 2]) await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: raw(n) });
+    const stored = await eventually("both stored", async () => (await messagesOf(bob)).filter((message) => message.subject.startsWith("empty id ")), (found) => found.length >= 2);
+    expect(stored).toHaveLength(2);
+    for (const { id } of stored) expect(await queryRow(server.app, "SELECT message_id_header FROM messages WHERE id = ?", id)).toEqual({ message_id_header: null });
+  });
+
   test("a NUL decoded out of the message (quoted-printable, encoded words) is left out of what is stored, on either engine", async () => {
     const raw = "From: =?utf-8?Q?Al=00ice?= <alice@sender.test>\r\nTo: bob@inboxd.test\r\nSubject: =?utf-8?Q?nul=00inside?=\r\nMessage-ID: <nul=00@sender.test>\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nHello=00Bob.\r\n";
     expect((await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw })).response).toStartWith("250 ");

@@ -63,7 +63,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
   });
 
   /** A received message in a thread of its own, with `raw` as its source. */
-  async function storeMessage(fields: Partial<MessageRecord>, raw = { bytes: Buffer.from("raw") as Uint8Array, blobId: null as string | null }) {
+  async function storeMessage(fields: Partial<MessageRecord> & { receivedDigest?: string | null }, raw = { bytes: Buffer.from("raw") as Uint8Array, blobId: null as string | null }) {
     const now = clock.now();
     const id = newId("msg");
     await store.transaction(async (tx) => {
@@ -71,7 +71,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
       const message: MessageRecord = {
         id, organizationId, inboxId, threadId: thread.id, fromInboxId: null, toInboxId: null, from: "sender@example.com", fromName: null,
         to: ["mixed.case@engine.test"], cc: [], bcc: [], replyTo: [], subject: "", text: null, html: null, labels: [], read: false, status: "received",
-        messageIdHeader: null, inReplyTo: null, references: [], authentication: null, externalMessageId: null, createdAt: now, updatedAt: now, ...fields,
+        messageIdHeader: null, receivedDigest: null, inReplyTo: null, references: [], authentication: null, externalMessageId: null, createdAt: now, updatedAt: now, ...fields,
       };
       await tx.messages.insert(message, raw, []);
     });

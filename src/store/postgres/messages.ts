@@ -3,7 +3,7 @@
  * Reads take the inbox (and the organization where an id comes from a client), so one tenant never
  * sees another's. The (time-ordered) id breaks ties of equal times where SQLite's rowid does.
  */
-import { and, asc, desc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, inArray, isNull, or, sql } from "drizzle-orm";
 import { placeholdersOf } from "../placeholders";
 import type { MessagesStore } from "../store";
 import { withContent, type PgBlobs } from "./blobs";
@@ -61,11 +61,11 @@ export function messagesStore(db: PgDb, blobs: PgBlobs, inTransaction: boolean):
       const [row] = inTransaction ? await query.for("no key update") : await query;
       return row;
     },
-    async hasReceived(inboxId, messageId) {
+    async hasReceived(inboxId, messageId, digest) {
       const found = await db
         .select({ id: messages.id })
         .from(messages)
-        .where(and(eq(messages.inboxId, inboxId), eq(messages.messageIdHeader, messageId), eq(messages.status, "received")))
+        .where(and(eq(messages.inboxId, inboxId), eq(messages.messageIdHeader, messageId), or(eq(messages.receivedDigest, digest), isNull(messages.receivedDigest)), eq(messages.status, "received")))
         .limit(1);
       return found.length > 0;
     },

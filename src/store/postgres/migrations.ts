@@ -5,6 +5,7 @@ import blobGoneLock from "../../../migrations/postgres/0003_blob_gone_lock.sql" 
 import messageReplyTo from "../../../migrations/postgres/0004_message_reply_to.sql" with { type: "text" };
 import tlsReportKey from "../../../migrations/postgres/0005_tls_report_key.sql" with { type: "text" };
 import acceptedInboundPeer from "../../../migrations/postgres/0006_accepted_inbound_peer.sql" with { type: "text" };
+import receivedDigest from "../../../migrations/postgres/0007_received_digest.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_mail", sql: mail },
@@ -13,4 +14,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0004_message_reply_to", sql: messageReplyTo },
   { version: "0005_tls_report_key", sql: tlsReportKey },
   { version: "0006_accepted_inbound_peer", sql: acceptedInboundPeer },
+  { version: "0007_received_digest", sql: receivedDigest },
 ];

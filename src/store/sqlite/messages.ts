@@ -80,8 +80,8 @@ export const messagesStore = (db: Db, blobs: BlobStore) => {
     .where(and(eq(messages.inboxId, sql.placeholder("inboxId")), eq(messages.messageIdHeader, sql.placeholder("messageId"))))
     .limit(1)
     .prepare();
-  const receivedWithMessageId = db.$client.query<{ id: string }, { inboxId: string; messageId: string }>(
-    "SELECT id FROM messages WHERE inbox_id = $inboxId AND message_id_header = $messageId AND status = 'received' LIMIT 1",
+  const receivedWithMessageId = db.$client.query<{ id: string }, { inboxId: string; messageId: string; digest: string }>(
+    "SELECT id FROM messages WHERE inbox_id = $inboxId AND message_id_header = $messageId AND (received_digest = $digest OR received_digest IS NULL) AND status = 'received' LIMIT 1",
   );
   const insertMessage = db.insert(messages).values(placeholdersOf(messages)).prepare();
   const insertSource = db.insert(messageSources).values(placeholdersOf(messageSources)).prepare();
@@ -114,9 +114,9 @@ export const messagesStore = (db: Db, blobs: BlobStore) => {
     find(organizationId: string, inboxId: string, id: string): MessageRow | undefined {
       return byId.get({ organizationId, inboxId, id });
     },
-    /** Whether the inbox already received a message with this Message-ID. */
-    hasReceived(inboxId: string, messageId: string): boolean {
-      return receivedWithMessageId.get({ inboxId, messageId }) !== null;
+    /** Whether the inbox already received this message (MessagesStore.hasReceived). */
+    hasReceived(inboxId: string, messageId: string, digest: string): boolean {
+      return receivedWithMessageId.get({ inboxId, messageId, digest }) !== null;
     },
     /** The thread of the message with this Message-ID in the inbox, if it holds one. */
     threadOfMessageId(inboxId: string, messageId: string): string | undefined {

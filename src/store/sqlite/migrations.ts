@@ -24,6 +24,7 @@ import organizationDeliveries from "../../../migrations/0201_organization_delive
 import messageReplyTo from "../../../migrations/0210_message_reply_to.sql" with { type: "text" };
 import tlsReportKey from "../../../migrations/0211_tls_report_key.sql" with { type: "text" };
 import acceptedInboundPeer from "../../../migrations/0220_accepted_inbound_peer.sql" with { type: "text" };
+import receivedDigest from "../../../migrations/0230_received_digest.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_core", sql: core },
@@ -51,4 +52,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0210_message_reply_to", sql: messageReplyTo },
   { version: "0211_tls_report_key", sql: tlsReportKey },
   { version: "0220_accepted_inbound_peer", sql: acceptedInboundPeer },
+  { version: "0230_received_digest", sql: receivedDigest },
 ];

@@ -40,6 +40,7 @@ export const messages = pgTable("messages", {
   read: boolean("read").notNull(),
   status: text("status").notNull(),
   messageIdHeader: text("message_id_header"),
+  receivedDigest: text("received_digest"),
   inReplyTo: text("in_reply_to"),
   references: jsonb<string[]>("references_header").notNull(),
   authentication: jsonb<Authentication>("authentication"),

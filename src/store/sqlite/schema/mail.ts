@@ -40,6 +40,7 @@ export const messages = sqliteTable("messages", {
   read: integer("read", { mode: "boolean" }).notNull(),
   status: text("status").notNull(),
   messageIdHeader: text("message_id_header"),
+  receivedDigest: text("received_digest"),
   inReplyTo: text("in_reply_to"),
   references: text("references_header", { mode: "json" }).$type<string[]>().notNull(),
   authentication: text("authentication", { mode: "json" }).$type<Authentication>(),
