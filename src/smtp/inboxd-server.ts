@@ -204,7 +204,7 @@ class InboxdConnection extends SMTPConnection {
   // Postfix answers the same way with smtpd_forbid_bare_newline = yes: the client and server no
   // longer agree where commands end, so nothing more it sends can be trusted.
   private refuseBareLineBreak(): void {
-    this.send(521, "5.5.2 Bare CR or LF in a command line is not allowed (RFC 5321 §2.3.8), closing connection");
+    this.send(521, "5.5.2 Bare CR or LF in a command line is not allowed (RFC 5321 section 2.3.8), closing connection");
     this.close();
   }
 

@@ -99,9 +99,9 @@ export const memorySpentReply = new SmtpReply(452, "4.3.1", "Too much mail in pr
 export const memorySpentClosing = "4.3.1 Too much mail in progress right now, please try again later, closing connection";
 
 const defectReplies: Record<DataDefect, SmtpReply> = {
-  "bare LF": new SmtpReply(554, "5.5.2", "Bare LF in the message data is not allowed (RFC 5321 §2.3.8): possible SMTP smuggling"),
-  "bare CR": new SmtpReply(554, "5.5.2", "Bare CR in the message data is not allowed (RFC 5321 §2.3.8): possible SMTP smuggling"),
-  NUL: new SmtpReply(554, "5.6.0", "NUL in the message data is not allowed (RFC 6152 §3)"),
+  "bare LF": new SmtpReply(554, "5.5.2", "Bare LF in the message data is not allowed (RFC 5321 section 2.3.8): possible SMTP smuggling"),
+  "bare CR": new SmtpReply(554, "5.5.2", "Bare CR in the message data is not allowed (RFC 5321 section 2.3.8): possible SMTP smuggling"),
+  NUL: new SmtpReply(554, "5.6.0", "NUL in the message data is not allowed (RFC 6152 section 3)"),
 };
 
 /**

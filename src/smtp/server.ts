@@ -92,7 +92,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
         });
       },
       onRcptTo(address, session, callback) {
-        const unsupported = unsupportedParameter(address, session, []);
+        const unsupported = unsupportedParameter(address, session, []) ?? addressEncodingRefusal(address, usesSmtpUtf8(session.envelope.mailFrom), "5.1.3");
         if (unsupported) return callback(unsupported);
         routeRecipient(app, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : "").then(
           (target) => {
@@ -113,7 +113,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       // data is sent. Nothing is held until the data comes: a client that declared sizes and sent
       // nothing held the memory every sender shares, two MAIL FROMs a minute refusing all mail.
       onMailFrom(address, session, callback) {
-        const unsupported = unsupportedParameter(address, session, MAIL_PARAMETERS);
+        const unsupported = unsupportedParameter(address, session, MAIL_PARAMETERS) ?? addressEncodingRefusal(address, usesSmtpUtf8(address), "5.1.7");
         if (unsupported) return callback(unsupported);
         const declared = declaredSize(address);
         if (declared > 0 && !app.messageMemory.fits(Math.min(declared, config.smtpMaxSize), peerGroup(session.remoteAddress))) {
@@ -231,7 +231,6 @@ type SessionTally = { accepted: number; refused: number[] };
 /** RFC 1870 §3: the SIZE a client declared at MAIL FROM; 0 when none. */
 const declaredSize = (address: SMTPServerAddress) => Number((address.args || {}).SIZE ?? 0) || 0;
 
-/** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */
 /** The MAIL FROM parameters of the extensions EHLO offers: SIZE (RFC 1870), BODY (RFC 6152), SMTPUTF8 (RFC 6531); RCPT TO takes none (no DSN). */
 const MAIL_PARAMETERS = ["SIZE", "BODY", "SMTPUTF8"];
 
@@ -246,6 +245,21 @@ function unsupportedParameter(address: SMTPServerAddress, session: SMTPServerSes
   return unsupported === undefined ? undefined : new SmtpReply(555, "5.5.4", `Unsupported parameter ${unsupported}`);
 }
 
+/** Whether the transaction's MAIL FROM carries SMTPUTF8 (RFC 6531 §3.4). */
+const usesSmtpUtf8 = (mailFrom: SMTPServerAddress | false) => mailFrom !== false && (mailFrom.args as Record<string, unknown>).SMTPUTF8 === true;
+
+/**
+ * RFC 5321 §4.1.2: without SMTPUTF8 an address is ASCII; with it, UTF-8 (RFC 6531 §3.3). Bytes
+ * that are not UTF-8 reach the server as U+FFFD, and would be stored so: the sender shown would
+ * not be the one sent. `syntaxStatus`: 5.1.7 for the sender, 5.1.3 for a recipient (RFC 3463).
+ */
+function addressEncodingRefusal(address: SMTPServerAddress, smtpUtf8: boolean, syntaxStatus: "5.1.7" | "5.1.3"): SmtpReply | undefined {
+  if (/^[\x00-\x7f]*$/.test(address.address)) return undefined;
+  if (address.address.includes("\ufffd")) return new SmtpReply(501, syntaxStatus, "Bad address syntax: not UTF-8");
+  return smtpUtf8 ? undefined : new SmtpReply(553, "5.6.7", "A non-ASCII address needs the SMTPUTF8 parameter of MAIL (RFC 6531 section 3.4)");
+}
+
+/** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */
 function replyFor(app: App, error: unknown, remoteAddress: string): SmtpReply {
   if (error instanceof SmtpReply) return error;
   // RFC 5321 §4.2.5: a 4yz reply leaves the message with the client, which tries again later.

@@ -133,6 +133,25 @@ describe("delivery", () => {
     helo.end();
   });
 
+  test("RFC 5321 §4.1.2, RFC 6531 §3.3: a non-ASCII address needs SMTPUTF8 at MAIL, and bytes that are not UTF-8 are refused", async () => {
+    const notUtf8 = (before: string, after: string) => Buffer.concat([Buffer.from(before), Buffer.from([0xf6]), Buffer.from(`${after}\r\n`)]);
+    const session = await openSession(server.smtpPort);
+    expect((await session.command("EHLO client.example")).code).toBe(250);
+    expect((await session.command("MAIL FROM:<zoë@sender.test>")).text).toBe("553 5.6.7 A non-ASCII address needs the SMTPUTF8 parameter of MAIL (RFC 6531 section 3.4)");
+    session.write(notUtf8("MAIL FROM:<j", "e@sender.test> SMTPUTF8"));
+    expect((await session.reply()).text).toBe("501 5.1.7 Bad address syntax: not UTF-8");
+    expect((await session.command("MAIL FROM:<zoë@sender.test> SMTPUTF8")).code).toBe(250);
+    session.write(notUtf8("RCPT TO:<b", "b@inboxd.test>"));
+    expect((await session.reply()).text).toBe("501 5.1.3 Bad address syntax: not UTF-8");
+    expect((await session.command("RCPT TO:<bob@inboxd.test>")).code).toBe(250);
+    session.end();
+    const plain = await openSession(server.smtpPort);
+    expect((await plain.command("EHLO client.example")).code).toBe(250);
+    expect((await plain.command("MAIL FROM:<alice@sender.test>")).code).toBe(250);
+    expect((await plain.command("RCPT TO:<bøb@inboxd.test>")).text).toStartWith("553 5.6.7 ");
+    plain.end();
+  });
+
   test("RFC 6531 §3.7.3: a transaction with SMTPUTF8 is received `with UTF8SMTP`", async () => {
     const session = await openSession(server.smtpPort);
     for (const line of ["EHLO client.example", "MAIL FROM:<alice@sender.test> SMTPUTF8", "RCPT TO:<bob@inboxd.test>"]) expect((await session.command(line)).code).toBe(250);
