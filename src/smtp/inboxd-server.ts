@@ -45,7 +45,11 @@ export class InboxdSmtpServer extends SMTPServer {
     options: SMTPServerOptions,
     readonly rules: ConnectionRules,
   ) {
-    super(options);
+    // A client that sends its message (and QUIT) and then ends its side of the connection is still
+    // owed the replies: closed with it, the socket dropped the 250 of a message it had stored, and
+    // the sender, seeing no reply, sent it again (RFC 5321 §4.1.1.4). The connection closes once
+    // the parser has answered all it was sent (_createParser).
+    super({ ...options, allowHalfOpen: true });
   }
 
   // The library's connect(), with inboxd's connection class.
@@ -121,7 +125,18 @@ class InboxdConnection extends SMTPConnection {
    * Once the session limit has passed, the reply that was owed is followed by the 421 that closes the connection.
    */
   override send(code: number, data?: string | string[] | null, context?: string | false): void {
-    super.send(code, data, typeof data === "string" && ENHANCED_STATUS.test(data) ? false : context);
+    const reply = () => super.send(code, data, typeof data === "string" && ENHANCED_STATUS.test(data) ? false : context);
+    const socket = this._socket;
+    // The library writes only while the socket's readyState is "open", both sides open; a client
+    // that has ended its side ("writeOnly", allowHalfOpen) is still owed the replies to what it sent.
+    if (socket.readyState === "writeOnly") {
+      Object.defineProperty(socket, "readyState", { value: "open", configurable: true });
+      try {
+        reply();
+      } finally {
+        Reflect.deleteProperty(socket, "readyState");
+      }
+    } else reply();
     // 354 only invites the message data; the reply to the message comes after it. The library
     // calls _resetSession() and resumes the parser after this returns, by which time the parser
     // is closed, so nothing the client pipelined after the message runs.
@@ -198,6 +213,12 @@ class InboxdConnection extends SMTPConnection {
       this._onCommand(command, callback);
     };
     parser.on("error", (error: Error) => this.send(421, "Error: " + error.message));
+    // The client ended its side (a TCP half-close, the socket kept open: InboxdSmtpServer) and
+    // every command it sent has been answered, the reply to its message among them: nothing is
+    // left to say.
+    parser.once("finish", () => {
+      if (!this._closing && !this._closed) this.close();
+    });
     return parser;
   }
 

@@ -152,6 +152,17 @@ describe("delivery", () => {
     plain.end();
   });
 
+  // Bun's own client sockets cannot half-close and keep reading: the kernel's shutdown(SHUT_WR), from Python.
+  test.skipIf(!Bun.which("python3"))("a client that ends its side of the connection after its message still gets the reply to it, then the connection closes", async () => {
+    for (const [subject, quit] of [["half-closed after QUIT", "QUIT\r\n"], ["half-closed without QUIT", ""]]) {
+      const dialogue = Bun.spawn(["python3", join(import.meta.dir, "half-close-client.py"), String(server.smtpPort), `From: alice@sender.test\r\nSubject: ${subject}\r\n\r\nBye.\r\n.\r\n${quit}`], { stdout: "pipe", stderr: "inherit" });
+      const afterHalfClose = await new Response(dialogue.stdout).text();
+      expect(await dialogue.exited).toBe(0);
+      expect(afterHalfClose).toMatch(quit ? /^250 2\.6\.0 Message accepted as \S+\r\n221 [^\r]*\r\n$/ : /^250 2\.6\.0 Message accepted as \S+\r\n$/);
+      expect(await findBySubject(bob, subject)).toBeDefined();
+    }
+  });
+
   test("RFC 6531 §3.7.3: a transaction with SMTPUTF8 is received `with UTF8SMTP`", async () => {
     const session = await openSession(server.smtpPort);
     for (const line of ["EHLO client.example", "MAIL FROM:<alice@sender.test> SMTPUTF8", "RCPT TO:<bob@inboxd.test>"]) expect((await session.command(line)).code).toBe(250);
