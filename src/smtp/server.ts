@@ -21,6 +21,12 @@ import type { ServedCertificates } from "../certs/served";
 
 /** RFC 5321 §4.5.3.1.8: a server must accept at least 100 recipients per message; more get 452. */
 const MAX_RECIPIENTS = 100;
+/**
+ * Refused recipients after which a session is closed (421 4.7.0), as Postfix's
+ * smtpd_hard_error_limit: each 550 tells a harvester that one address does not exist, and
+ * without a bound one connection could try a dictionary of them (20,000 in 0.4 s).
+ */
+const MAX_REFUSED_RECIPIENTS = 20;
 /** RFC 5321 §4.5.3.1.4: a command line is at most 512 octets with its CRLF. */
 const MAX_COMMAND_LENGTH = 510;
 /** Where port 25 may not be bound (not root, no CAP_NET_BIND_SERVICE). */
@@ -75,7 +81,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       disableReverseLookup: true,
       onConnect(session, callback) {
         app.metrics.smtpConnections.inc();
-        tallies.set(session.id, { accepted: 0, refused: [] });
+        tallies.set(session.id, { accepted: 0, refused: [], refusedRecipients: 0 });
         callback();
       },
       onClose(session) {
@@ -106,6 +112,8 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
             tally(session, reply.responseCode);
             log.debug("smtp rcpt refused", { session: session.id, error: reply.message });
             callback(reply);
+            const counts = tallies.get(session.id);
+            if (counts && reply.responseCode >= 500 && ++counts.refusedRecipients >= MAX_REFUSED_RECIPIENTS) server.closeConnection(session.id, `4.7.0 ${config.hostname} Too many refused recipients, closing connection`);
           },
         );
       },
@@ -226,7 +234,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
   };
 }
 
-type SessionTally = { accepted: number; refused: number[] };
+type SessionTally = { accepted: number; refused: number[]; refusedRecipients: number };
 
 /** RFC 1870 §3: the SIZE a client declared at MAIL FROM; 0 when none. */
 const declaredSize = (address: SMTPServerAddress) => Number((address.args || {}).SIZE ?? 0) || 0;

@@ -163,6 +163,18 @@ describe("delivery", () => {
     }
   });
 
+  test("a session whose 20th recipient is refused is closed (Postfix's smtpd_hard_error_limit): a harvester learns 20 addresses per connection, not a dictionary", async () => {
+    const session = await openSession(server.smtpPort);
+    expect((await session.command("EHLO client.example")).code).toBe(250);
+    expect((await session.command("MAIL FROM:<alice@sender.test>")).code).toBe(250);
+    for (let i = 1; i < 20; i++) expect((await session.command(`RCPT TO:<nobody${i}@inboxd.test>`)).code).toBe(550);
+    // An accepted recipient between them counts for nothing, and the session still goes on.
+    expect((await session.command("RCPT TO:<bob@inboxd.test>")).code).toBe(250);
+    expect((await session.command("RCPT TO:<nobody20@inboxd.test>")).text).toStartWith("550 5.1.1 ");
+    expect((await session.reply()).text).toBe("421 4.7.0 mx.inboxd.test Too many refused recipients, closing connection");
+    await session.closed();
+  });
+
   test("RFC 6531 §3.7.3: a transaction with SMTPUTF8 is received `with UTF8SMTP`", async () => {
     const session = await openSession(server.smtpPort);
     for (const line of ["EHLO client.example", "MAIL FROM:<alice@sender.test> SMTPUTF8", "RCPT TO:<bob@inboxd.test>"]) expect((await session.command(line)).code).toBe(250);
