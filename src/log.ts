@@ -36,3 +36,46 @@ export function createLogger(format: "text" | "json", minLevel: LogLevel | "sile
     error: (e, f) => emit("error", e, f),
   };
 }
+
+/**
+ * A run of failures of a task retried every few hundred milliseconds, which fails the same way
+ * until someone acts (a full disk): logged without a line per try. The first failure of a run is
+ * logged, then at most one per `everyMs` with the run's count so far; a success ends the run.
+ */
+export interface FailureRun {
+  /** Counts a failure; `write` logs it when it is due, given the run's failures so far (undefined for the first). */
+  failed(write: (failuresSoFar: number | undefined) => void): void;
+  /** The task worked: how many failures the run that it ends had (0: none, nothing to log). */
+  succeeded(): number;
+}
+
+export function failureRun(everyMs = 60_000): FailureRun {
+  let run: { failures: number; loggedAt: number } | undefined;
+  return {
+    failed(write) {
+      const now = performance.now();
+      run ??= { failures: 0, loggedAt: -Infinity };
+      run.failures++;
+      if (now - run.loggedAt < everyMs) return;
+      run.loggedAt = now;
+      write(run.failures > 1 ? run.failures : undefined);
+    },
+    succeeded() {
+      const failures = run?.failures ?? 0;
+      run = undefined;
+      return failures;
+    },
+  };
+}
+
+/** A FailureRun of one task's tries, logged as `event` with `failedTries`, and as `event: works again` once it does. */
+export function recurringFailureLog(log: Logger, level: "warn" | "error", event: string): { failed(fields: LogFields): void; succeeded(): void } {
+  const run = failureRun();
+  return {
+    failed: (fields) => run.failed((failedTries) => log[level](event, failedTries ? { ...fields, failedTries } : fields)),
+    succeeded() {
+      const failedTries = run.succeeded();
+      if (failedTries) log.info(`${event}: works again`, { failedTries });
+    },
+  };
+}

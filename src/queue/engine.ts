@@ -8,6 +8,7 @@
  * waits for what it did. So it is written once, here, and each queue brings only its policy: what
  * it claims, the lanes and limits it sends within, and what an outcome means.
  */
+import { failureRun } from "../log";
 import { isStoreUnavailable } from "../store/unavailable";
 import type { App } from "../app";
 import type { Queue, QueueName } from "./running";
@@ -88,17 +89,10 @@ export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePoli
     });
   }
 
-  /** Failed turns since the last that succeeded, and when one was last logged (performance.now()). */
-  let failures: { turns: number; loggedAt: number } | undefined;
+  /** Failed turns since the last that succeeded. */
+  const failures = failureRun(repeatedFailureLogMs);
   /** Logs a failed turn: the first of a run of them, then one a minute with the count so far. */
-  function logFailure(write: (fields: Record<string, unknown>) => void) {
-    const now = performance.now();
-    failures ??= { turns: 0, loggedAt: -Infinity };
-    failures.turns++;
-    if (now - failures.loggedAt < repeatedFailureLogMs) return;
-    failures.loggedAt = now;
-    write(failures.turns > 1 ? { failedTurns: failures.turns } : {});
-  }
+  const logFailure = (write: (fields: Record<string, unknown>) => void) => failures.failed((failedTurns) => write(failedTurns ? { failedTurns } : {}));
 
   /** The database out of reach is the operator's one known problem, said as a warning; the turn retries. */
   const waitsForDatabase = (error: unknown) => {
@@ -155,8 +149,8 @@ export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePoli
       return;
     }
     if (claiming === "all due") lookedAt = now;
-    if (failures) log.info(`${name} queue turns succeed again`, { failedTurns: failures.turns });
-    failures = undefined;
+    const failedTurns = failures.succeeded();
+    if (failedTurns) log.info(`${name} queue turns succeed again`, { failedTurns });
     if (!stopped) startTries();
     if (again) return;
     if (outcomes.length === 0 && tries.size === 0) settleIdleWaiters();

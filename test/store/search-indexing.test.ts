@@ -129,3 +129,35 @@ test("the background indexes a batch per interval, and back to back while more t
   expect(gaps[2]!).toBeGreaterThan(SEARCH_INDEX_INTERVAL_MS * 0.8);
   expect(waiting).toBe(SEARCH_INDEX_BEHIND - 2 * SEARCH_INDEX_BATCH + 10);
 });
+
+test("an index that fails at every try (a full disk) is logged once, not four times a second, and once more when it works again", async () => {
+  const lines: { level: string; event: string; failedTries?: number }[] = [];
+  const log = createLogger("json", "debug", (line) => lines.push(JSON.parse(line)));
+  let tries = 0;
+  let failures = 0;
+  let failing = true;
+  const indexing = startSearchIndexing(
+    {
+      pendingAtMost: async () => 1,
+      async indexBatch() {
+        tries++;
+        if (!failing) return 0;
+        failures++;
+        throw new Error("database or disk is full");
+      },
+    },
+    log,
+  );
+  try {
+    await eventually("four failed tries", () => tries, (n) => n >= 4);
+    failing = false;
+    const failedTries = tries;
+    await eventually("a try that worked", () => tries, (n) => n > failedTries);
+  } finally {
+    await indexing.stop();
+  }
+  expect(lines.map(({ level, event, failedTries }) => ({ level, event, failedTries }))).toEqual([
+    { level: "error", event: "search indexing failed; tried again shortly", failedTries: undefined },
+    { level: "info", event: "search indexing failed; tried again shortly: works again", failedTries: failures },
+  ]);
+});

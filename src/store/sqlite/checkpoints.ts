@@ -12,7 +12,7 @@
  * next reads fill again from the system's file cache as they need.
  */
 import type { Database } from "bun:sqlite";
-import type { Logger } from "../../log";
+import { recurringFailureLog, type Logger } from "../../log";
 import type { RunningPart } from "../../running-part";
 import { startWorkerPool, type WorkerPool } from "../../workers/pool";
 import { workerUrl } from "../../workers/url";
@@ -92,9 +92,10 @@ export function startCheckpoints(sqlite: Database, dataDir: string, log: Logger,
       sqlite.exec("PRAGMA shrink_memory");
     }
   };
+  const failures = recurringFailureLog(log, "warn", "wal checkpoint failed");
   const schedule = () => {
     current = turn()
-      .catch((error: Error) => log.warn("wal checkpoint failed", { error: error.message }))
+      .then(failures.succeeded, (error: Error) => failures.failed({ error: error.message }))
       // The server's listeners keep the process alive; this timer never does by itself.
       .finally(() => {
         if (running) next = setTimeout(schedule, INTERVAL_MS).unref();
