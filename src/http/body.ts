@@ -40,12 +40,22 @@ async function readLimited(request: Request, limit: number): Promise<string> {
 
 const isJsonObject = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
 
-/** Whether a string of a parsed JSON value holds U+0000, which no mail may carry and PostgreSQL cannot store. */
-function holdsNul(value: unknown): boolean {
-  if (typeof value === "string") return value.includes("\0");
+/** Whether a string of a parsed JSON value, a key or a value at any depth, meets `test`. */
+function someString(value: unknown, test: (text: string) => boolean): boolean {
+  if (typeof value === "string") return test(value);
   if (typeof value !== "object" || value === null) return false;
-  return Object.entries(value).some(([key, item]) => key.includes("\0") || holdsNul(item));
+  return Object.entries(value).some(([key, item]) => test(key) || someString(item, test));
 }
+
+/** U+0000, which no mail may carry and PostgreSQL cannot store. */
+const holdsNul = (text: string) => text.includes("\0");
+/**
+ * A lone surrogate (`\ud800` escaped without its pair): no character, so UTF-8 cannot encode it.
+ * Stored, it came back as U+FFFD, and two passwords that differed only there were one. (Without
+ * the u flag a pattern reads UTF-16 code units: a high surrogate with no low one after it, or a
+ * low one with no high one before.)
+ */
+const holdsLoneSurrogate = (text: string) => /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
 
 /** `%00` in a request's path or query: what no identifier or search holds (see holdsNul). */
 export const urlHoldsNul = (url: string) => url.includes("%00");
@@ -69,7 +79,8 @@ export async function parseJsonBody(request: Request, contentType: string, limit
     throw new ServiceError("malformed", "Malformed JSON body");
   }
   if (!isJsonObject(value) && hasBodySchema()) throw invalid("body: must be a JSON object");
-  // JSON can carry NUL only escaped: the walk is for the bodies that have one.
-  if (text.includes("\\u0000") && holdsNul(value)) throw invalid("body: a string must not hold NUL (U+0000)");
+  // JSON can carry NUL and surrogates only escaped: the walks are for the bodies that have one.
+  if (text.includes("\\u0000") && someString(value, holdsNul)) throw invalid("body: a string must not hold NUL (U+0000)");
+  if (/\\u[dD][89a-fA-F]/.test(text) && someString(value, holdsLoneSurrogate)) throw invalid("body: a string must be well-formed Unicode: a surrogate (\\uD800-\\uDFFF) must be one of a pair");
   return value;
 }

@@ -14,7 +14,7 @@ export interface Analysis extends AuthenticationOutcome {
   parsed: ReceivedContent;
   /** The message as received, less Authentication-Results fields that claim to be ours. */
   raw: Buffer;
-  /** Its envelope sender and bytes as accepted, digested: MessageRecord.receivedDigest. Absent for a message stored unanalysed. */
+  /** Its envelope sender, subject and body, digested: MessageRecord.receivedDigest. Absent for a message stored unanalysed. */
   receivedDigest?: string;
 }
 
@@ -41,11 +41,16 @@ export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settin
     // A failure inside mailauth must not lose the message: it is recorded as a temporary error.
     authenticateMessage(raw, identity, settings, block).catch(() => temporaryError(settings.authservId)),
   ]);
-  return { parsed: storedContent(parsed), raw: withoutForgedTraceFields(raw, settings.authservId, block), receivedDigest: receivedDigest(identity, raw), ...outcome };
+  return { parsed: storedContent(parsed), raw: withoutForgedTraceFields(raw, settings.authservId, block), receivedDigest: receivedDigest(identity, parsed.subject, raw.subarray(block.end)), ...outcome };
 }
 
-/** Here, on the analysis thread: a hash of a large message would hold the event loop (about 1 ms per MB). */
-const receivedDigest = ({ mailFrom }: SmtpIdentity, raw: Buffer) => createHash("sha256").update(mailFrom).update("\0").update(raw).digest("base64url");
+/**
+ * What a resend after a lost 250 keeps: the envelope sender, the subject and the body. Not the
+ * other header fields: a sender that signs each attempt anew (DKIM's t=, as inboxd's own outbound
+ * queue does) or a relay on the way adds fields that differ from one attempt to the next. Here, on
+ * the analysis thread: a hash of a large message would hold the event loop (about 1 ms per MB).
+ */
+const receivedDigest = ({ mailFrom }: SmtpIdentity, subject: string, body: Buffer) => createHash("sha256").update(mailFrom).update("\0").update(subject).update("\0").update(body).digest("base64url");
 
 function storedContent({ messageId, inReplyTo, references, from, fromName, to, cc, replyTo, subject, text, html, attachments }: ParsedMessage): ReceivedContent {
   return { messageId, inReplyTo, references, from, fromName, to, cc, replyTo, subject, text, html, attachments };

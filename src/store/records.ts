@@ -104,7 +104,7 @@ export interface MessageRecord extends Timestamps {
   status: string;
   messageIdHeader: string | null;
   /**
-   * A received message's envelope sender and bytes as accepted, digested (SHA-256): what tells a
+   * A received message's envelope sender, subject and body, digested (SHA-256): what tells a
    * resend after a lost 250 from another message with the same Message-ID. Null for sent mail, a
    * message stored unanalysed, and messages stored before migration 0230.
    */

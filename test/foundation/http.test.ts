@@ -84,6 +84,15 @@ describe("request bodies", () => {
     expect((await post('{"text":"a\\\\u0000b"}')).status).toBe(200);
   });
 
+  test("a lone surrogate, escaped in a value or a key, is 422; a pair (an emoji escaped) is a character", async () => {
+    for (const body of ['{"text":"1234567\\ud800"}', '{"text":"\\udfffx"}', '{"to":[{"name":"a\\uDC00\\uD800b"}]}', '{"a\\ud83d":1}']) {
+      const res = await post(body);
+      expect({ body, status: res.status }).toEqual({ body, status: 422 });
+      expect(await res.json()).toEqual({ error: "body: a string must be well-formed Unicode: a surrogate (\\uD800-\\uDFFF) must be one of a pair" });
+    }
+    expect((await post('{"text":"\\ud83d\\ude00 and \\\\ud800"}')).status).toBe(200);
+  });
+
   test("NUL (%00) in a URL's path or query is 400, before anything else reads it", async () => {
     for (const path of ["/v1/inboxes/inb_%00", "/v1/inboxes?label=%00", "/no/such%00path"]) {
       const res = await fetch(`${server.api.baseUrl}${path}`);

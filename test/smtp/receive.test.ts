@@ -66,11 +66,12 @@ describe("delivery", () => {
     for (const inbox of [bob, carol]) expect((await messagesOf(inbox)).filter((message) => message.subject === "retried after a lost reply")).toHaveLength(1);
   });
 
-  test("two different messages under one Message-ID are both stored: only the same sender's same bytes are a resend", async () => {
+  test("two different messages under one Message-ID are both stored: a resend is the same sender's same subject and body", async () => {
     const messageId = `<reused-${crypto.randomUUID()}@sender.test>`;
-    const invoice = (n: number) => `From: billing@sender.test\r\nTo: bob@inboxd.test\r\nSubject: invoice ${n} under one id\r\nMessage-ID: ${messageId}\r\n\r\nInvoice ${n}.\r\n`;
-    // The second from another sender, as a third party who predicted the id would send it; the third a resend of the second.
-    for (const [from, raw] of [["alice@sender.test", invoice(1)], ["billing@sender.test", invoice(2)], ["billing@sender.test", invoice(2)]] as const) {
+    const invoice = (n: number, extraField = "") => `From: billing@sender.test\r\nTo: bob@inboxd.test\r\nSubject: invoice ${n} under one id\r\nMessage-ID: ${messageId}\r\n${extraField}\r\nInvoice ${n}.\r\n`;
+    // The second from another sender, as a third party who predicted the id would send it; the
+    // third a resend of the second, signed anew (a field that differs between attempts).
+    for (const [from, raw] of [["alice@sender.test", invoice(1)], ["billing@sender.test", invoice(2)], ["billing@sender.test", invoice(2, "X-Attempt: 2\r\n")]] as const) {
       expect((await sendMail(server.smtpPort, { from, to: ["bob@inboxd.test"], raw })).response).toStartWith("250 ");
     }
     const subjects = async () => (await messagesOf(bob)).map((message) => message.subject).filter((subject: string) => subject.endsWith("under one id"));
