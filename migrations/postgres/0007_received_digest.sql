@@ -1,5 +1,4 @@
 -- The digest that tells a resend from another message with the same Message-ID, as
--- migrations/0230_received_digest.sql.
+-- migrations/0230_received_digest.sql: a nullable column without a default, which PostgreSQL adds
+-- without rewriting the table or rebuilding an index.
 ALTER TABLE messages ADD COLUMN received_digest text;
-DROP INDEX messages_inbox_message_id;
-CREATE INDEX messages_inbox_message_id ON messages (inbox_id, message_id_header, received_digest);

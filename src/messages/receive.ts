@@ -26,10 +26,17 @@ export interface ReceivedMessageInput {
   authentication?: Authentication;
   /** The sending inbox, when the message comes from an inbox of this server. */
   fromInboxId?: string;
-  /** Received over SMTP and analysed: MessageRecord.receivedDigest. */
+  /** Received over SMTP and analysed: MessageRecord.receivedDigest; LOCAL_COPY_DIGEST for a copy from an inbox of this server. */
   receivedDigest?: string;
   externalMessageId?: string;
 }
+
+/**
+ * The receivedDigest of a copy delivered from an inbox of this server to another: it never came
+ * over SMTP and is never sent again, so no message is its resend. (A NULL digest, which copies
+ * stored before digests were kept have, matches any message under its Message-ID.)
+ */
+export const LOCAL_COPY_DIGEST = "local copy";
 
 /**
  * Stores one received message, in the caller's transaction, and returns it as the API shows it.

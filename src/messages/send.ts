@@ -23,7 +23,7 @@ import { assertHeaderSafe, assertRecipientCount, decodeAttachments, uniqueRecipi
 import { uniqueLabels } from "./labels";
 import { presentMessage, type Message } from "./present";
 import { assertSendAllowed, takeSend, type RateLimitState } from "./rate-limit";
-import { prepareContent, releasePrepared, storeReceivedMessage, type ReceivedContent } from "./receive";
+import { LOCAL_COPY_DIGEST, prepareContent, releasePrepared, storeReceivedMessage, type ReceivedContent } from "./receive";
 import { forwardBody, forwardedAttachments, forwardSubject } from "./forward";
 import { assignThread, referencesOfReply, replySubject } from "./threading";
 
@@ -287,7 +287,7 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
     const message = presentMessage(rejected ? { ...row, status: "rejected" } : row, attachments, deliveries, app.config.deliveryRetryDelays);
 
     const copy = receivedCopy(draft, row);
-    for (const recipientInbox of localInboxes.values()) await storeReceivedMessage(app, tx, { inbox: recipientInbox, parsed: copy, raw: source, attachmentBlobIds, fromInboxId: inbox.id });
+    for (const recipientInbox of localInboxes.values()) await storeReceivedMessage(app, tx, { inbox: recipientInbox, parsed: copy, raw: source, attachmentBlobIds, fromInboxId: inbox.id, receivedDigest: LOCAL_COPY_DIGEST });
     return { message, rateLimit };
     })
     .finally(() => releasePrepared(app, prepared));

@@ -24,7 +24,9 @@ const MAX_RECIPIENTS = 100;
 /**
  * Refused recipients after which a session is closed (421 4.7.0), as Postfix's
  * smtpd_hard_error_limit: each 550 tells a harvester that one address does not exist, and
- * without a bound one connection could try a dictionary of them (20,000 in 0.4 s).
+ * without a bound one connection could try a dictionary of them (20,000 in 0.4 s). Counted since
+ * the session's last accepted message, so that a connection reused for many is not cut off by
+ * the stale addresses of its mailing list.
  */
 const MAX_REFUSED_RECIPIENTS = 20;
 /** RFC 5321 §4.5.3.1.4: a command line is at most 512 octets with its CRLF. */
@@ -56,7 +58,11 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
   /** What happened to one message (or one refused recipient) of a session, for its log line and the metrics. */
   const tally = (session: SMTPServerSession, outcome: "accepted" | number) => {
     const counts = tallies.get(session.id);
-    if (counts && outcome === "accepted") counts.accepted++;
+    if (counts && outcome === "accepted") {
+      counts.accepted++;
+      // As Postfix counts its hard error limit: the errors made without delivering mail.
+      counts.refusedRecipients = 0;
+    }
     else if (counts && outcome !== "accepted") counts.refused.push(outcome);
     app.metrics.smtpMessages.inc({ outcome: String(outcome) });
   };
@@ -250,7 +256,8 @@ const MAIL_PARAMETERS = ["SIZE", "BODY", "SMTPUTF8"];
 function unsupportedParameter(address: SMTPServerAddress, session: SMTPServerSession, offered: string[]): SmtpReply | undefined {
   const allowed = session.transmissionType.startsWith("E") ? offered : [];
   const unsupported = Object.keys(address.args || {}).find((key) => !allowed.includes(key));
-  return unsupported === undefined ? undefined : new SmtpReply(555, "5.5.4", `Unsupported parameter ${unsupported}`);
+  // RFC 5321 §4.2: reply text is printable ASCII, and the name is the client's.
+  return unsupported === undefined ? undefined : new SmtpReply(555, "5.5.4", `Unsupported parameter ${unsupported.replace(/[^\x21-\x7e]/g, "?")}`);
 }
 
 /** Whether the transaction's MAIL FROM carries SMTPUTF8 (RFC 6531 §3.4). */
@@ -259,12 +266,14 @@ const usesSmtpUtf8 = (mailFrom: SMTPServerAddress | false) => mailFrom !== false
 /**
  * RFC 5321 §4.1.2: without SMTPUTF8 an address is ASCII; with it, UTF-8 (RFC 6531 §3.3). Bytes
  * that are not UTF-8 reach the server as U+FFFD, and would be stored so: the sender shown would
- * not be the one sent. `syntaxStatus`: 5.1.7 for the sender, 5.1.3 for a recipient (RFC 3463).
+ * not be the one sent. Only the local part is looked at for SMTPUTF8: smtp-server turns an IDN
+ * domain's A-labels (xn--...), plain ASCII on the wire, into U-labels before this sees them.
+ * `syntaxStatus`: 5.1.7 for the sender, 5.1.3 for a recipient (RFC 3463).
  */
 function addressEncodingRefusal(address: SMTPServerAddress, smtpUtf8: boolean, syntaxStatus: "5.1.7" | "5.1.3"): SmtpReply | undefined {
-  if (/^[\x00-\x7f]*$/.test(address.address)) return undefined;
   if (address.address.includes("\ufffd")) return new SmtpReply(501, syntaxStatus, "Bad address syntax: not UTF-8");
-  return smtpUtf8 ? undefined : new SmtpReply(553, "5.6.7", "A non-ASCII address needs the SMTPUTF8 parameter of MAIL (RFC 6531 section 3.4)");
+  const localPart = address.address.slice(0, Math.max(0, address.address.lastIndexOf("@")));
+  return smtpUtf8 || /^[\x00-\x7f]*$/.test(localPart) ? undefined : new SmtpReply(553, "5.6.7", "A non-ASCII address needs the SMTPUTF8 parameter of MAIL (RFC 6531 section 3.4)");
 }
 
 /** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */

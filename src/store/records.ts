@@ -106,7 +106,8 @@ export interface MessageRecord extends Timestamps {
   /**
    * A received message's envelope sender, subject and body, digested (SHA-256): what tells a
    * resend after a lost 250 from another message with the same Message-ID. Null for sent mail, a
-   * message stored unanalysed, and messages stored before migration 0230.
+   * message stored unanalysed, and messages stored before migration 0230; a copy from another
+   * inbox of this server has a marker that no digest equals (messages/receive LOCAL_COPY_DIGEST).
    */
   receivedDigest: string | null;
   inReplyTo: string | null;

@@ -85,7 +85,7 @@ describe("create", () => {
 
   test("a name with a line break or a control character is 422, on create and on PATCH; a tab is folding white space", async () => {
     const refused = { error: "name: must not contain line breaks or control characters" };
-    for (const name of ["Evil\r\nBcc: victim@example.com", "Bell\u0007", "Del\u007f"]) expect((await create({ name })).body).toEqual(refused);
+    for (const name of ["Evil\r\nBcc: victim@example.com", "Bell\u0007", "Del\u007f", "Next\u0085line", "Line\u2028separator"]) expect((await create({ name })).body).toEqual(refused);
     const inbox = (await create({ name: "Sales\tteam" })).body;
     expect(inbox.name).toBe("Sales\tteam");
     const patched = await server.api.patch(`/v1/inboxes/${inbox.id}`, { name: "Sales\nteam" }, key);

@@ -63,7 +63,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
   });
 
   /** A received message in a thread of its own, with `raw` as its source. */
-  async function storeMessage(fields: Partial<MessageRecord> & { receivedDigest?: string | null }, raw = { bytes: Buffer.from("raw") as Uint8Array, blobId: null as string | null }) {
+  async function storeMessage(fields: Partial<MessageRecord>, raw = { bytes: Buffer.from("raw") as Uint8Array, blobId: null as string | null }) {
     const now = clock.now();
     const id = newId("msg");
     await store.transaction(async (tx) => {

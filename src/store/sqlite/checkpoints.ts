@@ -77,7 +77,8 @@ export function startCheckpoints(sqlite: Database, dataDir: string, log: Logger,
     threads.close();
     threads = undefined;
   };
-  const turn = async () => {
+  /** Whether it checkpointed: at rest, it has nothing to do, which says nothing of whether a checkpoint would work. */
+  const turn = async (): Promise<boolean> => {
     const { changes } = totalChanges.get()!;
     if (changes !== changesSeen) {
       changesSeen = changes;
@@ -86,16 +87,25 @@ export function startCheckpoints(sqlite: Database, dataDir: string, log: Logger,
     // Every turn until idleThreadMs after the last write checkpoints (one that a reader held back
     // is made again at the next); then the thread stops until the next write.
     const sinceWrite = performance.now() - lastWriteAt;
-    if (sinceWrite < idleThreadMs) await onThread(sinceWrite < WRITER_REST_MS ? "checkpoint" : "checkpoint at rest");
-    else if (threads) {
+    if (sinceWrite < idleThreadMs) {
+      await onThread(sinceWrite < WRITER_REST_MS ? "checkpoint" : "checkpoint at rest");
+      return true;
+    }
+    if (threads) {
       await stopThread();
       sqlite.exec("PRAGMA shrink_memory");
     }
+    return false;
   };
   const failures = recurringFailureLog(log, "warn", "wal checkpoint failed");
   const schedule = () => {
     current = turn()
-      .then(failures.succeeded, (error: Error) => failures.failed({ error: error.message }))
+      .then(
+        (checkpointed) => {
+          if (checkpointed) failures.succeeded();
+        },
+        (error: Error) => failures.failed({ error: error.message }),
+      )
       // The server's listeners keep the process alive; this timer never does by itself.
       .finally(() => {
         if (running) next = setTimeout(schedule, INTERVAL_MS).unref();
