@@ -685,7 +685,11 @@ export interface WebhooksStore {
   queueTestEvent(webhookId: string, event: EventRecord): Promise<void>;
   /** Brings a pending delivery's next try forward to `now`. */
   makeDue(deliveryId: number, now: number): Promise<void>;
-  /** A new delivery of a recorded event to this webhook, due at `now` (an attempt sent again after its delivery finished). */
+  /**
+   * A delivery of a recorded event to this webhook, due at `now` (an attempt sent again after its
+   * delivery finished): a new one, or the one an earlier such call queued, still pending, brought
+   * forward. However often a finished attempt is sent again, the event has one delivery under way.
+   */
   queueDelivery(webhookId: string, eventId: string, now: number): Promise<void>;
   findDelivery(id: number): Promise<WebhookDeliveryRecord | undefined>;
   /** Newest first; ties (one batch of claims in one millisecond) by insertion order. */

@@ -57,8 +57,17 @@ export function webhooksStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, inTr
       .innerJoin(webhookDeliveries, eq(webhookDeliveries.id, webhookAttempts.deliveryId))
       .innerJoin(events, eq(events.id, webhookDeliveries.eventId));
   /** A new delivery of an event, due at `now`: attempts count from 1. */
+  /** Not while a node holds it (a try in flight there): it is due again when that try's outcome says. */
+  const makeDue = async (deliveryId: number, now: number) => {
+    await db
+      .update(webhookDeliveries)
+      .set({ nextAttemptAt: now, updatedAt: now })
+      .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, "pending"), unheld(now)));
+  };
   const queueDelivery = async (webhookId: string, eventId: string, now: number) => {
-    await db.insert(webhookDeliveries).values({ webhookId, eventId, status: "pending", attempts: 0, nextAttemptAt: now, createdAt: now, updatedAt: now });
+    const [pending] = await db.select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(and(eq(webhookDeliveries.eventId, eventId), eq(webhookDeliveries.webhookId, webhookId), eq(webhookDeliveries.status, "pending")));
+    if (pending) await makeDue(pending.id, now);
+    else await db.insert(webhookDeliveries).values({ webhookId, eventId, status: "pending", attempts: 0, nextAttemptAt: now, createdAt: now, updatedAt: now });
   };
 
   return {
@@ -99,13 +108,7 @@ export function webhooksStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, inTr
       await db.insert(events).values(event);
       await queueDelivery(webhookId, event.id, event.createdAt);
     },
-    /** Not while a node holds it (a try in flight there): it is due again when that try's outcome says. */
-    async makeDue(deliveryId: number, now: number): Promise<void> {
-      await db
-        .update(webhookDeliveries)
-        .set({ nextAttemptAt: now, updatedAt: now })
-        .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, "pending"), unheld(now)));
-    },
+    makeDue,
     async findDelivery(id: number): Promise<WebhookDeliveryRecord | undefined> {
       const [row] = await db.select(deliveryColumns).from(webhookDeliveries).where(eq(webhookDeliveries.id, id));
       return row;

@@ -24,8 +24,13 @@ export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore, subs
   const inOrganization = db.$client.query<{ n: number }, { organizationId: string }>("SELECT count(*) AS n FROM webhooks WHERE organization_id = $organizationId");
   const attemptsOf = db.$client.query<{ n: number }, { webhookId: string }>("SELECT count(*) AS n FROM webhook_attempts WHERE webhook_id = $webhookId");
   /** A new delivery of an event, due at `now`: attempts count from 1. */
+  const makeDue = (deliveryId: number, now: number) => {
+    db.update(webhookDeliveries).set({ nextAttemptAt: now, updatedAt: now }).where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, "pending"))).run();
+  };
   const queueDelivery = (webhookId: string, eventId: string, now: number) => {
-    db.insert(webhookDeliveries).values({ webhookId, eventId, status: "pending", attempts: 0, nextAttemptAt: now, createdAt: now, updatedAt: now }).run();
+    const pending = db.select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(and(eq(webhookDeliveries.eventId, eventId), eq(webhookDeliveries.webhookId, webhookId), eq(webhookDeliveries.status, "pending"))).get();
+    if (pending) makeDue(pending.id, now);
+    else db.insert(webhookDeliveries).values({ webhookId, eventId, status: "pending", attempts: 0, nextAttemptAt: now, createdAt: now, updatedAt: now }).run();
   };
   return {
     queueDelivery,
@@ -66,9 +71,7 @@ export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore, subs
       queueDelivery(webhookId, event.id, event.createdAt);
     },
     /** Brings a pending delivery's next try forward to `now`. */
-    makeDue(deliveryId: number, now: number) {
-      db.update(webhookDeliveries).set({ nextAttemptAt: now, updatedAt: now }).where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, "pending"))).run();
-    },
+    makeDue,
     findDelivery(id: number): DeliveryRow | undefined {
       return db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, id)).get();
     },
