@@ -142,9 +142,10 @@ export async function releasePrepared(app: App, { staged }: PreparedContent): Pr
  * Whether the inbox already holds this message: a sender whose 250 was lost (connection cut, our
  * crash after the commit) sends the same message again (RFC 5321 §4.1.1.4; RFC 1047), and it
  * should be accepted without a second copy. The same message: the same Message-ID, envelope
- * sender, subject and body (`receivedDigest`; other header fields may differ between attempts); another message under a Message-ID the inbox holds (ids
- * reused, or predicted by a third party who sent first) is stored beside it, never dropped after
- * its 250 (RFC 5321 §6.1). A message without a Message-ID, or without a digest, is never a duplicate.
+ * sender, subject and body (`receivedDigest`; other header fields may differ between attempts).
+ * Another message under a Message-ID the inbox holds (ids reused, or predicted by a third party
+ * who sent first) is stored beside it, never dropped after its 250 (RFC 5321 §6.1). A message
+ * without a Message-ID, or without a digest, is never a duplicate.
  */
 export async function alreadyReceived(store: Aggregates, inboxId: string, parsed: Pick<ReceivedContent, "messageId">, receivedDigest: string | undefined): Promise<boolean> {
   const messageId = normalizeMessageId(parsed.messageId);

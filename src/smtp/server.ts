@@ -62,8 +62,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       counts.accepted++;
       // As Postfix counts its hard error limit: the errors made without delivering mail.
       counts.refusedRecipients = 0;
-    }
-    else if (counts && outcome !== "accepted") counts.refused.push(outcome);
+    } else if (counts && outcome !== "accepted") counts.refused.push(outcome);
     app.metrics.smtpMessages.inc({ outcome: String(outcome) });
   };
   const { cert, key } = certificates.primary;
@@ -104,8 +103,8 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
         });
       },
       onRcptTo(address, session, callback) {
-        const unsupported = unsupportedParameter(address, session, []) ?? addressEncodingRefusal(address, usesSmtpUtf8(session.envelope.mailFrom), "5.1.3");
-        if (unsupported) return callback(unsupported);
+        const refusal = unsupportedParameter(address, session, []) ?? addressEncodingRefusal(address, usesSmtpUtf8(session.envelope.mailFrom), "5.1.3");
+        if (refusal) return callback(refusal);
         routeRecipient(app, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : "").then(
           (target) => {
             recipients.set(address, { address: normalizeAddress(address.address) ?? address.address, target });
@@ -127,8 +126,8 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       // data is sent. Nothing is held until the data comes: a client that declared sizes and sent
       // nothing held the memory every sender shares, two MAIL FROMs a minute refusing all mail.
       onMailFrom(address, session, callback) {
-        const unsupported = unsupportedParameter(address, session, MAIL_PARAMETERS) ?? addressEncodingRefusal(address, usesSmtpUtf8(address), "5.1.7");
-        if (unsupported) return callback(unsupported);
+        const refusal = unsupportedParameter(address, session, MAIL_PARAMETERS) ?? addressEncodingRefusal(address, usesSmtpUtf8(address), "5.1.7");
+        if (refusal) return callback(refusal);
         const declared = declaredSize(address);
         if (declared > 0 && !app.messageMemory.fits(Math.min(declared, config.smtpMaxSize), peerGroup(session.remoteAddress))) {
           app.metrics.memoryDeferrals.inc({ protocol: "smtp" });
