@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomToken } from "../../src/ids";
 import { insertInbox } from "../../src/inboxes/service";
 import type { WebhookQueue } from "../../src/webhooks/queue";
-import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { queryRow, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
 import { emitEvent, webhookQueue } from "./helpers";
 import { verifyStandardWebhook } from "./standard-webhooks";
@@ -188,7 +188,7 @@ describe("retries (schedule A)", () => {
     expect((await attemptsOf(s, "?per=1&page=2")).map((a) => a.attemptNumber)).toEqual([2]);
   });
 
-  test("after the fifth failure the event is discarded and kept; re-driving sends it again with the same id, once however often it is asked", async () => {
+  test("after the fifth failure the event is discarded and kept; re-driving sends it again with the same id", async () => {
     const s = await subscribe("/down");
     receiver.respond("/down", { status: 503 });
     await createInbox(s.organizationId);
@@ -202,11 +202,8 @@ describe("retries (schedule A)", () => {
     expect((await webhookOf(s)).enabled).toBe(true);
 
     receiver.respond("/down", { status: 200 });
-    // Asked four times before the queue's turn: one delivery, not four chains of tries.
-    for (let i = 0; i < 4; i++) {
-      const retried = await server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/${attempts[0].id}/retry`, undefined, s.apiKey);
-      expect(retried).toMatchObject({ status: 200, body: { success: true } });
-    }
+    const retried = await server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/${attempts[0].id}/retry`, undefined, s.apiKey);
+    expect(retried).toMatchObject({ status: 200, body: { success: true } });
     await queue.runDueNow();
     const received = requestsTo("/down");
     expect(received).toHaveLength(6);
@@ -216,6 +213,30 @@ describe("retries (schedule A)", () => {
 
     const unknown = await server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/wha_nope/retry`, undefined, s.apiKey);
     expect(unknown).toMatchObject({ status: 404, body: { error: "Webhook attempt not found" } });
+  });
+
+  test("a finished attempt re-driven again while its new delivery is pending brings that one forward: one delivery under way, not a chain of tries per call", async () => {
+    const s = await subscribe("/redrive-again");
+    receiver.respond("/redrive-again", { status: 503 });
+    await createInbox(s.organizationId);
+    await queue.runDueNow();
+    for (const delay of retryDelays) await advance(delay + 1000);
+    const [lastOfFirst] = await attemptsOf(s);
+    const eventId = lastOfFirst!.eventId;
+    const deliveriesOfEvent = async () => (await queryRow<{ n: number }>(server.app, "SELECT count(*) AS n FROM webhook_deliveries WHERE event_id = ?", eventId))!.n;
+    expect(await deliveriesOfEvent()).toBe(1);
+    // Four re-drives while the receiver still fails: the first queues a delivery, each next one tries it again.
+    for (let i = 0; i < 4; i++) {
+      expect(await server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/${lastOfFirst!.id}/retry`, undefined, s.apiKey)).toMatchObject({ status: 200 });
+      await queue.runDueNow();
+    }
+    expect(await deliveriesOfEvent()).toBe(2);
+    expect(requestsTo("/redrive-again")).toHaveLength(5 + 4);
+    receiver.respond("/redrive-again", { status: 200 });
+    await server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/${lastOfFirst!.id}/retry`, undefined, s.apiKey);
+    await queue.runDueNow();
+    expect(await deliveriesOfEvent()).toBe(2);
+    expect((await attemptsOf(s))[0]).toMatchObject({ attemptNumber: 5, success: true, eventId });
   });
 
   test("re-driving a delivery that is still being retried brings its next try forward", async () => {
