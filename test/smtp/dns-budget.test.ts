@@ -29,9 +29,10 @@ describe("withinBudget", () => {
     const third = await timed(dns.resolve("three.test", "TXT"));
     expect(third.code).toBe("ETIMEOUT");
     expect(third.ms).toBeLessThan(100);
+    // The fourth fails at once: well before the 100 ms the resolver takes (a busy machine took 10 ms to say so).
     const fourth = await timed(dns.resolve("four.test", "TXT"));
     expect(fourth.code).toBe("ETIMEOUT");
-    expect(fourth.ms).toBeLessThan(10);
+    expect(fourth.ms).toBeLessThan(50);
     expect(dns.ranOut()).toBe(true);
   });
 
