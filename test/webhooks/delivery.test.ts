@@ -188,12 +188,19 @@ describe("retries (schedule A)", () => {
     expect((await attemptsOf(s, "?per=1&page=2")).map((a) => a.attemptNumber)).toEqual([2]);
   });
 
-  test("after the fifth failure the event is discarded and kept; re-driving sends it again with the same id", async () => {
-    const s = await subscribe("/down");
-    receiver.respond("/down", { status: 503 });
+  /** A webhook at `path`, whose receiver answers 503, and an event of it tried until its delivery failed for good. */
+  async function discardedDelivery(path: string) {
+    const s = await subscribe(path);
+    receiver.respond(path, { status: 503 });
     await createInbox(s.organizationId);
     await queue.runDueNow();
     for (const delay of retryDelays) await advance(delay + 1000);
+    return s;
+  }
+  const redrive = (s: Subscribed, attemptId: string) => server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/${attemptId}/retry`, undefined, s.apiKey);
+
+  test("after the fifth failure the event is discarded and kept; re-driving sends it again with the same id", async () => {
+    const s = await discardedDelivery("/down");
     expect(requestsTo("/down")).toHaveLength(5);
     await advance(day);
     expect(requestsTo("/down")).toHaveLength(5);
@@ -202,7 +209,7 @@ describe("retries (schedule A)", () => {
     expect((await webhookOf(s)).enabled).toBe(true);
 
     receiver.respond("/down", { status: 200 });
-    const retried = await server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/${attempts[0].id}/retry`, undefined, s.apiKey);
+    const retried = await redrive(s, attempts[0].id);
     expect(retried).toMatchObject({ status: 200, body: { success: true } });
     await queue.runDueNow();
     const received = requestsTo("/down");
@@ -211,29 +218,25 @@ describe("retries (schedule A)", () => {
     const [latest] = await attemptsOf(s);
     expect(latest).toMatchObject({ attemptNumber: 1, success: true, eventId: received[0]!.headers["webhook-id"] });
 
-    const unknown = await server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/wha_nope/retry`, undefined, s.apiKey);
+    const unknown = await redrive(s, "wha_nope");
     expect(unknown).toMatchObject({ status: 404, body: { error: "Webhook attempt not found" } });
   });
 
   test("a finished attempt re-driven again while its new delivery is pending brings that one forward: one delivery under way, not a chain of tries per call", async () => {
-    const s = await subscribe("/redrive-again");
-    receiver.respond("/redrive-again", { status: 503 });
-    await createInbox(s.organizationId);
-    await queue.runDueNow();
-    for (const delay of retryDelays) await advance(delay + 1000);
+    const s = await discardedDelivery("/redrive-again");
     const [lastOfFirst] = await attemptsOf(s);
     const eventId = lastOfFirst!.eventId;
     const deliveriesOfEvent = async () => (await queryRow<{ n: number }>(server.app, "SELECT count(*) AS n FROM webhook_deliveries WHERE event_id = ?", eventId))!.n;
     expect(await deliveriesOfEvent()).toBe(1);
     // Four re-drives while the receiver still fails: the first queues a delivery, each next one tries it again.
     for (let i = 0; i < 4; i++) {
-      expect(await server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/${lastOfFirst!.id}/retry`, undefined, s.apiKey)).toMatchObject({ status: 200 });
+      expect(await redrive(s, lastOfFirst!.id)).toMatchObject({ status: 200 });
       await queue.runDueNow();
     }
     expect(await deliveriesOfEvent()).toBe(2);
     expect(requestsTo("/redrive-again")).toHaveLength(5 + 4);
     receiver.respond("/redrive-again", { status: 200 });
-    await server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/${lastOfFirst!.id}/retry`, undefined, s.apiKey);
+    await redrive(s, lastOfFirst!.id);
     await queue.runDueNow();
     expect(await deliveriesOfEvent()).toBe(2);
     expect((await attemptsOf(s))[0]).toMatchObject({ attemptNumber: 5, success: true, eventId });
@@ -246,7 +249,7 @@ describe("retries (schedule A)", () => {
     await queue.runDueNow();
     receiver.respond("/redrive-pending", { status: 200 });
     const [first] = await attemptsOf(s);
-    await server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/${first.id}/retry`, undefined, s.apiKey);
+    await redrive(s, first.id);
     await queue.runDueNow();
     expect((await attemptsOf(s)).map((a) => [a.attemptNumber, a.success])).toEqual([
       [2, true],
