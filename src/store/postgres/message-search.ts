@@ -10,6 +10,7 @@
  */
 import { and, desc, eq, inArray, or, sql, type SQL } from "drizzle-orm";
 import type { LiteralRequirement, MessageSearchStore, SearchableMessage, SearchPosition } from "../store";
+import { walkStepOf } from "../walk-step";
 import { likeContaining, type PgDb } from "./db";
 import { summaryColumns } from "./messages";
 import { messages } from "./schema/index";
@@ -96,8 +97,11 @@ export function messageSearchStore(db: PgDb): MessageSearchStore {
           )
           .orderBy(desc(messages.createdAt), desc(messages.id))
           .limit(limit);
-      const rows = (await (literals ? throughTrigramIndexes(db, page) : page(db))).map(({ createdAt, ...row }): SearchableMessage => ({ ...row, position: { createdAt, id: row.id } as Position as unknown as SearchPosition }));
-      return { rows, next: rows.length === limit ? rows.at(-1)!.position : undefined };
+      const rows = await (literals ? throughTrigramIndexes(db, page) : page(db));
+      return walkStepOf(
+        rows.map(({ createdAt, ...row }): SearchableMessage => ({ ...row, position: { createdAt, id: row.id } as Position as unknown as SearchPosition })),
+        limit,
+      );
     },
     catchUp: async () => {},
     /** In the order given; messages gone since the walk found them are left out. */

@@ -9,6 +9,7 @@
  */
 import { takeTurn } from "../../event-loop";
 import type { MessageSearchStore, SearchPosition } from "../store";
+import { walkStepOf } from "../walk-step";
 import { ftsQuery } from "./fts-query";
 import type { messageSearchStore, Position, RowidWindow } from "./message-search";
 
@@ -45,16 +46,13 @@ export function windowedSearch(statements: Statements, run: Run, caughtUp: () =>
     async walk(inboxId, requirement, after, limit, label) {
       // A walk without a literal the index can look up reads the inbox's own messages.
       const match = requirement && ftsQuery(requirement);
-      if (!match) {
-        const rows = await run(() => statements.scan(inboxId, after, limit, label));
-        return { rows, next: rows.length === limit ? rows.at(-1)!.position : undefined };
-      }
+      if (!match) return walkStepOf(await run(() => statements.scan(inboxId, after, limit, label)), limit);
       // One window per read: the walk takes its turns between reads, so its budget counts only its own statements.
       const before = after === undefined ? await run(() => statements.rowidEnd()) : (after as unknown as Position).rowid;
       const window = { lowest: Math.max(0, before - SEARCH_WINDOW_ROWIDS), before };
-      const rows = await run(() => statements.candidatesIn(inboxId, match, window, limit, label));
-      if (rows.length === limit) return { rows, next: rows.at(-1)!.position };
-      return { rows, next: window.lowest > 0 ? below(window) : undefined };
+      const step = walkStepOf(await run(() => statements.candidatesIn(inboxId, match, window, limit, label)), limit);
+      // A window read whole: the walk goes on below it, down to the first message.
+      return step.next || window.lowest === 0 ? step : { rows: step.rows, next: below(window) };
     },
     catchUp: caughtUp,
   };
