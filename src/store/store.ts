@@ -536,7 +536,7 @@ export interface MessagesStore {
   insertDeliveries(deliveries: DeliveryRecord[]): Promise<void>;
   /** In a transaction the message is held until its end, so that a change read and written there (labels) is the only one at a time. */
   find(organizationId: string, inboxId: string, id: string): Promise<MessageRecord | undefined>;
-  /** Whether the inbox already received this message: its Message-ID with this digest (MessageRecord.receivedDigest), or with none (stored before digests were kept). */
+  /** Whether the inbox already received this message: its Message-ID with this digest (MessageRecord.receivedDigest), or with none (stored before digests were kept), among at most RESEND_LOOKUP_COPIES copies under that id. */
   hasReceived(inboxId: string, messageId: string, digest: string): Promise<boolean>;
   /** The thread of the message with this Message-ID in the inbox, if it holds one. */
   threadOfMessageId(inboxId: string, messageId: string): Promise<string | undefined>;

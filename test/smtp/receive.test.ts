@@ -10,8 +10,11 @@ import MailComposer from "nodemailer/lib/mail-composer";
 import { dkimTxtValue, generateDkimKeys } from "../../src/dkim/keys";
 import { signMessage } from "../../src/dkim/sign";
 import { insertInbox } from "../../src/inboxes/service";
+import { parseMessage } from "../../src/mail/parse";
+import { alreadyReceived, storeReceivedMessage } from "../../src/messages/receive";
 import { returnPathFor } from "../../src/outbound/return-path";
 import { loadTlsCertificate } from "../../src/smtp/tls";
+import { RESEND_LOOKUP_COPIES } from "../../src/store/resend-lookup";
 import type { Inbox } from "../../src/inboxes/present";
 import { apiClient, eventually, queryRow, seedOrganization, startTestServer, tempDir, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
@@ -90,6 +93,21 @@ describe("delivery", () => {
     const listCopy = `From: carol@inboxd.test\r\nTo: team@lists.test\r\nSubject: [team] local first\r\nMessage-ID: ${messageId}\r\n\r\nFrom Carol.\r\n-- \r\nteam mailing list\r\n`;
     expect((await sendMail(server.smtpPort, { from: "team-bounces@lists.test", to: ["bob@inboxd.test"], raw: listCopy })).response).toStartWith("250 ");
     expect((await messagesOf(bob)).map((message) => message.subject).filter((subject: string) => subject.endsWith("local first")).sort()).toEqual(["[team] local first", "local first"]);
+  });
+
+  test("a resend look-up reads at most RESEND_LOOKUP_COPIES copies under one Message-ID: thousands of different messages under one id cannot make each next one read them all", async () => {
+    const { app } = server;
+    const inbox = (await app.store.inboxes.find(bob.organizationId, bob.id))!;
+    const messageId = `<one-id-${crypto.randomUUID()}@sender.test>`;
+    const parsed = await parseMessage(Buffer.from(`From: alice@sender.test\r\nSubject: one of many\r\nMessage-ID: ${messageId}\r\n\r\nHi.\r\n`));
+    const digestOf = (n: number) => `digest ${n}`;
+    for (let n = 0; n <= RESEND_LOOKUP_COPIES; n++) {
+      await app.store.transaction((tx) => storeReceivedMessage(app, tx, { inbox, parsed, raw: Buffer.from(`copy ${n}`), receivedDigest: digestOf(n) }));
+    }
+    // Which copies are read is the engine's index order; the one not read would be stored again if resent, never dropped.
+    let found = 0;
+    for (let n = 0; n <= RESEND_LOOKUP_COPIES; n++) if (await alreadyReceived(app.store, inbox.id, parsed, digestOf(n))) found++;
+    expect(found).toBe(RESEND_LOOKUP_COPIES);
   });
 
   test("Message-ID: <> names no message: two messages with it are both stored", async () => {

@@ -5,6 +5,7 @@
  */
 import { and, asc, desc, eq, getTableColumns, inArray, isNull, or, sql } from "drizzle-orm";
 import { placeholdersOf } from "../placeholders";
+import { RESEND_LOOKUP_COPIES } from "../resend-lookup";
 import type { MessagesStore } from "../store";
 import { withContent, type PgBlobs } from "./blobs";
 import { renderedOnce, rowsOf, type PgDb } from "./db";
@@ -62,10 +63,16 @@ export function messagesStore(db: PgDb, blobs: PgBlobs, inTransaction: boolean):
       return row;
     },
     async hasReceived(inboxId, messageId, digest) {
-      const found = await db
-        .select({ id: messages.id })
+      const copies = db
+        .select({ id: messages.id, receivedDigest: messages.receivedDigest, status: messages.status })
         .from(messages)
-        .where(and(eq(messages.inboxId, inboxId), eq(messages.messageIdHeader, messageId), or(eq(messages.receivedDigest, digest), isNull(messages.receivedDigest)), eq(messages.status, "received")))
+        .where(and(eq(messages.inboxId, inboxId), eq(messages.messageIdHeader, messageId)))
+        .limit(RESEND_LOOKUP_COPIES)
+        .as("copies");
+      const found = await db
+        .select({ id: copies.id })
+        .from(copies)
+        .where(and(or(eq(copies.receivedDigest, digest), isNull(copies.receivedDigest)), eq(copies.status, "received")))
         .limit(1);
       return found.length > 0;
     },

@@ -8,6 +8,7 @@ import type { StoredBytes } from "../store";
 import { withContent, type BlobStore } from "./blobs";
 import type { Db } from "./db";
 import { placeholdersOf } from "../placeholders";
+import { RESEND_LOOKUP_COPIES } from "../resend-lookup";
 
 export type MessageRow = typeof messages.$inferSelect;
 export type AttachmentRow = typeof attachments.$inferSelect;
@@ -81,7 +82,8 @@ export const messagesStore = (db: Db, blobs: BlobStore) => {
     .limit(1)
     .prepare();
   const receivedWithMessageId = db.$client.query<{ id: string }, { inboxId: string; messageId: string; digest: string }>(
-    "SELECT id FROM messages WHERE inbox_id = $inboxId AND message_id_header = $messageId AND (received_digest = $digest OR received_digest IS NULL) AND status = 'received' LIMIT 1",
+    `SELECT id FROM (SELECT id, received_digest, status FROM messages WHERE inbox_id = $inboxId AND message_id_header = $messageId LIMIT ${RESEND_LOOKUP_COPIES})
+     WHERE (received_digest = $digest OR received_digest IS NULL) AND status = 'received' LIMIT 1`,
   );
   const insertMessage = db.insert(messages).values(placeholdersOf(messages)).prepare();
   const insertSource = db.insert(messageSources).values(placeholdersOf(messageSources)).prepare();
