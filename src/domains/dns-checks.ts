@@ -49,7 +49,8 @@ export async function checkMx(resolver: Resolver, domain: string, hostname: stri
   // RFC 7505 §3: a null MX says the domain takes no mail at all.
   if (isNullMx(records)) return failed(`${domain} publishes a null MX (it accepts no mail); point its MX to ${hostname}`);
   const preferred = Math.min(...records.map((record) => record.priority));
-  const ours = records.find((record) => sameHost(record.exchange, hostname));
+  // An RRset has no order (RFC 2181 §5), and ours may be named twice: the most preferred of ours counts.
+  const ours = records.filter((record) => sameHost(record.exchange, hostname)).sort((a, b) => a.priority - b.priority)[0];
   if (ours?.priority === preferred) return verified;
   if (ours) {
     const before = records.filter((record) => record.priority < ours.priority).map((record) => `${record.exchange} (${record.priority})`);

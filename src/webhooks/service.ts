@@ -136,7 +136,10 @@ async function checkUrl(app: App, url: string): Promise<string> {
   const host = check.url.hostname;
   if (app.config.webhookAllowPrivate || parseHostLiteral(host) !== null) return url;
   // A name that does not resolve (yet) is accepted: every delivery resolves and checks it again.
-  const addresses = await app.resolver.lookupHostAddresses(host).catch((): string[] => []);
+  // Each family's answer is checked on its own: the name's own server can fail one family's
+  // query at will, which would hide the other's private address.
+  const answers = await Promise.allSettled([app.resolver.a(host), app.resolver.aaaa(host)]);
+  const addresses = answers.flatMap((answer) => (answer.status === "fulfilled" ? answer.value : []));
   const forbidden = addresses.filter(isForbiddenAddress);
   if (forbidden.length > 0) throw invalid(`url host ${host} resolves to a private, loopback, link-local or reserved address (${forbidden.join(", ")})`);
   return url;

@@ -311,6 +311,9 @@ describe("verify", () => {
     expect(recordOf(res.body.records, "MX")).toMatchObject({ status: "failed", reason: `the MX records of backupmx.example prefer mx.elsewhere.example (1) over ${HOSTNAME} (50): mail goes there first` });
     dns.set("backupmx.example", "MX", [{ exchange: "mx.elsewhere.example", priority: 10 }, { exchange: `${HOSTNAME}.`, priority: 10 }]);
     expect(recordOf((await post(`/v1/domains/${domain.id}/verify`)).body.records, "MX").status).toBe("verified");
+    // This server named twice, the less preferred first: an RRset has no order, and the most preferred of ours counts.
+    dns.set("backupmx.example", "MX", [{ exchange: `${HOSTNAME}.`, priority: 20 }, { exchange: `${HOSTNAME}.`, priority: 5 }, { exchange: "mx.elsewhere.example", priority: 10 }]);
+    expect(recordOf((await post(`/v1/domains/${domain.id}/verify`)).body.records, "MX").status).toBe("verified");
   });
 
   test("the MX record alone makes the domain receiving, not sending", async () => {

@@ -29,7 +29,8 @@ export type DnsServer = {
   set<T extends TestRecordType>(name: string, type: T, values: TestRecordValues[T]): void;
   remove(name: string, type?: TestRecordType): void;
   setZoneFile(text: string): void;
-  failNext(name: string, mode?: FailureMode, times?: number): void;
+  /** The next `times` queries for `name` (of `type` only, when given) fail as `mode` says. */
+  failNext(name: string, mode?: FailureMode, times?: number, type?: TestRecordType): void;
   /** Answers about `name` and every name below it are sent `ms` late (0: at once again), as a slow name server's. */
   delay(name: string, ms: number): void;
   close(): Promise<void>;
@@ -41,11 +42,12 @@ const CLASSIC_UDP_LIMIT = 512;
 const RCODE = { NOERROR: 0, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 } as const;
 const MAX_CNAME_CHAIN = 8;
 
+type Failure = { mode: FailureMode; remaining: number; type?: TestRecordType };
 type RecordSet = Partial<{ [T in TestRecordType]: TestRecordValues[T] }>;
 
 export async function startDnsServer(): Promise<DnsServer> {
   const zone = new Map<string, RecordSet>();
-  const failures = new Map<string, { mode: FailureMode; remaining: number }>();
+  const failures = new Map<string, Failure>();
   const delays = new Map<string, number>();
   const queries: ReceivedQuery[] = [];
 
@@ -64,7 +66,7 @@ export async function startDnsServer(): Promise<DnsServer> {
     if (!question) return dnsPacket.encode({ ...base, flags: RCODE.NOTIMP });
     queries.push({ name: question.name, type: question.type, transport });
 
-    const failure = takeFailure(failures, question.name);
+    const failure = takeFailure(failures, question.name, question.type);
     if (failure === "TIMEOUT") return undefined;
     if (failure) return dnsPacket.encode({ ...base, flags: recursionFlags(query) | RCODE[failure] });
 
@@ -130,8 +132,8 @@ export async function startDnsServer(): Promise<DnsServer> {
       }
       for (const [name, records] of loaded) zone.set(name, { ...zone.get(name), ...records });
     },
-    failNext(name, mode = "SERVFAIL", times = 1) {
-      failures.set(normalizeName(name), { mode, remaining: times });
+    failNext(name, mode = "SERVFAIL", times = 1, type) {
+      failures.set(normalizeName(name), { mode, remaining: times, type });
     },
     delay(name, ms) {
       if (ms > 0) delays.set(normalizeName(name), ms);
@@ -212,10 +214,10 @@ function recursionFlags(query: dnsPacket.DecodedPacket): number {
   return dnsPacket.AUTHORITATIVE_ANSWER | dnsPacket.RECURSION_AVAILABLE | (query.flag_rd ? dnsPacket.RECURSION_DESIRED : 0);
 }
 
-function takeFailure(failures: Map<string, { mode: FailureMode; remaining: number }>, name: string): FailureMode | undefined {
+function takeFailure(failures: Map<string, Failure>, name: string, type: string): FailureMode | undefined {
   const key = normalizeName(name);
   const failure = failures.get(key);
-  if (!failure) return undefined;
+  if (!failure || (failure.type && failure.type !== type)) return undefined;
   if (--failure.remaining <= 0) failures.delete(key);
   return failure.mode;
 }

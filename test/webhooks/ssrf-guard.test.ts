@@ -102,6 +102,14 @@ describe("at creation", () => {
       expect(reply.body.error).toContain("resolves to a private");
     }
   });
+
+  test("a private answer of one address family is refused when the other family's look-up fails (the name's own server can fail it at will)", async () => {
+    // A timeout would take the resolver's tries; a SERVFAIL is the same failure at once.
+    dns.set("half.example.test", "A", ["127.0.0.1"]);
+    dns.failNext("half.example.test", "SERVFAIL", 10, "AAAA");
+    const reply = await create("https://half.example.test/hook");
+    expect({ status: reply.status, error: reply.body.error }).toEqual({ status: 422, error: "url host half.example.test resolves to a private, loopback, link-local or reserved address (127.0.0.1)" });
+  });
 });
 
 describe("at every delivery", () => {
