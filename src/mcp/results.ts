@@ -81,7 +81,8 @@ export async function attachmentResult({ url, response }: ApiReply): Promise<Cal
   const mimeType = response.headers.get("content-type") ?? "application/octet-stream";
   const bytes = new Uint8Array(await response.arrayBuffer());
   const name = fileName(response.headers.get("content-disposition"));
-  const metadata = { uri: url, mimeType, size: bytes.byteLength, ...(name === undefined ? {} : { name: untrusted(name) }) };
+  // The type is the one the sender declared, as get_message's contentType: marked alike.
+  const metadata = { uri: url, mimeType: untrusted(mimeType), size: bytes.byteLength, ...(name === undefined ? {} : { name: untrusted(name) }) };
   if (bytes.byteLength > MAX_ATTACHMENT_BYTES) {
     const error = `The attachment is ${bytes.byteLength} bytes, more than the ${MAX_ATTACHMENT_BYTES} a tool result carries: download it from ${url} with the API key`;
     return { content: [{ type: "text", text: error }], structuredContent: { error, ...metadata }, isError: true };

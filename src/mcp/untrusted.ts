@@ -8,13 +8,24 @@
 export const untrustedOpen = "<untrusted-email-content>";
 export const untrustedClose = "</untrusted-email-content>";
 
-/** Either marker as written inside the content, whatever its case and spacing: it could end the block early or open a fake one. */
-const marker = /<(\s*\/?\s*)(untrusted-email-content)/gi;
+/**
+ * The `<` of either marker as written inside the content, whatever its case and spacing, and with
+ * invisible format characters (U+200B, U+00AD...: Unicode's Cf) anywhere in it: it could end the
+ * block early or open a fake one. Only the `<` is matched (the rest is a look-ahead with one way to
+ * match each character): `<(\s*\/?\s*)` took quadratic time on a `<` before a long run of spaces
+ * (5 s for 64 KiB, on the event loop).
+ */
+const gap = "[\\s\\p{Cf}]*";
+const markerWord = [..."untrusted-email-content"].join("\\p{Cf}*");
+const marker = new RegExp(`<(?=${gap}(?:\\/${gap})?${markerWord})`, "giu");
 
-export const untrusted = (content: string): string => `${untrustedOpen}${content.replace(marker, "&lt;$1$2")}${untrustedClose}`;
+export const untrusted = (content: string): string => `${untrustedOpen}${content.replace(marker, "&lt;")}${untrustedClose}`;
 
-/** Fields of the API's objects (messages, threads, webhook payloads) whose text comes from senders. */
-const contentFields = new Set(["subject", "text", "html", "fromName", "preview"]);
+/**
+ * Fields of the API's objects (messages, threads, webhook payloads) whose text comes from senders;
+ * a delivery's `lastResponse` is the text of the recipient's mail server, whoever runs it.
+ */
+const contentFields = new Set(["subject", "text", "html", "fromName", "preview", "lastResponse"]);
 /** Address fields: plain, but for an address whose quoted local part is free text its sender chose. */
 const addressFields = new Set(["from", "to", "cc", "bcc", "replyTo", "recipient"]);
 /**

@@ -234,7 +234,7 @@ describe("from source", () => {
       const fetchAttachment = (name: string) => call(client, "get_attachment", { inboxId: to.id, messageId: message.id, attachmentId: attachment(name).id });
 
       const text = await fetchAttachment("notes.txt");
-      expect(text.structuredContent).toMatchObject({ mimeType: "text/plain", name: untrusted("notes.txt"), size: Buffer.byteLength(`Hello ${injection}`) });
+      expect(text.structuredContent).toMatchObject({ mimeType: untrusted("text/plain"), name: untrusted("notes.txt"), size: Buffer.byteLength(`Hello ${injection}`) });
       expect(text.content[1]).toEqual({ type: "resource", resource: { uri: text.structuredContent.uri, mimeType: "text/plain", text: untrusted(`Hello ${injection}`) } });
       expect(text.structuredContent.uri).toBe(`${baseUrl()}/v1/inboxes/${to.id}/messages/${message.id}/attachments/${attachment("notes.txt").id}`);
 
