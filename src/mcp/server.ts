@@ -7,7 +7,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { ClientRequestSchema, ErrorCode, JSONRPCMessageSchema, LATEST_PROTOCOL_VERSION, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { version } from "../version";
 import type { ApiCaller } from "./api-caller";
 import { tools, untrustedNote } from "./tools";
@@ -36,9 +36,9 @@ export function createMcpServer(api: ApiCaller): McpServer {
 export async function handleMcpPost(request: Request, body: unknown, api: ApiCaller): Promise<Response> {
   // JSON-RPC batches left MCP in 2025-06-18: one request holding forty reads of a large message
   // took the server to 2.9 GB. One message per POST.
-  if (Array.isArray(body)) {
-    return Response.json({ jsonrpc: "2.0", error: { code: -32600, message: "Batches are not supported: send one JSON-RPC message per request" }, id: null }, { status: 400 });
-  }
+  if (Array.isArray(body)) return jsonRpcError(ErrorCode.InvalidRequest, "Batches are not supported: send one JSON-RPC message per request", null, 400);
+  const invalid = invalidMessage(body);
+  if (invalid) return invalid;
   const server = createMcpServer(api);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
@@ -47,6 +47,29 @@ export async function handleMcpPost(request: Request, body: unknown, api: ApiCal
   } finally {
     await server.close();
   }
+}
+
+const jsonRpcError = (code: ErrorCode, message: string, id: RequestId | null, status: number) => Response.json({ jsonrpc: "2.0", error: { code, message }, id }, { status });
+
+/** The schema of each request a client may send, by its method. */
+const requestSchemas = new Map<string, (typeof ClientRequestSchema.options)[number]>(ClientRequestSchema.options.map((schema) => [schema.shape.method.value, schema]));
+
+/**
+ * JSON-RPC 2.0 §5.1's answer to a body that is no JSON-RPC message (-32600) or a request whose
+ * params its method cannot take (-32602), in one line. The SDK answers the first as a parse
+ * error (-32700, for JSON that could not be read) and the second as its own fault (-32603), with
+ * the schema's issues dumped as the message.
+ */
+function invalidMessage(body: unknown): Response | undefined {
+  if (!JSONRPCMessageSchema.safeParse(body).success) {
+    return jsonRpcError(ErrorCode.InvalidRequest, 'Invalid Request: a JSON-RPC 2.0 message has "jsonrpc": "2.0", a method, and an id (a string or a number) for a request', null, 400);
+  }
+  const { method, id } = body as { method?: unknown; id?: RequestId };
+  // A notification (no id) gets no answer, whatever it holds.
+  const parsed = typeof method === "string" && id !== undefined ? requestSchemas.get(method)?.safeParse(body) : undefined;
+  if (!parsed || parsed.success) return undefined;
+  const [issue] = parsed.error.issues;
+  return jsonRpcError(ErrorCode.InvalidParams, `Invalid params for ${method}: ${issue ? `${issue.path.join(".") || "(the message)"}: ${issue.message}` : "not as the method takes them"}`, id ?? null, 200);
 }
 
 /** `inboxd mcp`: the server on stdin and stdout until stdin ends (the client closed it) or a signal comes. */

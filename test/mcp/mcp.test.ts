@@ -291,6 +291,30 @@ describe("from source", () => {
       expect(((await batch.json()) as { error: { code: number } }).error.code).toBe(-32600);
     });
 
+    test("JSON-RPC 2.0 §5.1: a body that is no JSON-RPC message is -32600, a request whose params its method cannot take is -32602 with one line naming the field", async () => {
+      const { apiKey } = await register(server.api);
+      const post = async (body: unknown) => {
+        const reply = await fetch(`${baseUrl()}/mcp`, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${apiKey.key}` },
+          body: JSON.stringify(body),
+        });
+        return { status: reply.status, body: (await reply.json()) as { id: unknown; error: { code: number; message: string } } };
+      };
+      for (const body of [{}, "x", 3, null, { jsonrpc: "2.0", id: 1 }, { jsonrpc: "1.0", id: 1, method: "tools/list" }, { jsonrpc: "2.0", id: 1, method: "tools/list", params: "x" }]) {
+        const reply = await post(body);
+        expect({ body, status: reply.status, code: reply.body.error.code, id: reply.body.id }).toEqual({ body, status: 400, code: -32600, id: null });
+      }
+      for (const [params, field] of [[undefined, "params"], [{ name: 42 }, "params.name"], [{ name: "list_inboxes", arguments: null }, "params.arguments"], [{ name: "list_inboxes", arguments: [] }, "params.arguments"]] as const) {
+        const reply = await post({ jsonrpc: "2.0", id: 7, method: "tools/call", ...(params === undefined ? {} : { params }) });
+        expect({ params, status: reply.status, code: reply.body.error.code, id: reply.body.id }).toEqual({ params, status: 200, code: -32602, id: 7 });
+        expect(reply.body.error.message).toStartWith(`Invalid params for tools/call: ${field}: `);
+        expect(reply.body.error.message).not.toContain("\n");
+      }
+      // A valid call still reaches the tool.
+      expect((await post({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "list_inboxes", arguments: {} } })).status).toBe(200);
+    });
+
     test("update_message_labels, and the label filter of list_messages and list_threads", async () => {
       const client = await overHttp(baseUrl)((await register(server.api)).apiKey.key);
       const from = await ok(client, "create_inbox", {});
