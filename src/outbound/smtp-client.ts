@@ -190,10 +190,18 @@ function settled(connection: SMTPConnection, step: (done: (error?: NodemailerErr
   });
 }
 
-/** RFC 5321 §4.1.1.5: RSET ends a transaction the server still holds open; false when the session is unusable. */
+/**
+ * RFC 5321 §4.1.1.5: RSET ends a transaction the server still holds open; false when the session
+ * is unusable. A server may close right after its refusal, or never answer the RSET: nodemailer
+ * then drops the RSET's callback and only reports the close or its reply timeout as an event, so
+ * the RSET is settled as a set-up step is (the delivery and its lane waited for good before).
+ */
 function resetSession(connection: SMTPConnection): Promise<boolean> {
   if (connection.destroyed) return Promise.resolve(false);
-  return new Promise((resolve) => connection.reset((error) => resolve(!error)));
+  return settled(connection, (done) => connection.reset((error) => done(error ?? undefined))).then(
+    () => true,
+    () => false,
+  );
 }
 
 function answersOf(recipients: string[], rejected: NodemailerError[], others: Omit<RecipientAnswer, "recipient">): RecipientAnswer[] {

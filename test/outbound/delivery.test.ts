@@ -272,6 +272,56 @@ describe("routing (RFC 5321 §5.1)", () => {
     expect(sinkMessagesTo("kim@multi.test")).toHaveLength(1);
   });
 
+  test("an MX that refuses the message at the end of its data, then closes or never answers the RSET: the refusal is recorded, and the next message to it is sent", async () => {
+    let closeAfterRefusal = true;
+    let refusals = 0;
+    const held: net.Socket[] = [];
+    // Just enough SMTP to reach the end of the data, refused there once per connection.
+    const refusing = net.createServer((socket) => {
+      held.push(socket);
+      let inData = false;
+      let buffered = "";
+      socket.write("220 refusing.test ESMTP\r\n");
+      socket.on("data", (chunk) => {
+        buffered += chunk.toString("latin1");
+        if (inData) {
+          if (!buffered.includes("\r\n.\r\n")) return;
+          inData = false;
+          buffered = "";
+          refusals++;
+          socket.write("554 5.6.0 content rejected\r\n");
+          if (closeAfterRefusal) socket.end();
+          return;
+        }
+        for (let end = buffered.indexOf("\r\n"); end >= 0 && !inData; end = buffered.indexOf("\r\n")) {
+          const command = buffered.slice(0, end).toUpperCase();
+          buffered = buffered.slice(end + 2);
+          if (command.startsWith("EHLO")) socket.write("250-refusing.test\r\n250 8BITMIME\r\n");
+          else if (command === "DATA") {
+            inData = true;
+            socket.write("354 go ahead\r\n");
+          } else if (command.startsWith("MAIL") || command.startsWith("RCPT")) socket.write("250 OK\r\n");
+        }
+      });
+      socket.on("error", () => {});
+    });
+    await new Promise<void>((resolve) => refusing.listen(w.sink.port, "127.0.0.5", resolve));
+    try {
+      w.mx("refuses-data.test", [{ name: "mx.refuses-data.test", priority: 10, address: "127.0.0.5" }]);
+      for (const [index, closes] of [true, false].entries()) {
+        closeAfterRefusal = closes;
+        const message = await sendAndRun({ to: [`kim${index}@refuses-data.test`] });
+        expect({ closes, delivery: message.deliveries[0] }).toMatchObject({ closes, delivery: { status: "bounced", lastResponse: "554 5.6.0 content rejected" } });
+      }
+      // The lane is free: the next message to that host is tried too.
+      expect((await sendAndRun({ to: ["kim2@refuses-data.test"] })).deliveries[0]).toMatchObject({ status: "bounced" });
+      expect(refusals).toBe(3);
+    } finally {
+      for (const socket of held) socket.destroy();
+      refusing.close();
+    }
+  });
+
   test("an MX host that never sends its greeting times out (§4.5.3.2, scaled) and the next one takes the message", async () => {
     const silent: net.Socket[] = [];
     const mute = net.createServer((socket) => silent.push(socket));
