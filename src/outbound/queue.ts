@@ -189,8 +189,9 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
 
   function send(lane: Lane, { job, prepared }: Claimed): Promise<Finished> {
     return prepared
-      .then((prepared) => {
+      .then(async (prepared) => {
         if (prepared instanceof Error) throw prepared;
+        if (await withdrawn(job)) return [];
         return transmitJob(context, prepared, lane.destination);
       })
       .catch((error: unknown): RecipientOutcome[] => {
@@ -203,6 +204,18 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
         lane.running = undefined;
         return { job, outcomes, finishedAt };
       });
+  }
+
+  /**
+   * Whether the job's deliveries were deleted (with their inbox) since its claim: a lane's backlog
+   * holds up to laneBacklog messages, which went out after the DELETE's 200 without this look.
+   * One being transmitted at that moment still goes.
+   */
+  async function withdrawn(job: Job): Promise<boolean> {
+    const rows = await Promise.all(job.deliveries.map((delivery) => store.deliveries.find(delivery.id)));
+    if (rows.some((row) => row !== undefined)) return false;
+    log.info("outbound delivery withdrawn: deleted before its try", { messageId: job.messageId, domain: job.domain });
+    return true;
   }
 
   /**

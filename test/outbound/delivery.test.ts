@@ -3,6 +3,7 @@ import * as net from "node:net";
 import { dkimVerify } from "mailauth";
 import { createResolver } from "../../src/dns/resolver";
 import { parseReturnPath } from "../../src/outbound/return-path";
+import { eventually } from "../harness";
 import { dkimverify, dkimverifyMissing } from "../peers/dkimverify";
 import { startOutboundWorld, type OutboundWorld } from "./world";
 
@@ -19,6 +20,47 @@ const headerSection = (raw: Buffer) => raw.toString().split("\r\n\r\n")[0]!;
 const sinkMessagesTo = (address: string) => w.sink.messages.filter((message) => message.rcptTo.includes(address));
 const rcptCount = (address: string) => w.rcptLog.filter((rcpt) => rcpt === address).length;
 const minutes = (n: number) => n * 60_000;
+
+/**
+ * A remote MX on `address` (INBOXD_OUTBOUND_PORT) with just enough SMTP to reach the end of a
+ * message's data, where `atEndOfData` answers, or holds the answer, or closes.
+ */
+async function startScriptedMx(address: string, atEndOfData: (socket: net.Socket) => void) {
+  const sockets: net.Socket[] = [];
+  const server = net.createServer((socket) => {
+    sockets.push(socket);
+    let inData = false;
+    let buffered = "";
+    socket.write("220 scripted.test ESMTP\r\n");
+    socket.on("data", (chunk) => {
+      buffered += chunk.toString("latin1");
+      if (inData) {
+        if (!buffered.includes("\r\n.\r\n")) return;
+        inData = false;
+        buffered = "";
+        return atEndOfData(socket);
+      }
+      for (let end = buffered.indexOf("\r\n"); end >= 0 && !inData; end = buffered.indexOf("\r\n")) {
+        const command = buffered.slice(0, end).toUpperCase();
+        buffered = buffered.slice(end + 2);
+        if (command.startsWith("EHLO")) socket.write("250-scripted.test\r\n250 8BITMIME\r\n");
+        else if (command === "DATA") {
+          inData = true;
+          socket.write("354 go ahead\r\n");
+        } else if (command === "QUIT") socket.end("221 bye\r\n");
+        else socket.write("250 OK\r\n");
+      }
+    });
+    socket.on("error", () => {});
+  });
+  await new Promise<void>((resolve) => server.listen(w.sink.port, address, resolve));
+  return {
+    close() {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}
 
 /** Send, let the queue run what is due, and read the message back. */
 async function sendAndRun(body: Record<string, unknown>) {
@@ -275,37 +317,12 @@ describe("routing (RFC 5321 §5.1)", () => {
   test("an MX that refuses the message at the end of its data, then closes or never answers the RSET: the refusal is recorded, and the next message to it is sent", async () => {
     let closeAfterRefusal = true;
     let refusals = 0;
-    const held: net.Socket[] = [];
-    // Just enough SMTP to reach the end of the data, refused there once per connection.
-    const refusing = net.createServer((socket) => {
-      held.push(socket);
-      let inData = false;
-      let buffered = "";
-      socket.write("220 refusing.test ESMTP\r\n");
-      socket.on("data", (chunk) => {
-        buffered += chunk.toString("latin1");
-        if (inData) {
-          if (!buffered.includes("\r\n.\r\n")) return;
-          inData = false;
-          buffered = "";
-          refusals++;
-          socket.write("554 5.6.0 content rejected\r\n");
-          if (closeAfterRefusal) socket.end();
-          return;
-        }
-        for (let end = buffered.indexOf("\r\n"); end >= 0 && !inData; end = buffered.indexOf("\r\n")) {
-          const command = buffered.slice(0, end).toUpperCase();
-          buffered = buffered.slice(end + 2);
-          if (command.startsWith("EHLO")) socket.write("250-refusing.test\r\n250 8BITMIME\r\n");
-          else if (command === "DATA") {
-            inData = true;
-            socket.write("354 go ahead\r\n");
-          } else if (command.startsWith("MAIL") || command.startsWith("RCPT")) socket.write("250 OK\r\n");
-        }
-      });
-      socket.on("error", () => {});
+    const refusing = await startScriptedMx("127.0.0.5", (socket) => {
+      refusals++;
+      socket.write("554 5.6.0 content rejected\r\n");
+      if (closeAfterRefusal) socket.end();
+      else socket.removeAllListeners("data");
     });
-    await new Promise<void>((resolve) => refusing.listen(w.sink.port, "127.0.0.5", resolve));
     try {
       w.mx("refuses-data.test", [{ name: "mx.refuses-data.test", priority: 10, address: "127.0.0.5" }]);
       for (const [index, closes] of [true, false].entries()) {
@@ -317,7 +334,6 @@ describe("routing (RFC 5321 §5.1)", () => {
       expect((await sendAndRun({ to: ["kim2@refuses-data.test"] })).deliveries[0]).toMatchObject({ status: "bounced" });
       expect(refusals).toBe(3);
     } finally {
-      for (const socket of held) socket.destroy();
       refusing.close();
     }
   });
@@ -358,6 +374,37 @@ describe("routing (RFC 5321 §5.1)", () => {
       expect(deferred.lastResponse.split("554 5.7.1 no service here").length - 1).toBe(1);
     } finally {
       refusing.close();
+    }
+  });
+
+  test("deleting the sending inbox withdraws its messages a lane had claimed but not started: only those being transmitted still go", async () => {
+    const held: net.Socket[] = [];
+    let answered = 0;
+    const slow = await startScriptedMx("127.0.0.6", (socket) => held.push(socket));
+    try {
+      w.mx("held.test", [{ name: "mx.held.test", priority: 10, address: "127.0.0.6" }]);
+      const inbox = (await w.server.api.post("/v1/inboxes", {}, w.apiKey)).body;
+      for (let n = 0; n < 6; n++) {
+        const sent = await w.server.api.post(`/v1/inboxes/${inbox.id}/messages/send`, { to: [`pat${n}@held.test`], subject: `Held ${n}`, text: "Hi.", html: "" }, w.apiKey);
+        expect({ status: sent.status, body: sent.body }).toMatchObject({ status: 201 });
+      }
+      const run = w.queue.runDueNow();
+      // Two lanes (the per-domain limit) hold a message each at the end of its data; the rest wait in their backlogs.
+      await eventually("two messages at the end of their data", () => held.length, (count) => count >= 2);
+      expect((await w.server.api.request("DELETE", `/v1/inboxes/${inbox.id}`, { token: w.apiKey })).status).toBe(200);
+      const release = () => {
+        for (const socket of held.splice(0)) {
+          answered++;
+          socket.write("250 OK queued\r\n");
+        }
+      };
+      release();
+      const releasing = setInterval(release, 10);
+      await run;
+      clearInterval(releasing);
+      expect(answered).toBe(2);
+    } finally {
+      slow.close();
     }
   });
 
