@@ -37,6 +37,8 @@ export interface ComposeInput {
 const MESSAGE_ID_HOST = /^[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+(?:\.[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+)*$/;
 // RFC 6838 §4.2 type/subtype names, optionally followed by parameters.
 const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*(?:\s*;.*)?$/i;
+// RFC 2046 §5: the types whose body is other entities, not a file.
+const COMPOSITE_TYPE = /^\s*(?:message|multipart)\//i;
 // Every C0 control and DEL: a CR or LF in a header value would end the field and
 // start one chosen by whoever wrote the value (header injection); NUL is not
 // allowed in a message at all (RFC 5322 §3.5, RFC 5321 §4.1.1.4).
@@ -185,8 +187,14 @@ function cleanMessageId(value: string): string {
   return id === "" || id.length > LONGEST_HEADER_WORD ? "" : `<${id}>`;
 }
 
+/**
+ * An attachment's type as it goes out. A composite type is sent as application/octet-stream: a
+ * message/* part may not be base64 (RFC 2046 §5.2.1), so nodemailer sent its bytes raw (lines of
+ * any length, NUL, 8-bit to a server without 8BITMIME), and a multipart/* leaf is no container
+ * (RFC 2045 §6.4), so readers found no file in it.
+ */
 function cleanContentType(contentType: string | undefined): string | undefined {
   if (contentType === undefined) return undefined;
   const cleaned = cleanHeaderText(contentType);
-  return MEDIA_TYPE.test(cleaned) ? cleaned : "application/octet-stream";
+  return MEDIA_TYPE.test(cleaned) && !COMPOSITE_TYPE.test(cleaned) ? cleaned : "application/octet-stream";
 }

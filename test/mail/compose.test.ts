@@ -95,6 +95,17 @@ describe("composeMessage round trip", () => {
     expect(parsed.headers.get("content-type")?.[0]).toMatch(contentType);
   });
 
+  test("an attachment declared message/* or multipart/* goes out base64 as application/octet-stream: 7-bit lines, no NUL, and the file comes back whole", async () => {
+    const content = Buffer.concat([Buffer.from(`Subject: fwd\r\n\r\n${"x".repeat(5000)}\r\n`), Buffer.from([0, 0xff, 0xfe])]);
+    for (const contentType of ["message/rfc822", 'multipart/mixed; boundary="caller-boundary"', "Message/Partial"]) {
+      const raw = await composeMessage({ ...base, attachments: [{ filename: "fwd.eml", contentType, content }] });
+      expect({ contentType, longestOver78: Math.max(...raw.toString("latin1").split("\r\n").map((line) => line.length)) > 78 }).toEqual({ contentType, longestOver78: false });
+      expect(raw.every((byte) => byte > 0 && byte < 0x80)).toBe(true);
+      const [attachment] = (await parseMessage(raw)).attachments;
+      expect({ contentType, type: attachment?.contentType, name: attachment?.filename, whole: attachment?.content.equals(content) }).toEqual({ contentType, type: "application/octet-stream", name: "fwd.eml", whole: true });
+    }
+  });
+
   test("IDN and quoted addresses go out in ASCII and come back the same", async () => {
     const raw = await composeMessage({ ...base, to: ['"john doe"@Bücher.de', "zoe@例え.テスト"] });
     expect(raw.toString("latin1")).toContain("xn--bcher-kva.de");
