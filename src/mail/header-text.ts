@@ -8,3 +8,6 @@
 const HEADER_UNSAFE = /[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]/;
 
 export const isHeaderSafe = (value: string) => !HEADER_UNSAFE.test(value);
+
+/** Header text made safe: each run of what isHeaderSafe refuses becomes one space. */
+export const headerSafe = (value: string) => value.replace(new RegExp(`${HEADER_UNSAFE.source}+`, "g"), " ");

@@ -4,6 +4,7 @@
  * stored in the same inbox.
  */
 import { newId } from "../ids";
+import { headerSafe } from "../mail/header-text";
 import type { Aggregates, InboxRecord } from "../store";
 
 /**
@@ -76,5 +77,12 @@ export function referencesOfReply(parent: { references: string[]; inReplyTo: str
   return all.length <= maxReferencesWritten ? all : [all[0]!, ...all.slice(all.length - maxReferencesWritten + 1)];
 }
 
-/** `Re: ` once: an answer to "Re: x" keeps "Re: x" (RFC 5322 §3.6.5). */
-export const replySubject = (subject: string) => (/^re:/i.test(subject.trim()) ? subject : `Re: ${subject}`);
+/**
+ * `Re: ` once: an answer to "Re: x" keeps "Re: x" (RFC 5322 §3.6.5). A received subject can decode
+ * to line breaks (an encoded word of `=0A`), which a send refuses in a subject it is given: the
+ * reply's is made safe as the wire would show it, so that a reply draft can be sent as filled in.
+ */
+export function replySubject(subject: string): string {
+  const safe = headerSafe(subject);
+  return /^re:/i.test(safe.trim()) ? safe : `Re: ${safe}`;
+}

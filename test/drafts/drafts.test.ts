@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { deleteDraft, maxScheduleAheadMs, sendDraftNow, updateDraft } from "../../src/drafts/service";
+import { parseMessage } from "../../src/mail/parse";
+import { storeReceivedMessage } from "../../src/messages/receive";
 import { queryRow, seedOrganization, type TestServer } from "../harness";
 import { createInbox, events, headerBlock, rawSource, startMessageServer } from "../messages/helpers";
 
@@ -209,6 +211,21 @@ describe("sending a draft", () => {
     // The answer lands in the colleague's thread of the original.
     const answer = (await received(colleague.id)).find((m) => m.subject === "Re: Order 42")!;
     expect((await server.api.get(`/v1/inboxes/${colleague.id}/messages/${answer.id}`, key)).body.threadId).toBe(original.threadId);
+  });
+
+  test("a received subject that decodes to a line break: a reply, and a reply draft as filled in, get it on one line, and the draft sends", async () => {
+    const { app } = server;
+    const raw = Buffer.from(`From: someone@example.com\r\nTo: ${inbox.email}\r\nSubject: =?utf-8?Q?Quarterly=0Areport?=\r\n\r\nFigures.\r\n`);
+    const parsed = await parseMessage(raw);
+    expect(parsed.subject).toBe("Quarterly\nreport");
+    const record = (await app.store.inboxes.find(organizationId, inbox.id))!;
+    const incoming = await app.store.transaction((tx) => storeReceivedMessage(app, tx, { inbox: record, parsed, raw }));
+    const draft = await create({ inReplyToMessageId: incoming.id, text: "Thanks." });
+    expect(draft.body.subject).toBe("Re: Quarterly report");
+    expect((await sendNow(draft.body.id)).body).toMatchObject({ subject: "Re: Quarterly report", to: ["someone@example.com"] });
+    const reply = await server.api.post(`/v1/inboxes/${inbox.id}/messages/${incoming.id}/reply`, { text: "Again.", html: "" }, key);
+    expect(reply.status).toBe(201);
+    expect(reply.body.subject).toBe("Re: Quarterly report");
   });
 });
 
