@@ -246,13 +246,14 @@ function readConfigFile(path: string): Record<string, string> {
     throw new ConfigError(`INBOXD_CONFIG: cannot read ${path}: ${(e as Error).message}`);
   }
   const values: Record<string, string> = {};
-  for (const line of content.split(/\r?\n/)) {
+  for (const [index, line] of content.split(/\r?\n/).entries()) {
     const trimmed = line.trim();
     if (!trimmed || trimmed.startsWith("#")) continue;
-    const eq = trimmed.indexOf("=");
-    if (eq < 0) throw new ConfigError(`INBOXD_CONFIG: line '${withoutPassword(trimmed)}' is not KEY=VALUE`);
     // `export NAME=value`, as a shell file sourced elsewhere may say it.
-    values[trimmed.slice(0, eq).trim().replace(/^export\s+/, "")] = trimmed.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1");
+    const setting = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$/.exec(trimmed);
+    // The line is not echoed: a mistyped one (`INBOXD_SECRET_KEY: ...`) holds its secret all the same.
+    if (!setting) throw new ConfigError(`INBOXD_CONFIG: line ${index + 1} of ${path} is not NAME=VALUE (a name of letters, digits and _, then =)`);
+    values[setting[1]!] = setting[2]!.trim().replace(/^"(.*)"$/, "$1");
   }
   return values;
 }
