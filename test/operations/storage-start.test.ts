@@ -309,6 +309,33 @@ describe.skipIf(onPostgres)(sqliteOnly("secrets at rest", "reads the SQLite file
     expect(existsSync(keyFile)).toBe(false);
   }, 30_000);
 
+  test("a start refused for its key migrates nothing: the version before an upgrade still opens the database", async () => {
+    const { dataDir, env } = await installation();
+    // The database as the version before migration 0230 left it.
+    const database = join(dataDir, "inboxd.db");
+    const older = new Database(database);
+    older.exec("ALTER TABLE messages DROP COLUMN received_digest; DELETE FROM schema_migrations WHERE version = '0230_received_digest'");
+    older.close();
+    const migrations = () => {
+      const sqlite = new Database(database, { readonly: true });
+      try {
+        return sqlite.query<{ version: string }, []>("SELECT version FROM schema_migrations ORDER BY version").all().map(({ version }) => version);
+      } finally {
+        sqlite.close();
+      }
+    };
+    const before = migrations();
+    await expectOneLineFailure({ ...env, INBOXD_SECRET_KEY: randomBytes(32).toString("base64") }, "INBOXD_SECRET_KEY", "another key");
+    const keyFile = join(dataDir, "secret.key");
+    const key = readFileSync(keyFile);
+    writeFileSync(keyFile, `${randomBytes(32).toString("hex")}\n`);
+    await expectOneLineFailure(env, "INBOXD_DATA_DIR", `${keyFile} does not open the secrets`);
+    expect(migrations()).toEqual(before);
+    writeFileSync(keyFile, key);
+    expect((await runInboxd(["migrate"], env)).exitCode).toBe(0);
+    expect(migrations()).toEqual([...before, "0230_received_digest"].sort());
+  }, 30_000);
+
   test("backup writes the key beside the copy; restore needs it and makes it the data dir's key", async () => {
     const { dataDir, env } = await installation();
     const backupFile = join(freshDir(), "nightly.db");

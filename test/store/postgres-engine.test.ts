@@ -10,11 +10,12 @@ import { join } from "node:path";
 import { is } from "drizzle-orm";
 import { getTableConfig, PgTable } from "drizzle-orm/pg-core";
 import { Clock } from "../../src/clock";
-import { ConfigError } from "../../src/config";
+import { ConfigError, loadConfig } from "../../src/config";
 import { newId } from "../../src/ids";
+import { createLogger } from "../../src/log";
 import type { MessageRecord } from "../../src/store";
 import { connect } from "../../src/store/postgres/connection";
-import { createPostgresStore } from "../../src/store/postgres/index";
+import { createPostgresStore, openPostgresStore } from "../../src/store/postgres/index";
 import { leasesOf } from "../../src/store/postgres/leases";
 import { migrate } from "../../src/store/postgres/migrate";
 import { migrations } from "../../src/store/postgres/migrations";
@@ -249,6 +250,28 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
       expect((await openSecrets({ dataDir, secretKey: key }, clients[0]!, clock.now())).open(secretBox(key).seal("same"))).toBe("same");
       await expect(openSecrets({ dataDir, secretKey: randomBytes(SECRET_KEY_BYTES) }, clients[0]!, clock.now())).rejects.toThrow(ConfigError);
     } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test("a node refused for its key migrates nothing: the nodes still on the version before keep their schema", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "inboxd-engine-"));
+    const databaseUrl = await postgres.createDatabase("inboxd_key_first");
+    const admin = connect(databaseUrl);
+    const open = (key: Buffer) => openPostgresStore(loadConfig({ INBOXD_DATA_DIR: dataDir, INBOXD_DATABASE_URL: databaseUrl, INBOXD_SECRET_KEY: key.toString("base64") }), { clock, log: createLogger("json", "silent") });
+    const versions = async () => ((await admin.unsafe("SELECT version FROM schema_migrations ORDER BY version")) as { version: string }[]).map(({ version }) => version);
+    try {
+      const key = randomBytes(SECRET_KEY_BYTES);
+      (await open(key)).close();
+      // The database as the version before migration 0007 left it.
+      await admin.unsafe("ALTER TABLE messages DROP COLUMN received_digest; DELETE FROM schema_migrations WHERE version = '0007_received_digest'");
+      const before = await versions();
+      await expect(open(randomBytes(SECRET_KEY_BYTES))).rejects.toThrow("does not open the secrets");
+      expect(await versions()).toEqual(before);
+      (await open(key)).close();
+      expect(await versions()).toEqual([...before, "0007_received_digest"].sort());
+    } finally {
+      await admin.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

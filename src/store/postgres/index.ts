@@ -30,7 +30,7 @@ import { messageSearchStore } from "./message-search";
 import { messagesStore } from "./messages";
 import { migrate } from "./migrate";
 import { aggregatesReportingUnavailable, reportingUnavailable, unavailableOr } from "./unavailable";
-import { openSecrets } from "./secrets";
+import { hasSecretBox, openSecrets } from "./secrets";
 import { sendWindowsStore } from "./send-windows";
 import { threadsStore } from "./threads";
 import { listenForWakeUps, type WakeUp } from "./wake-ups";
@@ -174,10 +174,13 @@ export async function openPostgresStore(
   const lock = holdDataDirLock(config.dataDir);
   const client = connect(config.databaseUrl!);
   try {
+    // The key is checked before the migrations wherever it can be: a node refused for its key
+    // migrates nothing under the others, which may still run the version before.
+    const checkedFirst = (await hasSecretBox(client)) ? await openSecrets(config, client, clock.now()) : undefined;
     const applied = await migrate(client, clock.now());
     if (applied.length) log.info("migrations applied", { versions: applied.join(",") });
     onMigrated?.(applied);
-    const secrets = await openSecrets(config, client, clock.now());
+    const secrets = checkedFirst ?? (await openSecrets(config, client, clock.now()));
     const leases = leasesOf(clock, nodeName(config.dataDir));
     const orphans = await blobStaging(drizzleOn(client), leases.holder).removeOrphans(clock.now() - ORPHAN_AGE_MS);
     const freed = await releaseEarlierRuns(drizzleOn(client), leases, clock.now());

@@ -14,6 +14,12 @@ import { readSecretKeyFile, secretKeyFile, writeSecretKeyFile } from "../sqlite/
 
 const SECRETS_LOCK = 0x696e626f7865;
 
+/** Whether the database has its secrets' table yet: a new one has it once migrated. */
+export async function hasSecretBox(client: BunSql): Promise<boolean> {
+  const [row] = (await client.unsafe("SELECT to_regclass('secret_box') IS NOT NULL AS present")) as { present: boolean }[];
+  return row?.present === true;
+}
+
 export async function openSecrets(config: Pick<Config, "dataDir" | "secretKey">, client: BunSql, now: number): Promise<SecretBox> {
   return client.begin(async (tx) => {
     await tx.unsafe("SELECT pg_advisory_xact_lock($1)", [SECRETS_LOCK]);

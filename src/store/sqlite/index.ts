@@ -39,7 +39,8 @@ import { openDatabase, QUICK_CHECK_WAIT_MS } from "./open";
 import { openDatabaseReadOnly } from "./read-only";
 import { searchIndexStore } from "./search-index";
 import { startSearchIndexing, type SearchIndexing } from "./search-indexing";
-import { openSecrets } from "./secret-key";
+import { openSecretBox } from "./secret-key";
+import { sealStoredSecrets } from "./secrets";
 import { keylessBox, type SecretBox } from "../secret-box";
 import { sendWindowsStore } from "./send-windows";
 import { suppressionsStore } from "./suppressions";
@@ -239,13 +240,14 @@ export function openSqliteStore(
   { clock, log, onMigrated, ...storeOptions }: { clock: Clock; log: Logger; onMigrated?: (versions: string[]) => void } & Pick<StoreOptions, "onCommitted" | "onEventsCommitted">,
 ): Store {
   const database = openDatabase(config.dataDir, { cacheMb: config.dbCacheMb });
-  let secrets: ReturnType<typeof openSecrets>;
+  let secrets: SecretBox;
   try {
+    secrets = openSecretBox(config, database.sqlite);
     const applied = migrate(database.sqlite, clock.now());
     if (applied.length) log.info("migrations applied", { versions: applied.join(",") });
     onMigrated?.(applied);
-    secrets = openSecrets(config, database.sqlite, clock.now());
-    if (secrets.sealedNow) log.info("secrets stored in the clear are now sealed", { count: secrets.sealedNow });
+    const sealedNow = sealStoredSecrets(database.sqlite, secrets, clock.now());
+    if (sealedNow) log.info("secrets stored in the clear are now sealed", { count: sealedNow });
     // Chunks a crash left behind before their message was stored (./blobs.ts).
     const orphans = blobStore(database.sqlite, (write) => Promise.resolve(write())).removeOrphans();
     if (orphans) log.info("removed unfinished message blobs", { blobs: orphans });
@@ -261,7 +263,7 @@ export function openSqliteStore(
       else log.error("the database check found damage: stop inboxd and restore the last backup (inboxd restore FILE --force)", { database: path, finding });
     });
   }
-  return { ...createStore(database.sqlite, { secrets: secrets.box, ...storeOptions }), close: () => database.close() };
+  return { ...createStore(database.sqlite, { secrets, ...storeOptions }), close: () => database.close() };
 }
 
 /**

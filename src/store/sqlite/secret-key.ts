@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { dirname, join } from "node:path";
 import { ConfigError, type Config } from "../../config";
 import { opensProbe, parseSecretKey, SECRET_KEY_BYTES, secretBox, type SecretBox } from "../secret-box";
-import { sealedProbe, sealStoredSecrets } from "./secrets";
+import { sealedProbe } from "./secrets";
 
 export const secretKeyFile = (dataDir: string) => join(dataDir, "secret.key");
 
@@ -46,10 +46,12 @@ export function writeSecretKeyFile(path: string, key: Buffer): void {
 
 /**
  * The box for this start, after checking that its key opens the secrets already sealed in the
- * database; seals those still stored in the clear. A database whose secrets are sealed never gets a
- * new key: without the one they were sealed with, the start is refused.
+ * database. Called before the migrations: a start refused for its key writes nothing to the
+ * database, so the version before an upgrade still opens it. A database whose secrets are sealed
+ * never gets a new key: without the one they were sealed with, the start is refused. Then, once
+ * migrated, sealStoredSecrets seals what is still stored in the clear.
  */
-export function openSecrets(config: Pick<Config, "dataDir" | "secretKey">, sqlite: Database, now: number): { box: SecretBox; sealedNow: number } {
+export function openSecretBox(config: Pick<Config, "dataDir" | "secretKey">, sqlite: Database): SecretBox {
   const path = secretKeyFile(config.dataDir);
   const database = join(config.dataDir, "inboxd.db");
   const probe = sealedProbe(sqlite);
@@ -65,5 +67,5 @@ export function openSecrets(config: Pick<Config, "dataDir" | "secretKey">, sqlit
     if (config.secretKey) throw new ConfigError(`INBOXD_SECRET_KEY: this key does not open the secrets in ${database}, which were sealed with another key: set the key this database was used with`);
     throw new ConfigError(`INBOXD_DATA_DIR: ${path} does not open the secrets in ${database}, which were sealed with another key: put back the key file this database was used with (a backup's is beside it, as FILE.key), or set INBOXD_SECRET_KEY`);
   }
-  return { box, sealedNow: sealStoredSecrets(sqlite, box, now) };
+  return box;
 }

@@ -2,9 +2,10 @@
 import type { Database } from "bun:sqlite";
 import { PROBE, SEALED_PREFIX, type SecretBox } from "../secret-box";
 
-/** The sealed probe of a database, undefined while its secrets were never sealed (before migration 0090 ran at a start). */
+/** The sealed probe of a database, undefined while its secrets were never sealed (before migration 0090 ran at a start, or before 0090 at all). */
 export function sealedProbe(sqlite: Database): string | undefined {
-  return sqlite.query<{ probe: string }, []>("SELECT probe FROM secret_box WHERE id = 1").get()?.probe;
+  const hasTable = sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'secret_box'").get() !== null;
+  return hasTable ? sqlite.query<{ probe: string }, []>("SELECT probe FROM secret_box WHERE id = 1").get()?.probe : undefined;
 }
 
 /** Every column that holds a secret, by table. */
