@@ -1,5 +1,6 @@
 // `inboxd backup` while the server takes mail, then `inboxd restore` into a fresh data dir: every
 // message acknowledged before the backup began is there, and the restored server works.
+import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -116,6 +117,24 @@ test.skipIf(onPostgres)(sqliteOnly("restore refuses a file that is not an inboxd
   expect(result.exitCode).toBe(2);
   expect(result.stderr.trim().split("\n")).toHaveLength(1);
   expect(result.stderr).toContain(garbage);
+}, 30_000);
+
+test.skipIf(onPostgres)(sqliteOnly("restore --force refuses a backup a newer inboxd made (this version could not start on it), before anything is replaced", "backup and restore are of the embedded database (PostgreSQL has pg_dump)"), async () => {
+  const env = testEnv(join(freshDir(), "data"));
+  expect((await runInboxd(["migrate"], env)).exitCode).toBe(0);
+  const backupFile = join(freshDir(), "newer.db");
+  expect((await runInboxd(["backup", backupFile], env)).exitCode).toBe(0);
+  const newer = new Database(backupFile);
+  newer.query("INSERT INTO schema_migrations (version, applied_at) VALUES ('9999_from_the_future', 0)").run();
+  newer.close();
+  const database = join(env.INBOXD_DATA_DIR!, "inboxd.db");
+  const before = readFileSync(database);
+  const refused = await runInboxd(["restore", backupFile, "--force"], env);
+  expect({ exitCode: refused.exitCode, stderr: refused.stderr.trim() }).toEqual({
+    exitCode: 2,
+    stderr: `inboxd: ${backupFile}: the database was migrated by a newer inboxd (9999_from_the_future, unknown to this version): run that version, or restore a backup this version made`,
+  });
+  expect(readFileSync(database).equals(before)).toBe(true);
 }, 30_000);
 
 test.skipIf(onPostgres)(sqliteOnly("a restore --force whose copy fails leaves the installation as it was: its key, its database, a server that starts", "backup and restore are of the embedded database (PostgreSQL has pg_dump)"), async () => {

@@ -302,6 +302,13 @@ describe.skipIf(onPostgres)(sqliteOnly("secrets at rest", "reads the SQLite file
     writeFileSync(keyFile, `${other.toString("hex")}\n`);
     await expectOneLineFailure(env, "INBOXD_DATA_DIR", `${keyFile} does not open the secrets`);
 
+    // A key file that cannot be read (here a directory; a file of root's, mode 0600, for the service's user) fails alike: exit 2, not restarted.
+    rmSync(keyFile);
+    mkdirSync(keyFile);
+    await expectOneLineFailure(env, `${keyFile} cannot be read (EISDIR): the key file must be readable by the user inboxd runs as`);
+    rmSync(keyFile, { recursive: true });
+    writeFileSync(keyFile, `${other.toString("hex")}\n`);
+
     // The same key given as the setting (here in hex) opens them, with no key file needed.
     rmSync(keyFile);
     const key = parseSecretKey(readFileSync(`${keyFile}.moved`, "utf8"))!;

@@ -9,6 +9,8 @@ import { dirname, join } from "node:path";
 import { ConfigError } from "../../config";
 import { workerUrl } from "../../workers/url";
 import { opensProbe, secretBox } from "../secret-box";
+import { refuseNewerSchema } from "../newer-schema";
+import { migrations as knownMigrations } from "./migrations";
 import { sealedProbe } from "./secrets";
 import { DataDirLockedError, holdDataDirLock, prepareDataDir } from "./open";
 import { readSecretKeyFile, secretKeyFile, writeSecretKeyFile } from "./secret-key";
@@ -112,7 +114,10 @@ export function describeBackup(path: string): { migrations: number; messages: nu
     if (check !== "ok") throw new ConfigError(`${path}: the database is damaged (${check})`);
     const hasMigrations = sqlite.query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();
     if (!hasMigrations) throw new ConfigError(`${path}: not an inboxd database (no schema_migrations table)`);
-    const migrations = sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM schema_migrations").get()!.n;
+    const applied = sqlite.query<{ version: string }, []>("SELECT version FROM schema_migrations").all().map(({ version }) => version);
+    // Put in place, it would stop every start of this version: refused before anything is replaced.
+    refuseNewerSchema(applied, knownMigrations, path);
+    const migrations = applied.length;
     const messages = sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
     const sealed = sqlite.query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'secret_box'").get();
     return { migrations, messages, probe: sealed ? sealedProbe(sqlite) : undefined };

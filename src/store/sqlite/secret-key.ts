@@ -15,7 +15,15 @@ export const secretKeyFile = (dataDir: string) => join(dataDir, "secret.key");
 
 /** The key of a key file; a file that holds none is the operator's to look at, not to be replaced. */
 export function readSecretKeyFile(path: string): Buffer {
-  const key = parseSecretKey(readFileSync(path, "utf8"));
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    // A start that cannot read its key fails the same way every time: exit 2, not restarted (a key
+    // copied in as root, mode 0600, is unreadable by the service's user).
+    throw new ConfigError(`${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): the key file must be readable by the user inboxd runs as`);
+  }
+  const key = parseSecretKey(text);
   if (!key) throw new ConfigError(`${path} does not hold a secret key (${SECRET_KEY_BYTES} bytes in base64 or hex)`);
   return key;
 }
