@@ -1,8 +1,8 @@
 /** The one error mapper: every failure leaves as `{error: string}` with its status; 5xx are logged, never detailed. */
 import { ValidationError } from "elysia";
 import { ServiceError, type ErrorKind } from "../errors";
-import type { Logger } from "../log";
-import { isStoreUnavailable, STORE_RETRY_AFTER_SECONDS } from "../store/unavailable";
+import { failureRun, type Logger } from "../log";
+import { isStoreFull, isStoreUnavailable, STORE_FULL_RETRY_AFTER_SECONDS, STORE_RETRY_AFTER_SECONDS } from "../store/unavailable";
 
 const statusOf: Record<ErrorKind, number> = {
   malformed: 400,
@@ -58,6 +58,13 @@ export function toErrorReply(code: string | number, error: unknown, log: Logger,
     log.warn("request failed: the database is unreachable", { route, error: (error as Error).message });
     return { status: 503, error: "The database is unreachable for a moment; try again shortly", headers: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) } };
   }
+  if (isStoreFull(error)) {
+    diskFull.failed((failedRequests) => log.error("request failed: the database's disk is full", { route, error: (error as Error).message, ...(failedRequests ? { failedRequests } : {}) }));
+    return { status: 503, error: "The server cannot store anything right now; try again later", headers: { "retry-after": String(STORE_FULL_RETRY_AFTER_SECONDS) } };
+  }
   log.error("request failed", { route, error });
   return { status: 500, error: "Internal server error" };
 }
+
+/** Requests refused for a full disk: the first logged, then one line a minute with their count (each with a stack was thousands of lines). */
+const diskFull = failureRun();

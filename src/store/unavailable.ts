@@ -23,3 +23,19 @@ export function isStoreUnavailable(error: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * Whether `error`, or an error it wraps, is the database's disk being full (SQLite's SQLITE_FULL,
+ * PostgreSQL's disk_full, 53100): nothing was written, and the same write may succeed once space
+ * is freed; a temporary condition, not the server's fault.
+ */
+export function isStoreFull(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const { code, errno } = e as { code?: unknown; errno?: unknown };
+    if (code === "SQLITE_FULL" || code === "53100" || errno === "53100") return true;
+  }
+  return false;
+}
+
+/** How long clients are told to wait before they try again while the disk is full: someone has to free space first. */
+export const STORE_FULL_RETRY_AFTER_SECONDS = 60;
