@@ -8,6 +8,7 @@ import { inFlightBudget, type InFlightBudget } from "./memory/in-flight";
 import { createMetrics, type Metrics } from "./metrics/metrics";
 import { RunningQueues } from "./queue/running";
 import { openStore, type Store } from "./store/index";
+import { ShutdownDeadline } from "./shutdown";
 
 export interface App {
   config: Config;
@@ -23,6 +24,8 @@ export interface App {
   queues: RunningQueues;
   /** The open GET /v1/events streams, woken when events are committed. */
   eventStreams: EventStreams;
+  /** What is left of the shutdown's wait for in-flight work, shared by the parts as they stop. */
+  shutdown: ShutdownDeadline;
   close(): void;
 }
 
@@ -47,5 +50,5 @@ export async function openApp(config: Config, options: { clock?: Clock; log?: Lo
   const eventStreams = new EventStreams(store, clock, log, config);
   const messageMemory = inFlightBudget(config.messageMemoryMb * 1024 * 1024);
   const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), inboundBacklog: () => store.acceptedInbound.backlog(), unindexedMessages: () => store.messageSearch.unindexed(), messageBytesInFlight: () => messageMemory.inUse(), now: () => clock.now() });
-  return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, eventStreams, close: () => store.close() };
+  return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, eventStreams, shutdown: new ShutdownDeadline(config.shutdownTimeoutMs), close: () => store.close() };
 }

@@ -222,7 +222,7 @@ export const settings = {
   loginLockoutSeconds: setting("INBOXD_LOGIN_LOCKOUT_SECONDS", "300", positiveInt, "how long logins stay refused after too many failures"),
   trustedProxies: setting("INBOXD_TRUSTED_PROXIES", "", ipOrCidrList, "reverse proxies (IPs, CIDRs) whose X-Forwarded-For names the client, for the per-address limits (and whose X-Forwarded-Proto/-Host, the lists' Link URLs)"),
   registerLimit: setting("INBOXD_REGISTER_LIMIT", "20", positiveInt, "registrations per client address per hour before 429"),
-  shutdownTimeoutMs: setting("INBOXD_SHUTDOWN_TIMEOUT_MS", "10000", durationMs, "how long shutdown waits for in-flight work"),
+  shutdownTimeoutMs: setting("INBOXD_SHUTDOWN_TIMEOUT_MS", "10000", durationMs, "how long shutdown waits for in-flight work, in all"),
   metricsToken: setting("INBOXD_METRICS_TOKEN", "", text, "bearer token that GET /metrics on the API port requires (empty: no /metrics there)"),
   metricsBind: setting("INBOXD_METRICS_BIND", "", optionalHostPort, "host:port of a separate listener for GET /metrics, without a token (e.g. 127.0.0.1:9106)"),
   logFormat: setting("INBOXD_LOG_FORMAT", "text", oneOf("text", "json"), "log lines as text or JSON"),

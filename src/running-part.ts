@@ -20,9 +20,9 @@ export type Stopping = () => boolean;
 /**
  * A background job: `work` every `intervalMs`, never two runs at once (a tick during a run is
  * skipped), a failure given to `onError` and tried again at the next tick. Stopping ends the ticks
- * and waits for the run in progress, at most `stopWaitMs` when given (a run cut short is due again).
+ * and waits for the run in progress, at most what `stopWaitMs` gives when given (a run cut short is due again).
  */
-export function runEvery(name: string, intervalMs: number, work: (stopping: Stopping) => Promise<void>, onError: (error: unknown) => void, options: { stopWaitMs?: number } = {}): RunningPart {
+export function runEvery(name: string, intervalMs: number, work: (stopping: Stopping) => Promise<void>, onError: (error: unknown) => void, options: { stopWaitMs?: () => number } = {}): RunningPart {
   let stopped = false;
   let run: Promise<void> | undefined;
   const stopping = () => stopped;
@@ -37,7 +37,7 @@ export function runEvery(name: string, intervalMs: number, work: (stopping: Stop
       stopped = true;
       clearInterval(timer);
       const { stopWaitMs } = options;
-      await (stopWaitMs === undefined ? run : Promise.race([run, new Promise((resolve) => setTimeout(resolve, stopWaitMs).unref())]));
+      await (stopWaitMs === undefined ? run : Promise.race([run, new Promise((resolve) => setTimeout(resolve, stopWaitMs()).unref())]));
     },
   };
 }

@@ -53,7 +53,7 @@ function startHttp(app: App): RunningPart {
     name: "http",
     address: { host: app.config.bind, port: server.port! },
     async stop() {
-      await withTimeout(server.stop(false), app.config.shutdownTimeoutMs);
+      await withTimeout(server.stop(false), app.shutdown.remainingMs());
       await server.stop(true);
     },
   };
@@ -163,6 +163,7 @@ export async function startServices(app: App): Promise<Running> {
     httpPort: parts.find((p) => p.name === "http")!.address!.port,
     parts,
     async stop() {
+      app.shutdown.begin();
       for (const part of [...parts].reverse()) {
         app.log.debug("stopping", { part: part.name });
         await part.stop();

@@ -71,7 +71,7 @@ export function startHttpsListener(app: App, served: ServedCertificates, port: n
     address: { host: bind, port: boundPort },
     async stop() {
       unsubscribe();
-      await Promise.race([server.stop(false), Bun.sleep(app.config.shutdownTimeoutMs)]);
+      await Promise.race([server.stop(false), Bun.sleep(app.shutdown.remainingMs())]);
       await server.stop(true);
     },
   };

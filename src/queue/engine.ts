@@ -245,7 +245,7 @@ export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePoli
       } catch (error) {
         log.error(`${name} queue: giving back the claims not started failed; they go out at their retry time`, { error });
       }
-      await Promise.race([Promise.all(tries), new Promise((resolve) => setTimeout(resolve, app.config.shutdownTimeoutMs).unref())]);
+      await Promise.race([Promise.all(tries), new Promise((resolve) => setTimeout(resolve, app.shutdown.remainingMs()).unref())]);
       // The last outcomes; a failure is logged by the turn.
       requestTurn();
       await turnsDone();

@@ -222,7 +222,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       stopTakingCertificates();
       // No new connections; sessions between messages get 421 now, the others once their message is answered.
       server.close();
-      const deadline = performance.now() + config.shutdownTimeoutMs;
+      const deadline = performance.now() + app.shutdown.remainingMs();
       const isAnswering = (sessionId: string) => answering.has(sessionId);
       while (server.closeIdleConnections(isAnswering) > 0 && performance.now() < deadline) await Bun.sleep(SHUTDOWN_POLL_MS);
       // Sessions still sending a message are cut off; those whose message is being committed get their answer first.

@@ -7,8 +7,9 @@ import { Clock } from "../../src/clock";
 import { createLogger } from "../../src/log";
 import { startQueue, type Claiming, type QueuePolicy } from "../../src/queue/engine";
 import { RunningQueues } from "../../src/queue/running";
+import { ShutdownDeadline } from "../../src/shutdown";
 
-const newApp = () => ({ clock: new Clock(), log: createLogger("text", "silent"), config: { shutdownTimeoutMs: 5000 }, queues: new RunningQueues() }) as unknown as App;
+const newApp = () => ({ clock: new Clock(), log: createLogger("text", "silent"), shutdown: new ShutdownDeadline(5000), queues: new RunningQueues() }) as unknown as App;
 
 /** A policy that logs each turn as `claiming: outcomes`, starts `claims` tries when told, and never sleeps for long on its own. */
 function loggingPolicy(overrides: Partial<QueuePolicy<string>> = {}) {

@@ -11,7 +11,6 @@ test("a stop spares the sessions whose message is being committed, past its dead
   // Commits of accepted mail take 500 ms: the stop's deadline falls while they run.
   const batched = first.app.store.transactionBatched;
   first.app.store.transactionBatched = async (work) => {
-    console.error("DBG batched start", performance.now());
     await Bun.sleep(500);
     return batched(work);
   };
@@ -30,9 +29,7 @@ test("a stop spares the sessions whose message is being committed, past its dead
   });
   // The stop starts while both messages are being committed.
   await Bun.sleep(50);
-  console.error("DBG stop", performance.now());
   await first.stop();
-  console.error("DBG stopped", performance.now(), await Promise.all(answers));
   expect((await Promise.all(answers)).map((reply) => reply.code)).toEqual([250, 250]);
   expect((await unfinished.reply()).code).toBe(421);
 
