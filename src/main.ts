@@ -113,7 +113,7 @@ const commands: Record<string, Command> = {
       const now = Date.now();
       const from = await sourceEndpoint(config, now);
       try {
-        const to = await targetEndpoint(target, now);
+        const to = await targetEndpoint(config, target, now);
         try {
           const tables = await copyDatabase(from, to, copyProgress());
           const rows = tables.reduce((sum, table) => sum + table.rows, 0);

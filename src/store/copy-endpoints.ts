@@ -4,7 +4,7 @@
  */
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { ConfigError, type Config } from "../config";
+import { ConfigError, withoutPassword, type Config } from "../config";
 import type { CopyEndpoint } from "./copy";
 import { postgresCopyEndpoint } from "./postgres/copy";
 import { sqliteCopyEndpoint } from "./sqlite/copy";
@@ -16,15 +16,18 @@ export function parseCopyTarget(target: string | undefined): CopyTarget {
   if (!target) throw new ConfigError("db copy: name the target (--to postgres://user:password@host:port/database or --to sqlite:DATA_DIR)");
   if (/^postgres(ql)?:\/\//.test(target)) return { engine: "postgres", url: target };
   if (target.startsWith("sqlite:") && target.length > "sqlite:".length) return { engine: "sqlite", dataDir: resolve(target.slice("sqlite:".length)) };
-  throw new ConfigError(`db copy: --to ${target}: expected postgres://… or sqlite:DATA_DIR`);
+  throw new ConfigError(`db copy: --to ${withoutPassword(target)}: expected postgres://… or sqlite:DATA_DIR`);
 }
 
 export async function sourceEndpoint(config: Config, now: number): Promise<CopyEndpoint> {
-  return config.databaseUrl ? postgresCopyEndpoint(config.databaseUrl, now) : sqliteCopyEndpoint(config.dataDir, now);
+  return config.databaseUrl ? postgresCopyEndpoint(config.databaseUrl, now, "INBOXD_DATABASE_URL") : sqliteCopyEndpoint(config.dataDir, now);
 }
 
-export async function targetEndpoint(target: CopyTarget, now: number): Promise<CopyEndpoint> {
-  return target.engine === "sqlite" ? sqliteCopyEndpoint(target.dataDir, now) : postgresCopyEndpoint(target.url, now);
+export async function targetEndpoint(config: Config, target: CopyTarget, now: number): Promise<CopyEndpoint> {
+  if (target.engine === "postgres") return postgresCopyEndpoint(target.url, now, "db copy --to");
+  // Its lock is the source's, already held by this command: "another inboxd is running" would mislead.
+  if (!config.databaseUrl && target.dataDir === resolve(config.dataDir)) throw new ConfigError(`db copy: --to sqlite:${target.dataDir} is this installation's own data dir: name a new one`);
+  return sqliteCopyEndpoint(target.dataDir, now);
 }
 
 /**

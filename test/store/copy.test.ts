@@ -2,10 +2,11 @@
 // message (a large one kept in blob chunks too), key and webhook is there and the API answers alike.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { canonical, copyProgress } from "../../src/store/copy";
 import { register, repoRoot, startTestServer, tempDir, type TestServer } from "../harness";
 import { postgresTestsSkipped, startPostgresCluster } from "../peers/postgres";
+import { freePort } from "../peers/ports";
 import { sendMail } from "../smtp/mail-client";
 import { createInbox, validSend } from "../messages/helpers";
 
@@ -156,6 +157,18 @@ describe("inboxd db copy", () => {
     const missing = await runCopy({ INBOXD_DATA_DIR: source.dataDir }, "mysql://nowhere");
     expect(missing.exitCode).toBe(2);
     expect(missing.stderr).toContain("expected postgres://… or sqlite:DATA_DIR");
+    // A mistyped scheme is said back without its password.
+    const mistyped = await runCopy({ INBOXD_DATA_DIR: source.dataDir }, "postgress://inboxd:DbPassword7@db.example.net/inboxd");
+    expect({ exitCode: mistyped.exitCode, stderr: mistyped.stderr.trim() }).toEqual({ exitCode: 2, stderr: "inboxd: db copy: --to postgress://inboxd:***@db.example.net/inboxd: expected postgres://… or sqlite:DATA_DIR" });
+    // A target that cannot be reached is named, with its server and without its password.
+    const port = await freePort();
+    const unreachable = await runCopy({ INBOXD_DATA_DIR: source.dataDir }, `postgres://inboxd:DbPassword7@127.0.0.1:${port}/inboxd`);
+    expect(unreachable.exitCode).toBe(1);
+    expect(unreachable.stderr).toStartWith(`inboxd: db copy --to: cannot reach PostgreSQL at 127.0.0.1:${port} (`);
+    expect(unreachable.stderr).not.toContain("DbPassword7");
+    // The installation's own data dir as the target.
+    const itself = await runCopy({ INBOXD_DATA_DIR: source.dataDir }, `sqlite:${source.dataDir}`);
+    expect({ exitCode: itself.exitCode, stderr: itself.stderr.trim() }).toEqual({ exitCode: 2, stderr: `inboxd: db copy: --to sqlite:${resolve(source.dataDir)} is this installation's own data dir: name a new one` });
   }, 30_000);
 });
 

@@ -11,6 +11,14 @@ import { SQL } from "bun";
 /** Connections per node: each transaction holds one from BEGIN to COMMIT. */
 const POOL_SIZE = 20;
 
+/** The driver's "Failed to connect" names neither the server nor the setting (`where`: what named the URL). */
+export function unreachable(error: unknown, databaseUrl: string, where: string): unknown {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== "string" || !code.startsWith("ERR_POSTGRES_CONNECTION")) return error;
+  const { hostname, port } = new URL(databaseUrl);
+  return new Error(`${where}: cannot reach PostgreSQL at ${hostname}:${port || 5432} (${(error as Error).message}, ${code})`);
+}
+
 export function connect(databaseUrl: string): SQL {
   const url = new URL(databaseUrl);
   const rootCert = url.searchParams.get("sslrootcert");

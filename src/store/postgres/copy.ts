@@ -11,7 +11,7 @@
 import type { ReservedSQL, SQL as BunSql } from "bun";
 import { headThenBlob } from "../chunks";
 import { parentsFirst, type CopyEndpoint, type CopyRow } from "../copy";
-import { connect } from "./connection";
+import { connect, unreachable } from "./connection";
 import { migrate } from "./migrate";
 
 /** Tables that are the engine's own: its migrations, and blob chunks (copied inside the rows that name them). */
@@ -25,15 +25,15 @@ type Column = { name: string; type: string; identity: boolean };
 
 const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
-/** The database at `url`, migrated to this version. */
-export async function postgresCopyEndpoint(url: string, now: number): Promise<CopyEndpoint> {
+/** The database at `url`, migrated to this version; `where` names the URL's source in an error (the setting, or --to). */
+export async function postgresCopyEndpoint(url: string, now: number, where: string): Promise<CopyEndpoint> {
   const client = connect(url);
   try {
     await migrate(client, now);
     return await copyEndpointOf(client, `PostgreSQL ${describeUrl(url)}`);
   } catch (error) {
     await client.close();
-    throw error;
+    throw unreachable(error, url, where);
   }
 }
 

@@ -17,7 +17,7 @@ import type { Aggregates, Store, Transaction, TransactionOptions } from "../stor
 import { accessRulesStore } from "./access-rules";
 import { accountsStore } from "./accounts";
 import { blobsOn, blobStaging, type PgBlobs } from "./blobs";
-import { connect } from "./connection";
+import { connect, unreachable } from "./connection";
 import { drizzleOn, type PgDb } from "./db";
 import { deliveryAggregateBuilders } from "./delivery-aggregates";
 import { draftsStore } from "./drafts";
@@ -197,17 +197,10 @@ export async function openPostgresStore(
   } catch (error) {
     await client.close();
     lock.close();
-    throw unreachable(error, config.databaseUrl!);
+    throw unreachable(error, config.databaseUrl!, "INBOXD_DATABASE_URL");
   }
 }
 
-/** The driver's "Failed to connect" names neither the server nor the setting. */
-function unreachable(error: unknown, databaseUrl: string): unknown {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code !== "string" || !code.startsWith("ERR_POSTGRES_CONNECTION")) return error;
-  const { hostname, port } = new URL(databaseUrl);
-  return new Error(`INBOXD_DATABASE_URL: cannot reach PostgreSQL at ${hostname}:${port || 5432} (${(error as Error).message}, ${code})`);
-}
 
 /** For the read-only look-ups of `inboxd dns` and `inboxd doctor`: no migration, secrets read as stored. */
 export function openPostgresStoreReadOnly(config: Pick<Config, "databaseUrl">): Store {
