@@ -363,4 +363,16 @@ describe.skipIf(onPostgres)(sqliteOnly("secrets at rest", "reads the SQLite file
     expect(readFileSync(join(restoredDir, "secret.key"))).toEqual(readFileSync(join(dataDir, "secret.key")));
     expect((await runInboxd(["migrate"], testEnv(restoredDir))).exitCode).toBe(0);
   }, 30_000);
+
+  test("a backup by hand of an installation that runs with INBOXD_SECRET_KEY, without it, is made and says which key its secrets need", async () => {
+    const key = randomBytes(32).toString("base64");
+    const { dataDir, env } = await installation({ INBOXD_SECRET_KEY: key });
+    expect(existsSync(join(dataDir, "secret.key"))).toBe(false);
+    const { INBOXD_SECRET_KEY: _, ...withoutKey } = env;
+    const backupFile = join(freshDir(), "by-hand.db");
+    const backup = await runInboxd(["backup", backupFile], withoutKey);
+    expect(backup.exitCode).toBe(0);
+    expect(backup.stdout).toContain("its secrets are sealed with a key this command was not given (no INBOXD_SECRET_KEY, no secret.key in the data dir): keep the INBOXD_SECRET_KEY the server runs with beside it");
+    expect(existsSync(`${backupFile}.key`)).toBe(false);
+  }, 30_000);
 });

@@ -29,7 +29,12 @@ const sizeOf = (path: string) => (existsSync(path) ? statSync(path).size : 0);
  * The copy is written as `target.partial` and takes its name once whole and on disk, its key file
  * before it: a backup cut off (killed, the disk full) leaves no file that looks like one.
  */
-export async function backupDatabase(dataDir: string, target: string, onProgress: (written: number, estimate: number) => void, options: { secretKeySet: boolean }): Promise<{ bytes: number; keyFile?: string }> {
+/**
+ * `keyFile`: the key written beside the copy; `keyNotGiven`: its secrets are sealed, and this
+ * command had neither the data dir's key file nor INBOXD_SECRET_KEY (an installation that runs
+ * with the setting, backed up by hand without it): the copy is made, and the operator told.
+ */
+export async function backupDatabase(dataDir: string, target: string, onProgress: (written: number, estimate: number) => void, options: { secretKeySet: boolean }): Promise<{ bytes: number; keyFile?: string; keyNotGiven: boolean }> {
   const source = databasePath(dataDir);
   if (!existsSync(source)) throw new ConfigError(`INBOXD_DATA_DIR: no database at ${source}`);
   // The copy's secrets open only with the key that sealed them: the key file goes beside it, so a
@@ -65,7 +70,16 @@ export async function backupDatabase(dataDir: string, target: string, onProgress
   }
   const bytes = sizeOf(target);
   onProgress(bytes, bytes);
-  return { bytes, keyFile };
+  return { bytes, keyFile, keyNotGiven: !options.secretKeySet && !keyFile && isSealed(target) };
+}
+
+function isSealed(path: string): boolean {
+  const sqlite = new Database(path, { readonly: true });
+  try {
+    return sealedProbe(sqlite) !== undefined;
+  } finally {
+    sqlite.close();
+  }
 }
 
 /** Where `inboxd backup FILE` puts the key of FILE's secrets, and where `inboxd restore FILE` looks for it. */
