@@ -252,7 +252,7 @@ function readConfigFile(path: string): Record<string, string> {
     // `export NAME=value`, as a shell file sourced elsewhere may say it.
     const setting = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$/.exec(trimmed);
     // The line is not echoed: a mistyped one (`INBOXD_SECRET_KEY: ...`) holds its secret all the same.
-    if (!setting) throw new ConfigError(`INBOXD_CONFIG: line ${index + 1} of ${path} is not NAME=VALUE (a name of letters, digits and _, then =)`);
+    if (!setting) throw new ConfigError(`INBOXD_CONFIG: line ${index + 1} of ${path} is not KEY=VALUE (a key of letters, digits and _, then =)`);
     values[setting[1]!] = setting[2]!.trim().replace(/^"(.*)"$/, "$1");
   }
   return values;

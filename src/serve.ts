@@ -129,7 +129,7 @@ function refuseSharedPorts(listeners: [string, string, number][]): void {
 export async function startServices(app: App): Promise<Running> {
   const parts: RunningPart[] = [];
   try {
-    // First, so it stops last: it writes the database until every other part is done with it.
+    // First, so it stops last (stopParts): it writes the database until every other part is done with it.
     parts.push(app.store.startMaintenance(app.log));
     await releaseUnfinishedKeys(app);
     parts.push(startHttp(app));
@@ -147,12 +147,12 @@ export async function startServices(app: App): Promise<Running> {
     parts.push(startDomainChecks(app));
     if (app.config.acmeEmail) parts.push(startCertificateRenewal(app, certificates));
     parts.push(startEventRetention(app));
-    // After the HTTP and HTTPS listeners, so it stops before them: open event streams never
-    // finish by themselves, and a listener's stop waits for its requests to finish.
+    // Stopped before the others (stopParts): open event streams never finish by themselves, and a
+    // listener's stop waits for its requests to finish.
     parts.push({ name: "event-streams", stop: async () => app.eventStreams.closeAll() });
     parts.push(startDraftsQueue(app));
   } catch (e) {
-    for (const part of parts.reverse()) await part.stop();
+    await stopParts(app, parts);
     throw e;
   }
   for (const part of parts) if (part.address) app.log.info("listening", { part: part.name, address: `${part.address.host}:${part.address.port}` });
@@ -162,12 +162,26 @@ export async function startServices(app: App): Promise<Running> {
   return {
     httpPort: parts.find((p) => p.name === "http")!.address!.port,
     parts,
-    async stop() {
-      app.shutdown.begin();
-      for (const part of [...parts].reverse()) {
-        app.log.debug("stopping", { part: part.name });
-        await part.stop();
-      }
-    },
+    stop: () => stopParts(app, parts),
   };
+}
+
+/**
+ * Stops the parts together, each waiting for its work in flight within the one shutdown deadline
+ * (INBOXD_SHUTDOWN_TIMEOUT_MS): stopped one after another, a slow MX or webhook endpoint spent the
+ * time of the SMTP sessions and HTTP requests stopped after it. Two orders hold: the event
+ * streams close first (an open stream never ends by itself, and the HTTP listener's stop waits for
+ * its requests), and the database maintenance, started first, stops last, once no part writes.
+ */
+async function stopParts(app: App, parts: RunningPart[]): Promise<void> {
+  app.shutdown.begin();
+  const stop = (part: RunningPart) => {
+    app.log.debug("stopping", { part: part.name });
+    return part.stop();
+  };
+  const [maintenance, ...others] = parts;
+  const streams = others.filter((part) => part.name === "event-streams");
+  for (const part of streams) await stop(part);
+  await Promise.all(others.filter((part) => !streams.includes(part)).map(stop));
+  if (maintenance) await stop(maintenance);
 }

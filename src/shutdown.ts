@@ -1,7 +1,8 @@
 /**
- * The one wait for in-flight work once the server stops (INBOXD_SHUTDOWN_TIMEOUT_MS). The parts stop
- * one after another, and each waited a whole timeout of its own: three slow ones took 29.4 s of
- * the packaged unit's 30 (TimeoutStopSec), past which systemd kills. Each now waits what is left.
+ * The one wait for in-flight work once the server stops (INBOXD_SHUTDOWN_TIMEOUT_MS), shared by
+ * the parts as they stop (src/serve.ts stopParts). Each waited a whole timeout of its own, one
+ * after another: three slow ones took 29.4 s of the packaged unit's 30 (TimeoutStopSec), past
+ * which systemd kills. A part stopped after the deadline waits for nothing more.
  */
 export class ShutdownDeadline {
   private deadline: number | undefined;

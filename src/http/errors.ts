@@ -59,6 +59,9 @@ export function toErrorReply(code: string | number, error: unknown, log: Logger,
     return { status: 503, error: "The database is unreachable for a moment; try again shortly", headers: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) } };
   }
   if (isStoreFull(error)) {
+    // A refusal long after the last one is another episode (space was freed, then filled again).
+    if (performance.now() - lastDiskFullAt > DISK_FULL_EPISODE_GAP_MS) diskFull.succeeded();
+    lastDiskFullAt = performance.now();
     diskFull.failed((failedRequests) => log.error("request failed: the database's disk is full", { route, error: (error as Error).message, ...(failedRequests ? { failedRequests } : {}) }));
     return { status: 503, error: "The server cannot store anything right now; try again later", headers: { "retry-after": String(STORE_FULL_RETRY_AFTER_SECONDS) } };
   }
@@ -68,3 +71,5 @@ export function toErrorReply(code: string | number, error: unknown, log: Logger,
 
 /** Requests refused for a full disk: the first logged, then one line a minute with their count (each with a stack was thousands of lines). */
 const diskFull = failureRun();
+let lastDiskFullAt = -Infinity;
+const DISK_FULL_EPISODE_GAP_MS = 10 * 60_000;

@@ -51,8 +51,11 @@ export async function handleMcpPost(request: Request, body: unknown, api: ApiCal
 
 const jsonRpcError = (code: ErrorCode, message: string, id: RequestId | null, status: number) => Response.json({ jsonrpc: "2.0", error: { code, message }, id }, { status });
 
-/** The schema of each request a client may send, by its method. */
-const requestSchemas = new Map<string, (typeof ClientRequestSchema.options)[number]>(ClientRequestSchema.options.map((schema) => [schema.shape.method.value, schema]));
+/** The schema of each request this server answers, by its method: the others are the SDK's -32601 (Method not found). */
+const answered = new Set(["initialize", "ping", "tools/list", "tools/call"]);
+const requestSchemas = new Map<string, (typeof ClientRequestSchema.options)[number]>(
+  ClientRequestSchema.options.filter((schema) => answered.has(schema.shape.method.value)).map((schema) => [schema.shape.method.value, schema]),
+);
 
 /**
  * JSON-RPC 2.0 §5.1's answer to a body that is no JSON-RPC message (-32600) or a request whose
@@ -66,10 +69,11 @@ function invalidMessage(body: unknown): Response | undefined {
   }
   const { method, id } = body as { method?: unknown; id?: RequestId };
   // A notification (no id) gets no answer, whatever it holds.
-  const parsed = typeof method === "string" && id !== undefined ? requestSchemas.get(method)?.safeParse(body) : undefined;
+  if (typeof method !== "string" || id === undefined) return undefined;
+  const parsed = requestSchemas.get(method)?.safeParse(body);
   if (!parsed || parsed.success) return undefined;
   const [issue] = parsed.error.issues;
-  return jsonRpcError(ErrorCode.InvalidParams, `Invalid params for ${method}: ${issue ? `${issue.path.join(".") || "(the message)"}: ${issue.message}` : "not as the method takes them"}`, id ?? null, 200);
+  return jsonRpcError(ErrorCode.InvalidParams, `Invalid params for ${method}: ${issue ? `${issue.path.join(".") || "(the message)"}: ${issue.message}` : "not as the method takes them"}`, id, 200);
 }
 
 /** `inboxd mcp`: the server on stdin and stdout until stdin ends (the client closed it) or a signal comes. */

@@ -10,13 +10,15 @@ export const untrustedClose = "</untrusted-email-content>";
 
 /**
  * The `<` of either marker as written inside the content, whatever its case and spacing, and with
- * invisible format characters (U+200B, U+00AD...: Unicode's Cf) anywhere in it: it could end the
+ * characters that show as nothing anywhere in it (Unicode's format characters and the rest of its
+ * default-ignorable ones: U+200B, U+00AD, variation selectors, Hangul fillers...): it could end the
  * block early or open a fake one. Only the `<` is matched (the rest is a look-ahead with one way to
  * match each character): `<(\s*\/?\s*)` took quadratic time on a `<` before a long run of spaces
  * (5 s for 64 KiB, on the event loop).
  */
-const gap = "[\\s\\p{Cf}]*";
-const markerWord = [..."untrusted-email-content"].join("\\p{Cf}*");
+const invisible = "\\p{Cf}\\p{Default_Ignorable_Code_Point}";
+const gap = `[\\s${invisible}]*`;
+const markerWord = [..."untrusted-email-content"].join(`[${invisible}]*`);
 const marker = new RegExp(`<(?=${gap}(?:\\/${gap})?${markerWord})`, "giu");
 
 export const untrusted = (content: string): string => `${untrustedOpen}${content.replace(marker, "&lt;")}${untrustedClose}`;

@@ -135,8 +135,13 @@ export async function prepareJob(context: DeliveryContext, job: Job): Promise<Pr
   }
 }
 
-/** Sends a prepared job over the lane's destination: one transaction with every recipient waiting. */
-export async function transmitJob(context: DeliveryContext, prepared: PreparedJob, destination: Destination): Promise<RecipientOutcome[]> {
+/**
+ * Sends a prepared job over the lane's destination: one transaction with every recipient waiting.
+ * `stillClaimed` is asked with a session ready, just before the transaction: a job whose
+ * deliveries were deleted or taken over by another node since its claim is not sent, and its
+ * waiting recipients get no outcome here (they are no longer this lane's to record).
+ */
+export async function transmitJob(context: DeliveryContext, prepared: PreparedJob, destination: Destination, stillClaimed: () => Promise<boolean>): Promise<RecipientOutcome[]> {
   if (prepared.kind === "settled") return prepared.outcomes;
   const { outcomes, pending, signed } = prepared;
   const all = (kind: OutcomeKind, reply: string) => outcomes.concat(pending.map(({ delivery }) => ({ delivery, kind, reply })));
@@ -152,7 +157,8 @@ export async function transmitJob(context: DeliveryContext, prepared: PreparedJo
   // RFC 5321 §3.3: one transaction, one reverse-path; each RCPT is exactly a recipient of a delivery.
   const envelopeRecipients = [...new Set(pending.map((entry) => entry.address))];
   const returnPath = returnPathFor(context.app, pending[0]!.delivery.id);
-  const transaction = await sendOverHops(context, destination.sessions, hops, returnPath, envelopeRecipients, signed);
+  const transaction = await sendOverHops(context, destination.sessions, hops, { from: returnPath, recipients: envelopeRecipients, signed, stillClaimed });
+  if (transaction.kind === "withdrawn") return outcomes;
   if (transaction.kind === "failed") return all("deferred", transaction.reason);
   if (transaction.kind === "refused") return all("rejected", `rejected: ${transaction.reason}`);
   const answers = new Map(transaction.answers.map((answer) => [answer.recipient, answer]));
@@ -177,14 +183,23 @@ async function refusalOf(app: App, delivery: QueuedDelivery): Promise<string | {
 }
 
 /** `refused`: no host had an address inboxd may connect to, and none may get one later (no DNS failure). */
-type HopsResult = { kind: "answered"; answers: RecipientAnswer[]; host: string } | { kind: "failed"; reason: string } | { kind: "refused"; reason: string };
+type HopsResult = { kind: "answered"; answers: RecipientAnswer[]; host: string } | { kind: "failed"; reason: string } | { kind: "refused"; reason: string } | { kind: "withdrawn" };
+
+/** One transaction's envelope and message, and the look that it is still this lane's to send. */
+interface SmtpTransaction {
+  from: string;
+  recipients: string[];
+  signed: Buffer;
+  stillClaimed: () => Promise<boolean>;
+}
 
 /**
  * Tries the hosts in order, each of their allowed addresses in turn, until one takes the
  * transaction (RFC 5321 §5.1). A host that cannot be reached or will not talk moves on to the
  * next; once a server answered the transaction, its answer stands.
  */
-async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, hops: Hop[], from: string, recipients: string[], signed: Buffer): Promise<HopsResult> {
+async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, hops: Hop[], transaction: SmtpTransaction): Promise<HopsResult> {
+  const { from, recipients, signed, stillClaimed } = transaction;
   // The relay is the operator's choice, wherever it is; MX hosts are the recipients' domain's.
   const allowPrivate = context.relay !== undefined || context.app.config.outboundAllowPrivate;
   const failures: string[] = [];
@@ -195,6 +210,7 @@ async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, h
   let lookupFailed = false;
   const open = sessions.reusableFor(hops);
   if (open) {
+    if (!(await stillClaimed())) return { kind: "withdrawn" };
     const result = await open.send(from, recipients, signed);
     if (result.kind === "answered") return { kind: "answered", answers: result.recipients, host: `${open.serverName} [${open.address}]` };
     // A cached connection the server dropped meanwhile says nothing about the message: reconnect.
@@ -222,6 +238,7 @@ async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, h
         continue;
       }
       sessions.keep(session, hop.verifiedTls === true);
+      if (!(await stillClaimed())) return { kind: "withdrawn" };
       const result = await session.send(from, recipients, signed);
       if (result.kind === "answered") return { kind: "answered", answers: result.recipients, host: `${hop.name} [${address}]` };
       return { kind: "failed", reason: `${hop.name} [${address}]: ${result.reason}` };

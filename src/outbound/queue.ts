@@ -191,8 +191,7 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
     return prepared
       .then(async (prepared) => {
         if (prepared instanceof Error) throw prepared;
-        if (await withdrawn(job)) return [];
-        return transmitJob(context, prepared, lane.destination);
+        return transmitJob(context, prepared, lane.destination, () => stillClaimed(job));
       })
       .catch((error: unknown): RecipientOutcome[] => {
         log.error("outbound delivery failed", { messageId: job.messageId, domain: job.domain, error });
@@ -207,15 +206,15 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
   }
 
   /**
-   * Whether the job's deliveries were deleted (with their inbox) since its claim: a lane's backlog
-   * holds up to laneBacklog messages, which went out after the DELETE's 200 without this look.
-   * One being transmitted at that moment still goes.
+   * Whether the job is still this node's to send: its deliveries were not deleted (with their
+   * inbox) nor taken over by another node since its claim. A lane's backlog holds up to
+   * laneBacklog messages: they went out after the DELETE's 200, and after another node had taken
+   * them over from a node paused or cut off from the database. One being transmitted then still goes.
    */
-  async function withdrawn(job: Job): Promise<boolean> {
-    const rows = await Promise.all(job.deliveries.map((delivery) => store.deliveries.find(delivery.id)));
-    if (rows.some((row) => row !== undefined)) return false;
-    log.info("outbound delivery withdrawn: deleted before its try", { messageId: job.messageId, domain: job.domain });
-    return true;
+  async function stillClaimed(job: Job): Promise<boolean> {
+    if (await store.deliveries.stillClaimed(job.deliveries.map((delivery) => delivery.id))) return true;
+    log.info("outbound delivery withdrawn: deleted, or taken over by another node, before its try", { messageId: job.messageId, domain: job.domain });
+    return false;
   }
 
   /**

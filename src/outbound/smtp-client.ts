@@ -157,6 +157,9 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
         // A refused MAIL FROM refuses every recipient; otherwise those refused at RCPT keep their own answer.
         const perRecipient = failure.command === "MAIL FROM" ? [] : (failure.rejectedErrors ?? envelope.rejectedErrors ?? []);
         if (failure.responseCode === 421) broken = true;
+        // The reply to the end of the data ends the transaction (RFC 5321 §4.1.1.4): nothing to
+        // reset, and an RSET a server never answers would hold the outcome for the reply timeout.
+        else if (failure.code === "EMESSAGE") busy = false;
         else busy = !(await resetSession(connection));
         return { kind: "answered", recipients: answersOf(recipients, perRecipient, whole) };
       }

@@ -258,6 +258,13 @@ export interface DeliveriesStore {
   /** The rest of the accepting try is recorded: the delivery is no longer due. */
   finishAccepted(id: string, now: number): Promise<void>;
   find(id: string): Promise<DeliveryRecord | undefined>;
+  /**
+   * Whether any of these deliveries is still this node's claim: not deleted (with its message) and,
+   * with several nodes, not taken over by another after this node's lease ran out (a node paused
+   * or cut off from the database). A lane looks before each transaction, so that a message is not
+   * sent by two nodes.
+   */
+  stillClaimed(ids: string[]): Promise<boolean>;
   statusesOf(messageId: string): Promise<DeliveryStatus[]>;
   message(messageId: string): Promise<OutboundMessage | undefined>;
   setMessageStatus(messageId: string, status: string, now: number): Promise<void>;

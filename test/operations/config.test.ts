@@ -82,12 +82,12 @@ describe("where mail goes", () => {
 });
 
 describe("the config file (INBOXD_CONFIG)", () => {
-  test("a config file's line that is not NAME=VALUE is refused by its number, never said back: a mistyped line holds its secret all the same", () => {
+  test("a config file's line that is not KEY=VALUE is refused by its number, never said back: a mistyped line holds its secret all the same", () => {
     const secretKey = "hMhMRYnZCuK8TCxM32tGyyKkXf0oOq0eqgCK9UN4HpU=";
     for (const line of ["INBOXD_SMTP_RELAY smtp://relayuser:FilePW789@relay.example.net", `INBOXD_SECRET_KEY: ${secretKey}`, "INBOXD_METRICS_TOKEN s3cr3t-metrics-token", `INBOXD SECRET KEY=${secretKey}`]) {
       const file = join(dir, "mistyped.env");
       writeFileSync(file, `# settings\nINBOXD_HTTP_PORT=17781\n${line}\n`);
-      expect(refused({ INBOXD_CONFIG: file })).toBe(`INBOXD_CONFIG: line 3 of ${file} is not NAME=VALUE (a name of letters, digits and _, then =)`);
+      expect(refused({ INBOXD_CONFIG: file })).toBe(`INBOXD_CONFIG: line 3 of ${file} is not KEY=VALUE (a key of letters, digits and _, then =)`);
     }
   });
 

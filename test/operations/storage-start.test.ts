@@ -307,10 +307,8 @@ describe.skipIf(onPostgres)(sqliteOnly("secrets at rest", "reads the SQLite file
     mkdirSync(keyFile);
     await expectOneLineFailure(env, `${keyFile} cannot be read (EISDIR): the key file must be readable by the user inboxd runs as`);
     rmSync(keyFile, { recursive: true });
-    writeFileSync(keyFile, `${other.toString("hex")}\n`);
 
     // The same key given as the setting (here in hex) opens them, with no key file needed.
-    rmSync(keyFile);
     const key = parseSecretKey(readFileSync(`${keyFile}.moved`, "utf8"))!;
     expect((await runInboxd(["migrate"], { ...env, INBOXD_SECRET_KEY: key.toString("hex") })).exitCode).toBe(0);
     expect(existsSync(keyFile)).toBe(false);

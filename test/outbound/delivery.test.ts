@@ -3,7 +3,7 @@ import * as net from "node:net";
 import { dkimVerify } from "mailauth";
 import { createResolver } from "../../src/dns/resolver";
 import { parseReturnPath } from "../../src/outbound/return-path";
-import { eventually } from "../harness";
+import { eventually, onPostgres, queryRows } from "../harness";
 import { dkimverify, dkimverifyMissing } from "../peers/dkimverify";
 import { startOutboundWorld, type OutboundWorld } from "./world";
 
@@ -377,35 +377,56 @@ describe("routing (RFC 5321 §5.1)", () => {
     }
   });
 
-  test("deleting the sending inbox withdraws its messages a lane had claimed but not started: only those being transmitted still go", async () => {
-    const held: net.Socket[] = [];
+  /**
+   * Six messages from a new inbox to `domain` (MX at `address`): one lane sends the first, whose
+   * reply at the end of the data is held (continuation lines meanwhile, RFC 5321 §4.2.1, so that
+   * no reply timeout ends it) while `meanwhile` runs; the other five wait in the lane's backlog.
+   * Returns how many messages the MX got to the end of.
+   */
+  async function withBacklogHeld(domain: string, address: string, meanwhile: (inboxId: string) => Promise<void>): Promise<number> {
+    const held: { socket: net.Socket; waiting: ReturnType<typeof setInterval> }[] = [];
     let answered = 0;
-    const slow = await startScriptedMx("127.0.0.6", (socket) => held.push(socket));
+    const slow = await startScriptedMx(address, (socket) => held.push({ socket, waiting: setInterval(() => socket.write("250-still working\r\n"), 100) }));
+    const release = () => {
+      for (const { socket, waiting } of held.splice(0)) {
+        clearInterval(waiting);
+        answered++;
+        socket.write("250 OK queued\r\n");
+      }
+    };
+    const releasing = setInterval(() => held.length > 0 && answered > 0 && release(), 10);
     try {
-      w.mx("held.test", [{ name: "mx.held.test", priority: 10, address: "127.0.0.6" }]);
+      w.mx(domain, [{ name: `mx.${domain}`, priority: 10, address }]);
       const inbox = (await w.server.api.post("/v1/inboxes", {}, w.apiKey)).body;
       for (let n = 0; n < 6; n++) {
-        const sent = await w.server.api.post(`/v1/inboxes/${inbox.id}/messages/send`, { to: [`pat${n}@held.test`], subject: `Held ${n}`, text: "Hi.", html: "" }, w.apiKey);
+        const sent = await w.server.api.post(`/v1/inboxes/${inbox.id}/messages/send`, { to: [`pat${n}@${domain}`], subject: `Held ${n}`, text: "Hi.", html: "" }, w.apiKey);
         expect({ status: sent.status, body: sent.body }).toMatchObject({ status: 201 });
       }
       const run = w.queue.runDueNow();
-      // Two lanes (the per-domain limit) hold a message each at the end of its data; the rest wait in their backlogs.
-      await eventually("two messages at the end of their data", () => held.length, (count) => count >= 2);
-      expect((await w.server.api.request("DELETE", `/v1/inboxes/${inbox.id}`, { token: w.apiKey })).status).toBe(200);
-      const release = () => {
-        for (const socket of held.splice(0)) {
-          answered++;
-          socket.write("250 OK queued\r\n");
-        }
-      };
+      await eventually("a message at the end of its data", () => held.length, (count) => count >= 1);
+      await meanwhile(inbox.id);
       release();
-      const releasing = setInterval(release, 10);
       await run;
-      clearInterval(releasing);
-      expect(answered).toBe(2);
+      return answered;
     } finally {
+      clearInterval(releasing);
+      for (const { waiting } of held) clearInterval(waiting);
       slow.close();
     }
+  }
+
+  test("deleting the sending inbox withdraws its messages a lane had claimed but not started: only the one being transmitted still goes", async () => {
+    const answered = await withBacklogHeld("held.test", "127.0.0.6", async (inboxId) => {
+      expect((await w.server.api.request("DELETE", `/v1/inboxes/${inboxId}`, { token: w.apiKey })).status).toBe(200);
+    });
+    expect(answered).toBe(1);
+  });
+
+  test.skipIf(!onPostgres)("messages another node took over (this node paused, or cut off from the database, past its lease) are not sent by this one too", async () => {
+    const answered = await withBacklogHeld("taken-over.test", "127.0.0.7", async () => {
+      await queryRows(w.server.app, "UPDATE deliveries SET claimed_by = 'another-node:/var/lib/inboxd#1' WHERE domain = 'taken-over.test'");
+    });
+    expect(answered).toBe(1);
   });
 
   test("connections are reused: ten messages to one domain travel over at most two (the per-domain limit)", async () => {

@@ -126,6 +126,11 @@ export function deliveriesStore(db: PgDb, blobs: PgBlobs, leases: Leases): Deliv
     async finishAccepted(id: string, now: number): Promise<void> {
       await db.execute(sql`UPDATE deliveries SET next_attempt_at = NULL, claimed_by = NULL, lease_until = NULL, updated_at = ${now} WHERE id = ${id} AND status = 'delivered'`);
     },
+    /** This run's claim, whatever the lease's time: one that lapsed and that no node took over is still this node's to send. */
+    async stillClaimed(ids: string[]): Promise<boolean> {
+      const rows = await rowsOf<{ found: number }>(db, sql`SELECT 1 AS found FROM deliveries WHERE id IN ${textsOf(ids)} AND claimed_by = ${leases.holder} LIMIT 1`);
+      return rows.length > 0;
+    },
     async find(id: string): Promise<DeliveryRecord | undefined> {
       const [row] = await db.select(deliveryColumns).from(deliveries).where(eq(deliveries.id, id));
       return row;

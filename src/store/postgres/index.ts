@@ -201,7 +201,6 @@ export async function openPostgresStore(
   }
 }
 
-
 /** For the read-only look-ups of `inboxd dns` and `inboxd doctor`: no migration, secrets read as stored. */
 export function openPostgresStoreReadOnly(config: Pick<Config, "databaseUrl">): Store {
   return createPostgresStore(connect(config.databaseUrl!));

@@ -27,10 +27,8 @@ const sizeOf = (path: string) => (existsSync(path) ? statSync(path).size : 0);
  * Copies the data dir's database to `target` (which must not exist yet); `onProgress` hears the
  * bytes written so far against the live database's size (an upper bound: the copy is compacted).
  * The copy is written as `target.partial` and takes its name once whole and on disk, its key file
- * before it: a backup cut off (killed, the disk full) leaves no file that looks like one.
- */
-/**
- * `keyFile`: the key written beside the copy; `keyNotGiven`: its secrets are sealed, and this
+ * before it: a backup cut off (killed, the disk full) leaves no file that looks like one. Returns
+ * `keyFile`, the key written beside the copy, and `keyNotGiven`: its secrets are sealed, and this
  * command had neither the data dir's key file nor INBOXD_SECRET_KEY (an installation that runs
  * with the setting, backed up by hand without it): the copy is made, and the operator told.
  */
@@ -133,8 +131,7 @@ export function describeBackup(path: string): { migrations: number; messages: nu
     refuseNewerSchema(applied, knownMigrations, path);
     const migrations = applied.length;
     const messages = sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM messages").get()!.n;
-    const sealed = sqlite.query("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'secret_box'").get();
-    return { migrations, messages, probe: sealed ? sealedProbe(sqlite) : undefined };
+    return { migrations, messages, probe: sealedProbe(sqlite) };
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     throw new ConfigError(`${path}: not a usable inboxd database (${(error as Error).message})`);

@@ -60,6 +60,7 @@ export const deliveriesStore = (db: Db, blobs: BlobStore) => {
     "UPDATE deliveries SET status = 'delivered', last_response = ?2, next_attempt_at = ?3, updated_at = ?3 WHERE id = ?1 AND status = 'queued'",
   );
   const finishAccepted = sqlite.query<never, [string, number]>("UPDATE deliveries SET next_attempt_at = NULL, updated_at = ?2 WHERE id = ?1 AND status = 'delivered'");
+  const anyOf = sqlite.query<{ found: 1 }, [string]>("SELECT 1 AS found FROM deliveries WHERE id IN (SELECT value FROM json_each(?1)) LIMIT 1");
   const find = sqlite.query<DeliveryRow, [string]>(`
     SELECT id, organization_id AS organizationId, message_id AS messageId, recipient, domain, status, attempts,
            last_response AS lastResponse, next_attempt_at AS nextAttemptAt, created_at AS createdAt, updated_at AS updatedAt
@@ -134,6 +135,10 @@ export const deliveriesStore = (db: Db, blobs: BlobStore) => {
     },
     find(id: string): DeliveryRow | undefined {
       return find.get(id) ?? undefined;
+    },
+    /** One process per data dir: a claimed delivery stays this process's while it exists. */
+    stillClaimed(ids: string[]): boolean {
+      return anyOf.get(JSON.stringify(ids)) !== null;
     },
     statusesOf(messageId: string): DeliveryStatus[] {
       return statusesOf.all(messageId).map((row) => row.status);
