@@ -61,5 +61,5 @@ export function startCertificateRenewal(app: App, served: ServedCertificates): R
   }
 
   // An issuance cut short by a stop is due again after ATTEMPT_HOLD_MS.
-  return runEvery("certificates", POLL_INTERVAL_MS, renewDue, (error) => app.log.error("certificate renewal failed", { error }), { stopWaitMs: () => app.shutdown.remainingMs() });
+  return runEvery("certificates", POLL_INTERVAL_MS, renewDue, { log: app.log, event: "certificate renewal failed" }, { stopWaitMs: () => app.shutdown.remainingMs() });
 }

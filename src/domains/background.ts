@@ -34,5 +34,5 @@ export function startDomainChecks(app: App): RunningPart {
   }
 
   // Look-ups end within the resolver's timeouts; a check cut short by a stop is due again after a restart.
-  return runEvery("domain-checks", POLL_INTERVAL_MS, checkDue, (error) => app.log.error("domain checks failed", { error }), { stopWaitMs: () => app.shutdown.remainingMs() });
+  return runEvery("domain-checks", POLL_INTERVAL_MS, checkDue, { log: app.log, event: "domain checks failed" }, { stopWaitMs: () => app.shutdown.remainingMs() });
 }

@@ -31,5 +31,5 @@ export function startEventRetention(app: App): RunningPart {
     if (purged) app.log.info("old events purged", { events: purged, retentionDays: app.config.eventRetentionDays });
   }
 
-  return runEvery("event-retention", TICK_MS, purge, (error) => app.log.error("event purge failed", { error }));
+  return runEvery("event-retention", TICK_MS, purge, { log: app.log, event: "event purge failed" });
 }

@@ -92,7 +92,5 @@ export function heldByEarlierRuns(leases: Leases, column: string): SQL {
 
 /** Renews this run's leases every RENEW_EVERY_MS while the server runs. */
 export function startLeaseRenewal(db: PgDb, leases: Leases, log: Logger): RunningPart {
-  return runEvery("queue-leases", RENEW_EVERY_MS, () => renewLeases(db, leases), (error) =>
-    log.error("renewing this node's queue claims failed; other nodes take them over should it go on failing", { error }),
-  );
+  return runEvery("queue-leases", RENEW_EVERY_MS, () => renewLeases(db, leases), { log, event: "renewing this node's queue claims failed; other nodes take them over should it go on failing" });
 }

@@ -9,7 +9,7 @@
  * indexes what is still noted first (./index.ts).
  */
 import { takeTurn } from "../../event-loop";
-import { recurringFailureLog, type Logger } from "../../log";
+import type { Logger } from "../../log";
 import { runEvery, type RunningPart, type Stopping } from "../../running-part";
 
 export interface SearchIndexing {
@@ -29,10 +29,5 @@ export function startSearchIndexing(index: SearchIndexing, log: Logger): Running
     if ((await index.pendingAtMost()) === 0) return;
     while (!stopping() && (await index.indexBatch()) > 0 && (await index.pendingAtMost()) > SEARCH_INDEX_BEHIND) await takeTurn();
   }
-  const failures = recurringFailureLog(log, "error", "search indexing failed; tried again shortly");
-  const indexed = async (stopping: Stopping) => {
-    await catchUp(stopping);
-    failures.succeeded();
-  };
-  return runEvery("search-indexing", SEARCH_INDEX_INTERVAL_MS, indexed, (error) => failures.failed({ error }));
+  return runEvery("search-indexing", SEARCH_INDEX_INTERVAL_MS, catchUp, { log, event: "search indexing failed; tried again shortly" });
 }
