@@ -4,7 +4,9 @@
 // server recovers by itself once the cluster is back. The cluster is this file's own (stopping the
 // one other tests share would fail them).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import * as net from "node:net";
 import { SQL } from "bun";
+import { CONNECT_TIMEOUT_SECONDS } from "../../src/store/postgres/connection";
 import { eventually, register, startTestServer, type Registered, type TestServer } from "../harness";
 import { createInbox } from "../messages/helpers";
 import { postgresMissing, postgresTestsSkipped, startPostgresCluster, type PostgresCluster } from "../peers/postgres";
@@ -130,4 +132,40 @@ describe.skipIf(Boolean(skipped))("PostgreSQL unreachable", () => {
     },
     180_000,
   );
+
+  test("behind a proxy whose server is gone (connections accepted, never answered), the API answers 503 within the connect timeout, not the driver's 30 s", async () => {
+    // A TCP proxy in front of the cluster: while `silent`, it accepts connections and sends nothing.
+    const target = new URL(await cluster.createDatabase());
+    let silent = false;
+    const piped: net.Socket[] = [];
+    const proxy = net.createServer((client) => {
+      piped.push(client);
+      client.on("error", () => {});
+      if (silent) return;
+      const upstream = net.connect(Number(target.port), target.hostname);
+      piped.push(upstream);
+      upstream.on("error", () => client.destroy());
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const proxied = new URL(target);
+    proxied.port = String((proxy.address() as net.AddressInfo).port);
+    const behindProxy = await startTestServer({ env: { INBOXD_DATABASE_URL: proxied.toString() } });
+    try {
+      const registered = await register(behindProxy.api);
+      silent = true;
+      for (const socket of piped.splice(0)) socket.destroy();
+      const started = performance.now();
+      // Not through the test client, which first runs the inbound queue (on the database).
+      const reply = await fetch(`${behindProxy.api.baseUrl}/v1/inboxes`, { headers: { authorization: `Bearer ${registered.apiKey.key}` } });
+      const seconds = (performance.now() - started) / 1000;
+      expect({ status: reply.status, retryAfter: reply.headers.get("retry-after") }).toEqual({ status: 503, retryAfter: "5" });
+      expect(seconds).toBeLessThan(CONNECT_TIMEOUT_SECONDS * 3);
+    } finally {
+      silent = false;
+      for (const socket of piped.splice(0)) socket.destroy();
+      proxy.close();
+      await behindProxy.cleanup();
+    }
+  }, 60_000);
 });

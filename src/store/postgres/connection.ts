@@ -10,6 +10,12 @@ import { SQL } from "bun";
 
 /** Connections per node: each transaction holds one from BEGIN to COMMIT. */
 const POOL_SIZE = 20;
+/**
+ * Seconds a new connection may take to be ready. Behind a pooler or proxy whose server is gone,
+ * connections are accepted and never answered: with the driver's 30 s, every request and SMTP
+ * transaction waited that long for its 503 or 451 (and a load balancer's shorter timeout saw none).
+ */
+export const CONNECT_TIMEOUT_SECONDS = 5;
 
 /** The driver's "Failed to connect" names neither the server nor the setting (`where`: what named the URL). */
 export function unreachable(error: unknown, databaseUrl: string, where: string): unknown {
@@ -27,6 +33,7 @@ export function connect(databaseUrl: string): SQL {
     max: POOL_SIZE,
     // Connections closed now and then, so that a pool whose server went away and came back heals.
     idleTimeout: 60,
+    connectionTimeout: CONNECT_TIMEOUT_SECONDS,
     ...(rootCert ? { tls: Bun.file(rootCert) } : {}),
   });
 }
