@@ -11,7 +11,7 @@ import { newId } from "../../src/ids";
 import { connect } from "../../src/store/postgres/connection";
 import { drizzleOn } from "../../src/store/postgres/db";
 import { createPostgresStore } from "../../src/store/postgres/index";
-import { LEASE_MS, leasesOf, releaseEarlierRuns, renewLeases } from "../../src/store/postgres/leases";
+import { LEASE_MS, leasesOf, nodeName, releaseEarlierRuns, renewLeases } from "../../src/store/postgres/leases";
 import { migrate } from "../../src/store/postgres/migrate";
 import { SECRET_KEY_BYTES, secretBox } from "../../src/store/secret-box";
 import type { InboundEnvelope, Store } from "../../src/store/store";
@@ -182,9 +182,13 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     for (const { attempt } of ofA) expect(attempt.finishedAt).not.toBeNull();
   });
 
-  test("a restarted node takes back what its earlier run claimed at once; another node's claims stay with it", async () => {
+  test("a restarted node takes back what its earlier run claimed at once; another node's claims stay with it, also on a machine of the same name and data dir", async () => {
     const clock = new Clock();
-    const [first, other] = [await startNode({ node: "host:/var/lib/one", clock }), await startNode({ node: "host:/var/lib/two", clock })];
+    // Two nodes told apart by INBOXD_HOSTNAME alone, as on cloned machines with the documented data dir.
+    const name = (hostname: string) => nodeName({ hostname, dataDir: "/var/lib/inboxd" });
+    expect(name("mx1.example.com")).not.toBe(name("mx2.example.com"));
+    expect(name("mx1.example.com")).toBe(name("mx1.example.com"));
+    const [first, other] = [await startNode({ node: name("mx1.example.com"), clock }), await startNode({ node: name("mx2.example.com"), clock })];
     const now = clock.now();
     for (let n = 0; n < 4; n++) await first.store.acceptedInbound.accept(envelope(n), "192.0.2.1", { bytes: Buffer.from(`restart ${n}`), blobId: null }, 10, now);
     const byFirst = await claimInbound(first, 2);
@@ -192,7 +196,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     expect(byFirst).toHaveLength(2);
     expect(byOther).toHaveLength(2);
     // The first node "crashes" and starts again (same host and data dir, a new run), while the other lives on.
-    const restarted = await startNode({ node: "host:/var/lib/one", clock, restart: true });
+    const restarted = await startNode({ node: name("mx1.example.com"), clock, restart: true });
     expect((await claimInbound(restarted, 10)).sort()).toEqual([...byFirst].sort());
   });
 

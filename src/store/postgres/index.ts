@@ -181,7 +181,7 @@ export async function openPostgresStore(
     if (applied.length) log.info("migrations applied", { versions: applied.join(",") });
     onMigrated?.(applied);
     const secrets = checkedFirst ?? (await openSecrets(config, client, clock.now()));
-    const leases = leasesOf(clock, nodeName(config.dataDir));
+    const leases = leasesOf(clock, nodeName(config));
     const orphans = await blobStaging(drizzleOn(client), leases.holder).removeOrphans(clock.now() - ORPHAN_AGE_MS);
     const freed = await releaseEarlierRuns(drizzleOn(client), leases, clock.now());
     if (freed) log.info("queue rows claimed by this node before it stopped are free again", { rows: freed });

@@ -10,13 +10,14 @@
  *
  * The embedded engine's "what the last run claimed is due again at start" (one process per data
  * dir) becomes "what the earlier runs of this node claimed": a node's name is stable across its
- * restarts (host and data dir), each run adds its own suffix, and a start frees the claims of the
+ * restarts (nodeName), each run adds its own suffix, and a start frees the claims of the
  * earlier runs of its name only, never those of other nodes, which are alive or whose leases run out.
  */
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { sql, type SQL } from "drizzle-orm";
 import type { Clock } from "../../clock";
+import type { Config } from "../../config";
 import { randomToken } from "../../ids";
 import type { Logger } from "../../log";
 import { runEvery, type RunningPart } from "../../running-part";
@@ -40,8 +41,14 @@ export interface Leases {
   until(): number;
 }
 
-/** A node's name as leases know it: the host and the data dir, the same across restarts. */
-export const nodeName = (dataDir: string) => `${hostname()}:${resolve(dataDir)}`;
+/**
+ * A node's name as leases know it, the same across restarts: its INBOXD_HOSTNAME (each node's
+ * own, as its MX name), the machine's host name and the data dir. The machine's name and the
+ * path alone were the same on two cloned machines or containers with the documented
+ * /var/lib/inboxd: the second node's start freed the first's live claims as its own earlier run's,
+ * and their messages went out twice.
+ */
+export const nodeName = (config: Pick<Config, "hostname" | "dataDir">) => `${config.hostname}@${hostname()}:${resolve(config.dataDir)}`;
 
 /** `node`: the node's stable name (nodeName); each run of it holds its claims under a name of its own. */
 export function leasesOf(clock: Clock, node = `${hostname()}:${randomToken(4)}`): Leases {
