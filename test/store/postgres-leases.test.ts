@@ -11,7 +11,7 @@ import { newId } from "../../src/ids";
 import { connect } from "../../src/store/postgres/connection";
 import { drizzleOn } from "../../src/store/postgres/db";
 import { createPostgresStore } from "../../src/store/postgres/index";
-import { LEASE_MS, leasesOf, nodeName, releaseEarlierRuns, renewLeases } from "../../src/store/postgres/leases";
+import { LEASE_MS, leasesOf, nodeName, releaseEarlierRuns, renewLeases, type Leases } from "../../src/store/postgres/leases";
 import { migrate } from "../../src/store/postgres/migrate";
 import { SECRET_KEY_BYTES, secretBox } from "../../src/store/secret-box";
 import type { InboundEnvelope, Store } from "../../src/store/store";
@@ -21,6 +21,8 @@ import { postgresMissing, testPostgres } from "../peers/postgres";
 interface Node {
   store: Store;
   clock: Clock;
+  client: ReturnType<typeof connect>;
+  leases: Leases;
   close(): Promise<void>;
 }
 
@@ -60,7 +62,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     await migrate(client, clock.now());
     const leases = leasesOf(clock, options.node);
     if (options.restart) await releaseEarlierRuns(drizzleOn(client), leases, clock.now());
-    const node = { store: createPostgresStore(client, { leases, secrets }), clock, close: () => client.close() };
+    const node = { store: createPostgresStore(client, { leases, secrets }), clock, client, leases, close: () => client.close() };
     nodes.push(node);
     return node;
   }
@@ -214,6 +216,28 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     expect(await restarted.store.idempotencyKeys.releaseUnfinished(clock.now())).toBe(1);
     expect(await restarted.store.idempotencyKeys.begin(key("of-the-crashed-run"), clock.now())).toBeUndefined();
     expect((await restarted.store.idempotencyKeys.begin(key("of-the-live-node"), clock.now()))?.statusCode).toBeNull();
+  });
+
+  test("an idempotency key whose request's node died is taken over by a retry on another node once its lease ran out; a live node's stays its own", async () => {
+    const clock = new Clock();
+    const [dead, live, other] = [await startNode({ clock }), await startNode({ clock }), await startNode({ clock })];
+    const now = clock.now();
+    const organizationId = newId("org");
+    await dead.store.accounts.createOrganization({ id: organizationId, name: "Keys" }, now);
+    const key = (name: string) => ({ organizationId, key: name, fingerprint: "f", statusCode: null, responseBody: null, blobId: null, createdAt: clock.now(), expiresAt: now + 86_400_000 });
+    expect(await dead.store.idempotencyKeys.begin(key("of-the-dead-node"), now)).toBeUndefined();
+    expect(await live.store.idempotencyKeys.begin(key("of-the-live-node"), now)).toBeUndefined();
+    // Within the lease both are in progress (409 to the retry).
+    expect((await other.store.idempotencyKeys.begin(key("of-the-dead-node"), now))?.statusCode).toBeNull();
+    // Past it: the live node renewed its lease, the dead one did not.
+    clock.advance(LEASE_MS - 1_000);
+    await renewLeases(drizzleOn(live.client), live.leases);
+    clock.advance(2_000);
+    expect(await other.store.idempotencyKeys.begin(key("of-the-dead-node"), clock.now())).toBeUndefined();
+    expect((await other.store.idempotencyKeys.begin(key("of-the-live-node"), clock.now()))?.statusCode).toBeNull();
+    // Taken over, the key is the retry's: a third try is told it is in progress, and its completion stands.
+    await other.store.idempotencyKeys.complete(organizationId, "of-the-dead-node", 201, { bytes: Buffer.from("{}"), blobId: null });
+    expect((await live.store.idempotencyKeys.begin(key("of-the-dead-node"), clock.now()))?.statusCode).toBe(201);
   });
 
   test("a certificate's try is claimed by one node only", async () => {

@@ -14,11 +14,23 @@ const ABANDONED_MS = 60 * 60_000;
 export function idempotencyKeysStore(db: PgDb, blobs: PgBlobs, leases: Leases): IdempotencyKeysStore {
   const held = (organizationId: string, key: string) => and(eq(idempotencyKeys.organizationId, organizationId), eq(idempotencyKeys.key, key));
   return {
-    /** ON CONFLICT DO NOTHING: of two requests with one key on two nodes, one records it and the other reads it. */
+    /**
+     * ON CONFLICT DO NOTHING: of two requests with one key on two nodes, one records it and the
+     * other reads it. A key whose request's node stopped renewing its lease (it died mid-request)
+     * is taken over, as a restart of that node would free it: its retry on another node got 409
+     * until then, for up to a day.
+     */
     async begin(row, now) {
       await db.delete(idempotencyKeys).where(lte(idempotencyKeys.expiresAt, now));
-      const inserted = await db.insert(idempotencyKeys).values({ ...row, heldBy: leases.holder }).onConflictDoNothing().returning({ key: idempotencyKeys.key });
+      const holding = { heldBy: leases.holder, leaseUntil: leases.until() };
+      const inserted = await db.insert(idempotencyKeys).values({ ...row, ...holding }).onConflictDoNothing().returning({ key: idempotencyKeys.key });
       if (inserted.length > 0) return undefined;
+      const takenOver = await db
+        .update(idempotencyKeys)
+        .set({ ...row, ...holding })
+        .where(and(held(row.organizationId, row.key), isNull(idempotencyKeys.statusCode), lte(idempotencyKeys.leaseUntil, now)))
+        .returning({ key: idempotencyKeys.key });
+      if (takenOver.length > 0) return undefined;
       const [existing] = await db.select().from(idempotencyKeys).where(held(row.organizationId, row.key));
       if (!existing) return undefined;
       return existing.blobId ? { ...existing, responseBody: await blobs.read(existing.blobId) } : existing;

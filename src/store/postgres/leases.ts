@@ -72,6 +72,8 @@ export async function renewLeases(db: PgDb, leases: Leases): Promise<void> {
       UPDATE ${sql.identifier(table)} SET lease_until = ${until}
       WHERE id IN (SELECT id FROM ${sql.identifier(table)} WHERE claimed_by = ${leases.holder} AND lease_until < ${until} FOR UPDATE SKIP LOCKED)`);
   }
+  // The idempotency keys of this run's requests in progress (./idempotency-keys.ts).
+  await db.execute(sql`UPDATE idempotency_keys SET lease_until = ${until} WHERE held_by = ${leases.holder} AND status_code IS NULL AND lease_until < ${until}`);
 }
 
 /**

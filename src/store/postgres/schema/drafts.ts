@@ -54,6 +54,7 @@ export const idempotencyKeys = pgTable(
     createdAt: millis("created_at").notNull(),
     expiresAt: millis("expires_at").notNull(),
     heldBy: text("held_by"),
+    leaseUntil: millis("lease_until"),
   },
   (t) => [primaryKey({ columns: [t.organizationId, t.key] })],
 );
