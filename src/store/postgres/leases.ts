@@ -72,8 +72,13 @@ export async function renewLeases(db: PgDb, leases: Leases): Promise<void> {
       UPDATE ${sql.identifier(table)} SET lease_until = ${until}
       WHERE id IN (SELECT id FROM ${sql.identifier(table)} WHERE claimed_by = ${leases.holder} AND lease_until < ${until} FOR UPDATE SKIP LOCKED)`);
   }
-  // The idempotency keys of this run's requests in progress (./idempotency-keys.ts).
-  await db.execute(sql`UPDATE idempotency_keys SET lease_until = ${until} WHERE held_by = ${leases.holder} AND status_code IS NULL AND lease_until < ${until}`);
+  // The idempotency keys of this run's requests in progress (./idempotency-keys.ts); a key its
+  // request holds locked in a long transaction is skipped too, rather than waited for.
+  await db.execute(sql`
+    UPDATE idempotency_keys SET lease_until = ${until}
+    WHERE (organization_id, idempotency_key) IN (
+      SELECT organization_id, idempotency_key FROM idempotency_keys
+      WHERE held_by = ${leases.holder} AND status_code IS NULL AND lease_until < ${until} FOR UPDATE SKIP LOCKED)`);
 }
 
 /**
