@@ -189,7 +189,7 @@ export function startOutboundQueue(app: App, options: { resolver?: Resolver; ran
 
   function send(lane: Lane, { job, prepared }: Claimed): Promise<Finished> {
     return prepared
-      .then(async (prepared) => {
+      .then((prepared) => {
         if (prepared instanceof Error) throw prepared;
         return transmitJob(context, prepared, lane.destination, () => stillClaimed(job));
       })
