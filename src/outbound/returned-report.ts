@@ -62,10 +62,11 @@ async function applyDsn(app: App, tx: Transaction, returnPath: DeliveryRecord, d
   for (const entry of failed) {
     // A forwarding system may report an address of its own; the return path still names the delivery.
     const delivery = matching(deliveries, entry.recipient) ?? (failed.length === 1 ? returnPath : undefined);
-    if (!delivery || delivery.status === "bounced") continue;
+    // The first failure stands: a delivery refused before any try (suppressed) was in no transaction.
+    if (!delivery || delivery.status === "bounced" || delivery.status === "rejected") continue;
     const reply = `bounce report: ${entry.status}${entry.diagnostic ? ` ${entry.diagnostic}` : ""}`;
     await tx.deliveries.update({ id: delivery.id, status: "bounced", lastResponse: reply, nextAttemptAt: null, now });
-    if (isHardBounceStatus(entry.status)) await suppress(tx, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, now);
+    if (isHardBounceStatus(entry.status) && suppressible(delivery, returnPath)) await suppress(tx, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, now);
   }
   await settleMessage(tx, returnPath.messageId, now);
   return "bounced";
@@ -76,10 +77,20 @@ async function applyArf(app: App, tx: Transaction, returnPath: DeliveryRecord, d
   const now = app.clock.now();
   // Providers often redact who complained; then it is the recipient the return path names.
   const complainant = (report.originalRecipient && matching(deliveries, report.originalRecipient)) || returnPath;
-  await suppress(tx, complainant.organizationId, complainant.recipient, "complained", `feedback report: ${report.feedbackType}`, complainant.messageId, now);
+  if (suppressible(complainant, returnPath)) await suppress(tx, complainant.organizationId, complainant.recipient, "complained", `feedback report: ${report.feedbackType}`, complainant.messageId, now);
   await moveMessage(tx, returnPath.messageId, "complained", now);
   return "complained";
 }
+
+/**
+ * Whether a report may suppress the address of `delivery`: only the one its return path was made
+ * for. The transaction's other recipients got that return path too (every copy's Return-Path names
+ * it, RFC 5321 §4.4), so a report naming one of them may come from a co-recipient as well as from
+ * their mail system: a colleague in Cc could bounce and suppress everyone at their domain. Such a
+ * report still marks that message's delivery bounced; a real bounce suppresses the address the
+ * next time a message to it alone bounces.
+ */
+const suppressible = (delivery: DeliveryRecord, returnPath: DeliveryRecord) => delivery.id === returnPath.id;
 
 function matching(deliveries: DeliveryRecord[], address: string): DeliveryRecord | undefined {
   const wanted = address.toLowerCase();

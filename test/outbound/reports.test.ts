@@ -121,6 +121,35 @@ describe("bounce reports (DSN)", () => {
     ]);
   });
 
+  test("a hard bounce or a complaint naming a co-recipient of the transaction (whose copy showed the return path too) bounces that delivery but suppresses no one", async () => {
+    const original = await delivered(["amy@remote.test", "bea@remote.test"]);
+    expect(await processed(original.deliveryId, dsn(original, [{ address: "bea@remote.test", action: "failed", status: "5.1.1" }]))).toBe("bounced");
+    expect((await w.message(original.messageId)).deliveries.map((d: any) => [d.recipient, d.status])).toEqual([
+      ["amy@remote.test", "delivered"],
+      ["bea@remote.test", "bounced"],
+    ]);
+    const complained = await delivered(["amy@remote.test", "cal@remote.test"]);
+    expect(await processed(complained.deliveryId, arf(complained, "abuse", "cal@remote.test"))).toBe("complained");
+    const addresses = (await suppressed()).map((s) => s.address);
+    expect(addresses).not.toContain("bea@remote.test");
+    expect(addresses).not.toContain("cal@remote.test");
+    // The return path's own recipient is still suppressed by a hard bounce.
+    expect(await processed(original.deliveryId, dsn(original, [{ address: "amy@remote.test", action: "failed", status: "5.1.1" }]))).toBe("bounced");
+    expect((await suppressed()).map((s) => s.address)).toContain("amy@remote.test");
+  });
+
+  test("a bounce never touches a delivery refused before any try (the first failure stands)", async () => {
+    // dee is suppressed by a bounce of a message to dee alone.
+    const first = await delivered(["dee@remote.test"]);
+    await processed(first.deliveryId, dsn(first, [{ address: "dee@remote.test", action: "failed", status: "5.1.1" }]));
+    const original = await delivered(["eve@remote.test", "dee@remote.test"]);
+    const refused = async () => (await w.message(original.messageId)).deliveries.find((d: any) => d.recipient === "dee@remote.test");
+    const before = await refused();
+    expect(before.status).toBe("rejected");
+    await processed(original.deliveryId, dsn(original, [{ address: "dee@remote.test", action: "failed", status: "5.1.1" }]));
+    expect(await refused()).toEqual(before);
+  });
+
   test("delayed reports, reports about another message, unknown return paths and ordinary mail are ignored", async () => {
     const original = await delivered(["xia@remote.test"]);
     expect(await processed(original.deliveryId, dsn(original, [{ address: "xia@remote.test", action: "delayed", status: "4.4.7" }]))).toBe("ignored");
