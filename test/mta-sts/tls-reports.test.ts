@@ -107,6 +107,18 @@ describe("TLS reports", () => {
     expect(kept.find((entry: { policyType: string }) => entry.policyType === "tlsa").successfulSessions).toBe(2 ** 40);
   });
 
+  test("RFC 8460 §4.4: a policy type other than tlsa, sts and no-policy-found makes the report unreadable (each made-up type was a row: 1,000 of them, 1,000 rows)", async () => {
+    const made = report("made-up-types");
+    made.policies = Array.from({ length: 1000 }, (_, n) => ({ ...made.policies[0]!, policy: { ...made.policies[0]!.policy, "policy-type": `t${n}` } }));
+    expect((await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(gzipSync(JSON.stringify(made))) })).response).toStartWith("250");
+    const stored = async (reportId: string) => (await queryRows<{ n: number }>(server.app, "SELECT count(*) AS n FROM tls_reports WHERE report_id = ?", reportId))[0]!.n;
+    expect(Number(await stored("made-up-types"))).toBe(0);
+    const none = report("no-policy-found");
+    none.policies[0]!.policy = { ...none.policies[0]!.policy, "policy-type": "no-policy-found" };
+    await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(gzipSync(JSON.stringify(none))) });
+    expect(Number(await stored("no-policy-found"))).toBe(1);
+  });
+
   test("a message without a readable report is accepted and dropped; a report inflating past 1 MiB is no report, one of exactly 1 MiB is", async () => {
     const before = await listedIds();
     expect((await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: "Subject: hi\r\n\r\nnot a report\r\n" })).response).toStartWith("250");
