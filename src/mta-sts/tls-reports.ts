@@ -5,7 +5,7 @@
  */
 import type { App } from "../app";
 import { iso } from "../clock";
-import { newId } from "../ids";
+import { newId, sha256Hex } from "../ids";
 
 const LOCAL_PART = "tlsrpt";
 
@@ -25,11 +25,13 @@ export async function receiveTlsReport(app: App, raw: Buffer): Promise<void> {
     return;
   }
   const receivedAt = app.clock.now();
+  // Kept once per content, not per author and id alone: those are the sender's to write.
+  const contentDigest = sha256Hex(JSON.stringify(report));
   const { policies: named, ...about } = report;
   const served = await Promise.all(named.map(async (policy) => (await app.store.domains.findByName(policy.policyDomain)) !== undefined));
   const policies = named.filter((_, index) => served[index]);
   if (policies.length < named.length) app.log.info("tls report ignored", { reason: "about a domain we do not serve", domains: named.filter((_, index) => !served[index]).map((policy) => policy.policyDomain).join(",") });
-  await app.store.tlsReports.insert(policies.map((policy) => ({ id: newId("tlsrpt"), ...about, ...policy, receivedAt })));
+  await app.store.tlsReports.insert(policies.map((policy) => ({ id: newId("tlsrpt"), ...about, ...policy, receivedAt, contentDigest })));
   for (const policy of policies) {
     app.log.info("tls report received", {
       domain: policy.policyDomain,

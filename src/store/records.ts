@@ -367,4 +367,6 @@ export interface TlsReportRecord {
   failedSessions: number;
   failureDetails: { resultType: string; sessions: number; receivingMx: string | null }[];
   receivedAt: number;
+  /** SHA-256 of the whole report as read: a resend has the same; null for reports stored before it was kept. */
+  contentDigest: string | null;
 }

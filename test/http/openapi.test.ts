@@ -384,7 +384,7 @@ describe("real responses fit the document", () => {
     await call("POST", `/v1/domains/${domain.id}/rotate-dkim`, 200, { token: key });
     const now = server.app.clock.now();
     const failureDetails = [{ resultType: "certificate-expired", sessions: 2, receivingMx: "mx.openapi.example" }, { resultType: "starttls-not-supported", sessions: 1, receivingMx: null }];
-    await server.app.store.tlsReports.insert([{ id: newId("tlsrpt"), reportId: "r1", organizationName: "Company-X", policyDomain: "openapi.example", policyType: "sts", startAt: now - 86_400_000, endAt: now, successfulSessions: 10, failedSessions: 3, failureDetails, receivedAt: now }]);
+    await server.app.store.tlsReports.insert([{ id: newId("tlsrpt"), reportId: "r1", organizationName: "Company-X", policyDomain: "openapi.example", policyType: "sts", startAt: now - 86_400_000, endAt: now, successfulSessions: 10, failedSessions: 3, failureDetails, receivedAt: now, contentDigest: null }]);
     await call("GET", `/v1/domains/${domain.id}/tls-reports`, 200, { token: key });
     await call("GET", `/v1/domains/${domain.id}/tls-reports?per=0`, 422, { token: key });
     await call("DELETE", `/v1/domains/${domain.id}?force=maybe`, 422, { token: key });

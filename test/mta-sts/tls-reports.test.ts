@@ -119,6 +119,16 @@ describe("TLS reports", () => {
     expect(Number(await stored("no-policy-found"))).toBe(1);
   });
 
+  test("a forged report sent first under a provider's name and predictable report-id does not take the real one's place: both are kept", async () => {
+    const id = "2026-11-26T00:00:00Z_reports.example";
+    const forged = { ...report(id, 0), "organization-name": "Google Inc." };
+    const real = { ...report(id, 50), "organization-name": "Google Inc." };
+    for (const body of [forged, real, real]) await sendMail(server.smtpPort, { from: "noreply-smtp-tls-reporting@google.com", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(gzipSync(JSON.stringify(body))) });
+    const kept = await queryRows<{ failed_sessions: number }>(server.app, "SELECT failed_sessions FROM tls_reports WHERE report_id = ? ORDER BY failed_sessions", id);
+    // The real one sent twice is kept once (RFC 8460 §5.3 resends).
+    expect(kept.map((row) => Number(row.failed_sessions))).toEqual([0, 50]);
+  });
+
   test("a message without a readable report is accepted and dropped; a report inflating past 1 MiB is no report, one of exactly 1 MiB is", async () => {
     const before = await listedIds();
     expect((await sendMail(server.smtpPort, { from: "a@b.example", to: ["tlsrpt@mx.inboxd.test"], raw: "Subject: hi\r\n\r\nnot a report\r\n" })).response).toStartWith("250");

@@ -7,6 +7,7 @@ import tlsReportKey from "../../../migrations/postgres/0005_tls_report_key.sql" 
 import acceptedInboundPeer from "../../../migrations/postgres/0006_accepted_inbound_peer.sql" with { type: "text" };
 import receivedDigest from "../../../migrations/postgres/0007_received_digest.sql" with { type: "text" };
 import idempotencyLease from "../../../migrations/postgres/0008_idempotency_lease.sql" with { type: "text" };
+import tlsReportDigest from "../../../migrations/postgres/0009_tls_report_digest.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_mail", sql: mail },
@@ -17,4 +18,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0006_accepted_inbound_peer", sql: acceptedInboundPeer },
   { version: "0007_received_digest", sql: receivedDigest },
   { version: "0008_idempotency_lease", sql: idempotencyLease },
+  { version: "0009_tls_report_digest", sql: tlsReportDigest },
 ];

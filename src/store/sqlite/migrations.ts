@@ -25,6 +25,7 @@ import messageReplyTo from "../../../migrations/0210_message_reply_to.sql" with 
 import tlsReportKey from "../../../migrations/0211_tls_report_key.sql" with { type: "text" };
 import acceptedInboundPeer from "../../../migrations/0220_accepted_inbound_peer.sql" with { type: "text" };
 import receivedDigest from "../../../migrations/0230_received_digest.sql" with { type: "text" };
+import tlsReportDigest from "../../../migrations/0240_tls_report_digest.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_core", sql: core },
@@ -53,4 +54,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0211_tls_report_key", sql: tlsReportKey },
   { version: "0220_accepted_inbound_peer", sql: acceptedInboundPeer },
   { version: "0230_received_digest", sql: receivedDigest },
+  { version: "0240_tls_report_digest", sql: tlsReportDigest },
 ];

@@ -15,4 +15,5 @@ export const tlsReports = pgTable("tls_reports", {
   failedSessions: bigint("failed_sessions", { mode: "number" }).notNull(),
   failureDetails: jsonb<TlsReportRecord["failureDetails"]>("failure_details").notNull(),
   receivedAt: millis("received_at").notNull(),
+  contentDigest: text("content_digest"),
 });

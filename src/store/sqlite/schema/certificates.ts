@@ -50,4 +50,5 @@ export const tlsReports = sqliteTable("tls_reports", {
   failedSessions: integer("failed_sessions").notNull(),
   failureDetails: text("failure_details", { mode: "json" }).$type<TlsReportRecord["failureDetails"]>().notNull(),
   receivedAt: integer("received_at").notNull(),
+  contentDigest: text("content_digest"),
 });
