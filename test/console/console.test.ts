@@ -462,6 +462,9 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
   }, stepTimeout);
 
   test("outbound: every inbox's deliveries in one list, filtered by inbox, domain and status", async () => {
+    // remote.test's name server fails for now: its delivery waits, queued, for a later try (a
+    // bounce report to it later fills the suppressions' table; one refused outright takes none).
+    dns.failNext("remote.test", "SERVFAIL", 1_000_000);
     await sendFromOutside(inboxes.firstId, { to: ["someone@remote.test"], subject: "Going out" });
     await sendFromOutside(inboxes.secondId, { to: ["other@elsewhere.test"], subject: "Also out" });
     await openSection("Outbound");
