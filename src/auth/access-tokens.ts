@@ -18,6 +18,11 @@ export async function issueAccessToken(store: Aggregates, userId: string, now: n
   return token;
 }
 
+/** Sign-out: the token stops working at once; 401 when it was unknown (or already revoked). */
+export async function revokeAccessToken(store: Aggregates, token: string): Promise<void> {
+  if (!(await store.accounts.deleteAccessToken(sha256Hex(token)))) throw unauthorized("Invalid access token");
+}
+
 /** The user an access token belongs to; 401 when it is unknown or expired. */
 export async function userOfAccessToken(store: Aggregates, token: string, now: number): Promise<string> {
   const row = await store.accounts.findAccessTokenByHash(sha256Hex(token));

@@ -26,7 +26,7 @@ function apiKeyOf(authorization: string | undefined): string {
   return credential;
 }
 
-function accessTokenOf(authorization: string | undefined): string {
+export function accessTokenOf(authorization: string | undefined): string {
   const credential = bearerToken(authorization);
   if (credential.startsWith(apiKeyPrefix)) throw unauthorized("API keys are not accepted under /organizations: use an access token from POST /auth/login");
   return credential;

@@ -164,6 +164,8 @@ export interface AccountsStore {
   insertAccessToken(token: AccessTokenRecord): Promise<void>;
   findAccessTokenByHash(tokenHash: string): Promise<AccessTokenRecord | undefined>;
   deleteExpiredAccessTokens(userId: string, now: number): Promise<void>;
+  /** Whether a token with this hash existed (it is gone either way). */
+  deleteAccessToken(tokenHash: string): Promise<boolean>;
   insertApiKey(key: Omit<ApiKeyRecord, "lastUsedAt">): Promise<void>;
   findApiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
   touchApiKey(id: string, now: number): Promise<void>;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { dummyHash, hashPassword, verifyAgainstDummy } from "../../src/auth/passwords";
+import { sha256Hex } from "../../src/ids";
 import { queryRow, register, type Registered, startTestServer, testPassword, type TestServer } from "../harness";
 
 let server: TestServer;
@@ -109,5 +110,31 @@ describe("access token lifetime", () => {
   test("expired tokens are removed from the store when their user logs in again", async () => {
     const rows = (await queryRow<{ n: number }>(server.app, "SELECT count(*) AS n FROM access_tokens WHERE user_id = ? AND expires_at <= ?", ada.user.id, server.clock.now()))!;
     expect(rows.n).toBe(0);
+  });
+});
+
+describe("POST /auth/logout", () => {
+  const logout = (token?: string) => server.api.post("/auth/logout", undefined, token);
+
+  test("revokes the access token it carries at once; the user's other tokens and API keys keep working", async () => {
+    const signedIn = (await login({ username: ada.user.email, password: testPassword })).body.token;
+    const other = (await login({ username: ada.user.email, password: testPassword })).body.token;
+    expect((await keysOf(signedIn)).status).toBe(200);
+    const res = await logout(signedIn);
+    expect(res.status).toBe(204);
+    expect(res.body).toBeFalsy();
+    expect(await keysOf(signedIn)).toMatchObject({ status: 401, body: { error: "Invalid access token" } });
+    expect((await keysOf(other)).status).toBe(200);
+    expect((await server.api.get("/v1/inboxes", ada.apiKey.key)).status).toBe(200);
+    expect(await queryRow(server.app, "SELECT count(*) AS n FROM access_tokens WHERE token_hash = ?", sha256Hex(signedIn))).toEqual({ n: 0 });
+  });
+
+  test("a token signed out already, an unknown one, an API key or none: 401 with an error that says why", async () => {
+    const signedIn = (await login({ username: ada.user.email, password: testPassword })).body.token;
+    expect((await logout(signedIn)).status).toBe(204);
+    expect(await logout(signedIn)).toMatchObject({ status: 401, body: { error: "Invalid access token" } });
+    expect(await logout(`at_${"0".repeat(64)}`)).toMatchObject({ status: 401, body: { error: "Invalid access token" } });
+    expect(await logout(ada.apiKey.key)).toMatchObject({ status: 401, body: { error: expect.stringContaining("API keys are not accepted") } });
+    expect(await logout()).toMatchObject({ status: 401, body: { error: expect.stringContaining("Missing or malformed Authorization header") } });
   });
 });

@@ -82,6 +82,8 @@ async function sendFromOutside(fromInboxId: string, body: Record<string, unknown
 }
 
 /** The keys the console made for itself (README "Web console"): revoked when its session ends. */
+/** Where the console keeps its session (src/console/ui/api/session.ts). */
+const sessionStorageKey = "inboxd.console.session";
 const consoleKeys = async () => (await api.get("/v1/api_keys?per=100", apiKey)).body.filter((key: { name: string }) => key.name.startsWith("Web console"));
 
 /**
@@ -533,13 +535,18 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     await viewFocused();
   }, stepTimeout);
 
-  test("keyboard only: sign out, then sign in again", async () => {
+  test("keyboard only: sign out (the key and the access token revoked), then sign in again", async () => {
+    const { token, organizationId } = JSON.parse((await page.evaluate(`sessionStorage.getItem(${JSON.stringify(sessionStorageKey)})`)) as string);
+    const tokenWorks = async () => (await api.get(`/organizations/${organizationId}/api_keys`, token)).status;
+    expect(await tokenWorks()).toBe(200);
     await page.getByRole("button", { name: "Sign out" }).focus();
     const revoked = consoleKeyRevoked();
+    const signedOut = page.waitForResponse((response) => response.request().method() === "POST" && response.url().endsWith("/auth/logout"));
     await page.keyboard.press("Enter");
     await page.getByText("You are signed out.").waitFor();
-    await revoked;
+    await Promise.all([revoked, signedOut]);
     expect(await consoleKeys()).toEqual([]);
+    expect(await tokenWorks()).toBe(401);
     await page.getByLabel("Email").focus();
     await page.keyboard.type(email);
     await page.keyboard.press("Tab");

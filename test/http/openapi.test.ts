@@ -228,8 +228,10 @@ describe("real responses fit the document", () => {
     await call("POST", "/auth/register", 409, { body: { firstName: "Open", lastName: "Api", username, password: testPassword } });
     await call("POST", "/auth/register", 422, { body: { firstName: "Open", lastName: "Api", username: "not an email", password: testPassword } });
     await call("POST", "/auth/register", 400, { rawBody: "{", headers: { "content-type": "application/json" } });
-    await call("POST", "/auth/login", 200, { body: { username, password: testPassword } });
+    const { token } = (await call("POST", "/auth/login", 200, { body: { username, password: testPassword } })).body;
     await call("POST", "/auth/login", 401, { body: { username, password: "wrong password, surely" } });
+    await call("POST", "/auth/logout", 204, { token });
+    await call("POST", "/auth/logout", 401, { token });
     await call("GET", "/health", 200);
     await call("GET", "/metrics", 200, { token: metricsToken });
     await call("GET", "/metrics", 401, { token: "nope" });

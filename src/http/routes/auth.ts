@@ -1,7 +1,9 @@
 /** `/auth`: registration and login, the two routes that need no credential. */
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
+import { revokeAccessToken } from "../../auth/access-tokens";
 import { login, register } from "../../auth/accounts";
+import { accessTokenOf } from "../auth";
 import { clientAddress, trustedProxies } from "../client-address";
 import { security } from "../openapi";
 import { bodyFailures, failures, Login, Registration } from "../schemas";
@@ -46,6 +48,17 @@ export const authRoutes = (app: App) => {
         body: t.Object({ username: text("the email; required, or email"), email: text("alias of username"), password: text("required") }),
         response: { 200: Login, ...failures(...bodyFailures, [401, "Invalid credentials"], [429, "Too many failed logins: try again after Retry-After seconds"]) },
         detail: { summary: "Exchange email and password for an access token (valid 7 days)" },
+      },
+    )
+    .post(
+      "/logout",
+      async ({ headers, set }) => {
+        await revokeAccessToken(app.store, accessTokenOf(headers.authorization));
+        set.status = 204;
+      },
+      {
+        response: { 204: t.Void({ description: "Signed out: the token no longer works" }), ...failures([401, "Missing, malformed or unknown access token (signed out already, or expired and cleared)"]) },
+        detail: { summary: "Sign out: revoke the access token the request carries, at once", security: security.accessToken },
       },
     );
 };

@@ -53,6 +53,10 @@ export function accountsStore(db: PgDb, inTransaction: boolean): AccountsStore {
     async deleteExpiredAccessTokens(userId, now) {
       await db.delete(accessTokens).where(and(eq(accessTokens.userId, userId), lte(accessTokens.expiresAt, now)));
     },
+    async deleteAccessToken(tokenHash) {
+      const deleted = await db.delete(accessTokens).where(eq(accessTokens.tokenHash, tokenHash)).returning({ tokenHash: accessTokens.tokenHash });
+      return deleted.length > 0;
+    },
     async insertApiKey(key) {
       await db.insert(apiKeys).values(key);
     },

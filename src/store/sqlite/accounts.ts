@@ -65,6 +65,9 @@ export const accountsStore = (db: Db) => {
     deleteExpiredAccessTokens(userId: string, now: number) {
       db.delete(accessTokens).where(and(eq(accessTokens.userId, userId), lte(accessTokens.expiresAt, now))).run();
     },
+    deleteAccessToken(tokenHash: string): boolean {
+      return db.delete(accessTokens).where(eq(accessTokens.tokenHash, tokenHash)).returning({ tokenHash: accessTokens.tokenHash }).get() !== undefined;
+    },
 
     insertApiKey(key: Omit<ApiKeyRow, "lastUsedAt">) {
       db.insert(apiKeys).values(key).run();

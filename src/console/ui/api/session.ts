@@ -66,13 +66,17 @@ const sameSignIn = (session: Session) => current?.token === session.token;
  */
 async function end(session: Session, notice: string): Promise<void> {
   if (sameSignIn(session)) set(null, notice);
-  await revokeConsoleKey(session.apiKeyId, session.apiKey);
+  await Promise.all([revokeConsoleKey(session.apiKeyId, session.apiKey), ignoringFailure(request("POST", "/auth/logout", { credential: session.token }))]);
 }
 
-const revokeConsoleKey = (id: string, key: string) => request("DELETE", `/v1/api_keys/${encodeURIComponent(id)}`, { credential: key }).then(
-  () => undefined,
-  () => undefined,
-);
+/** Signing out goes on whatever the server answers: the session is forgotten already. */
+const ignoringFailure = (call: Promise<unknown>) =>
+  call.then(
+    () => undefined,
+    () => undefined,
+  );
+
+const revokeConsoleKey = (id: string, key: string) => ignoringFailure(request("DELETE", `/v1/api_keys/${encodeURIComponent(id)}`, { credential: key }));
 
 /** Calls with the access token; a 401 means the token expired (or was revoked): back to sign-in. */
 async function withToken<T>(method: Method, path: string, body?: unknown): Promise<T> {
