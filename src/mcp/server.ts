@@ -26,6 +26,9 @@ export function createMcpServer(api: ApiCaller): McpServer {
       (args) => tool.call(args, api),
     );
   }
+  // The SDK promises notifications/tools/list_changed once a tool is registered; inboxd's tools
+  // are the same for every request and never change, so no such notification ever comes.
+  server.server.registerCapabilities({ tools: { listChanged: false } });
   return server;
 }
 

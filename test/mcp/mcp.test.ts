@@ -199,8 +199,10 @@ describe("from source", () => {
       expect(response.status).toBe(200);
       expect(response.headers.get("content-type")).toStartWith("application/json");
       expect(response.headers.get("mcp-session-id")).toBeNull();
-      const body = (await response.json()) as { result: { protocolVersion: string; serverInfo: { name: string } } };
+      const body = (await response.json()) as { result: { protocolVersion: string; serverInfo: { name: string }; capabilities: unknown } };
       expect(body.result.protocolVersion).toBe(mcpProtocolVersion);
+      // The tools never change, so no notifications/tools/list_changed is ever sent: none is promised.
+      expect(body.result.capabilities).toEqual({ tools: { listChanged: false } });
       expect(mcpProtocolVersion).toBe("2025-11-25");
       expect(body.result.serverInfo.name).toBe("inboxd");
 
