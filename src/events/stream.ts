@@ -67,6 +67,8 @@ interface StreamStart {
   types?: EventName[];
   inboxId?: string;
   stillAuthorized: () => Promise<boolean>;
+  /** With an inbox filter: whether that inbox still exists (a look-up that fails says it does). */
+  inboxStillThere?: () => Promise<boolean>;
 }
 
 function parseTypes(raw: string): EventName[] {
@@ -144,7 +146,9 @@ export class EventStreams {
       const reset = resume === undefined || fromTheStart ? undefined : this.unknownPosition(idTime(resume.id));
       const afterId = reset !== undefined || fromTheStart ? null : (resume?.id ?? (await this.store.events.newestId(organizationId)));
       const stillAuthorized = () => organizationOfApiKey(this.store, request.apiKey, this.clock.now()).then((organization) => organization === organizationId, () => false);
-      return stream.body({ organizationId, afterId, reset, types, inboxId: request.inboxId, stillAuthorized });
+      const { inboxId } = request;
+      const inboxStillThere = inboxId === undefined ? undefined : () => this.store.inboxes.find(organizationId, inboxId).then((inbox) => inbox !== undefined, () => true);
+      return stream.body({ organizationId, afterId, reset, types, inboxId, stillAuthorized, inboxStillThere });
     } catch (error) {
       this.forget(organizationId, stream);
       throw error;
@@ -246,6 +250,8 @@ class EventStream {
   /** The page read was large and no place was free: read again when one is granted, not at each commit. */
   private awaitingPlace = false;
   private ended = false;
+  /** The inbox the stream is filtered by was deleted: no event of it can come after those committed with the deletion. */
+  private inboxGone = false;
   private waiting?: () => void;
   private lastWriteAt = performance.now();
   /** When the key was last found valid: the guard found it so as the stream opened. */
@@ -323,6 +329,12 @@ class EventStream {
         if (!(await this.authorized())) return this.close();
         this.due = false;
         await this.readPage();
+        if (this.inboxGone && !this.awaitingPlace) {
+          // Its last events (inbox.deleted among them) were committed with the deletion, before
+          // it was seen gone: read on until none is left, then end, as the 404 of a reconnect would.
+          if (this.page.length === 0) return this.close();
+          this.due = true;
+        }
         continue;
       }
       const woken = await this.sleep();
@@ -363,11 +375,13 @@ class EventStream {
     this.hooks.releaseLargePage();
   }
 
-  /** Whether the key still holds, looked up once per poll interval at most, however busy the stream. */
+  /** Whether the key still holds (and the filter's inbox is still there), looked up once per poll interval at most, however busy the stream. */
   private async authorized(): Promise<boolean> {
     if (performance.now() - this.authorizedAt < this.pollMs) return true;
     this.authorizedAt = performance.now();
-    return this.start!.stillAuthorized();
+    const { stillAuthorized, inboxStillThere } = this.start!;
+    if (inboxStillThere && !this.inboxGone) this.inboxGone = !(await inboxStillThere());
+    return stillAuthorized();
   }
 
   /** Until woken, the poll, or the heartbeat (measured from the last write, on the real clock: it is about sockets). */

@@ -244,6 +244,25 @@ describe("keeping the connection", () => {
   });
 });
 
+describe("a stream filtered by an inbox", () => {
+  test("ends once that inbox is deleted, after its last events: inbox.deleted, or none of a name the filter leaves out", async () => {
+    const inbox = await createInbox();
+    const byInbox = await open(`/v1/events?inboxId=${inbox.id}`);
+    const byInboxAndName = await open(`/v1/events?inboxId=${inbox.id}&events=message.received`);
+    const unfiltered = await open();
+    await server.api.patch(`/v1/inboxes/${inbox.id}`, { name: "Going" }, owner.apiKey);
+    expect((await server.api.delete(`/v1/inboxes/${inbox.id}`, owner.apiKey)).status).toBe(200);
+    await Promise.all([byInbox.ended, byInboxAndName.ended]);
+    expect(byInbox.events.map((e) => e.event)).toEqual(["inbox.updated", "inbox.deleted"]);
+    expect(byInboxAndName.events).toEqual([]);
+    await openStreamsReach(owner.organizationId, 1);
+    await createInbox();
+    expect((await unfiltered.waitForEvents(3)).map((e) => e.event)).toEqual(["inbox.updated", "inbox.deleted", "inbox.created"]);
+    const reconnect = await open(`/v1/events?inboxId=${inbox.id}`, owner.apiKey, { "last-event-id": byInbox.lastEventId! });
+    expect(reconnect.status).toBe(404);
+  });
+});
+
 describe("credentials", () => {
   test("a stream ends once its key is revoked", async () => {
     const created = await server.api.post("/v1/api_keys", { name: "streaming" }, owner.apiKey);
