@@ -31,8 +31,11 @@ export async function receiveTlsReport(app: App, raw: Buffer): Promise<void> {
   const served = await Promise.all(named.map(async (policy) => (await app.store.domains.findByName(policy.policyDomain)) !== undefined));
   const policies = named.filter((_, index) => served[index]);
   if (policies.length < named.length) app.log.info("tls report ignored", { reason: "about a domain we do not serve", domains: named.filter((_, index) => !served[index]).map((policy) => policy.policyDomain).join(",") });
-  await app.store.tlsReports.insert(policies.map((policy) => ({ id: newId("tlsrpt"), ...about, ...policy, receivedAt, contentDigest })));
-  for (const policy of policies) {
+  const rows = policies.map((policy) => ({ id: newId("tlsrpt"), ...about, ...policy, receivedAt, contentDigest }));
+  const kept = new Set(await app.store.tlsReports.insert(rows));
+  const copies = rows.filter((row) => !kept.has(row.id));
+  if (copies.length) app.log.info("tls report ignored", { reason: "a copy of a report kept already (sent again)", domains: copies.map((row) => row.policyDomain).join(","), reportId: report.reportId });
+  for (const policy of rows.filter((row) => kept.has(row.id))) {
     app.log.info("tls report received", {
       domain: policy.policyDomain,
       from: report.organizationName,

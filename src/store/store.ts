@@ -393,8 +393,8 @@ export interface MtaStsPoliciesStore {
 }
 
 export interface TlsReportsStore {
-  /** A report sent twice (RFC 8460 §5.3 lets senders retry) is kept once. */
-  insert(rows: TlsReportRecord[]): Promise<void>;
+  /** A report sent twice (RFC 8460 §5.3 lets senders retry) is kept once; returns the ids of the rows kept now. */
+  insert(rows: TlsReportRecord[]): Promise<string[]>;
   /**
    * The newest first, of those received `since` (a domain record's creation): a name another
    * organization held before, or that anyone wrote reports about before it was claimed, shows

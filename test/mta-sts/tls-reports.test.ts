@@ -88,8 +88,18 @@ describe("TLS reports", () => {
     ]);
   });
 
-  test("the same report sent again is kept once; a JSON one (application/tlsrpt+json) is read too", async () => {
-    await sendMail(server.smtpPort, { from: "tlsrpt@company-x.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(gzipSync(JSON.stringify(report("2026-11-24T00:00:00Z_reports.example")))) });
+  test("the same report sent again is kept once, and logged as a copy, not as received; a JSON one (application/tlsrpt+json) is read too", async () => {
+    const logged: [string, Record<string, unknown> | undefined][] = [];
+    const { info } = server.app.log;
+    server.app.log.info = (event, fields) => logged.push([event, fields]);
+    try {
+      await sendMail(server.smtpPort, { from: "tlsrpt@company-x.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(gzipSync(JSON.stringify(report("2026-11-24T00:00:00Z_reports.example")))) });
+    } finally {
+      server.app.log.info = info;
+    }
+    expect(logged.filter(([event]) => event.startsWith("tls report"))).toEqual([
+      ["tls report ignored", { reason: "a copy of a report kept already (sent again)", domains: "reports.example", reportId: "2026-11-24T00:00:00Z_reports.example" }],
+    ]);
     await sendMail(server.smtpPort, { from: "tlsrpt@company-x.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(Buffer.from(JSON.stringify(report("second", 0))), "application/tlsrpt+json") });
     const listed = await reports();
     expect(listed.body.map((entry: { reportId: string }) => entry.reportId).sort()).toEqual(["2026-11-24T00:00:00Z_reports.example", "second"]);

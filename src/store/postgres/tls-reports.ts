@@ -8,8 +8,9 @@ import { tlsReports } from "./schema/index";
 export function tlsReportsStore(db: PgDb): TlsReportsStore {
   return {
     /** A report sent twice (RFC 8460 §5.3 lets senders retry) is kept once. */
-    async insert(rows: TlsReportRecord[]): Promise<void> {
-      if (rows.length) await db.insert(tlsReports).values(rows).onConflictDoNothing();
+    async insert(rows: TlsReportRecord[]): Promise<string[]> {
+      if (!rows.length) return [];
+      return (await db.insert(tlsReports).values(rows).onConflictDoNothing().returning({ id: tlsReports.id })).map((row) => row.id);
     },
     async forDomain(domain: string, since: number, limit: number, offset: number): Promise<TlsReportRecord[]> {
       return db

@@ -8,8 +8,9 @@ export const tlsReportsStore = (db: Db) => {
   const countOfDomain = db.$client.query<{ n: number }, [string, number]>("SELECT count(*) AS n FROM tls_reports WHERE policy_domain = ?1 AND received_at >= ?2");
   return {
     /** A report sent twice (RFC 8460 §5.3 lets senders retry) is kept once. */
-    insert(rows: TlsReportRecord[]) {
-      if (rows.length) db.insert(tlsReports).values(rows).onConflictDoNothing().run();
+    insert(rows: TlsReportRecord[]): string[] {
+      if (!rows.length) return [];
+      return db.insert(tlsReports).values(rows).onConflictDoNothing().returning({ id: tlsReports.id }).all().map((row) => row.id);
     },
     /** The newest first. */
     forDomain(domain: string, since: number, limit: number, offset: number): TlsReportRecord[] {
