@@ -275,4 +275,42 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+  test("a node does not start while another live node of the database serves another INBOXD_MAIL_DOMAIN (each would refuse the other's inboxes' mail)", async () => {
+    const databaseUrl = await postgres.createDatabase("inboxd_mail_domains");
+    const admin = connect(databaseUrl);
+    const dirs = [0, 1, 2].map(() => mkdtempSync(join(tmpdir(), "inboxd-engine-")));
+    const key = randomBytes(SECRET_KEY_BYTES).toString("base64");
+    const log = createLogger("json", "silent");
+    const open = (dataDir: string, mailDomain: string) => openPostgresStore(loadConfig({ INBOXD_DATA_DIR: dataDir, INBOXD_DATABASE_URL: databaseUrl, INBOXD_SECRET_KEY: key, INBOXD_MAIL_DOMAIN: mailDomain }), { clock, log });
+    const running = async (dataDir: string, mailDomain: string) => {
+      const store = await open(dataDir, mailDomain);
+      return { store, maintenance: store.startMaintenance(log) };
+    };
+    const stop = async ({ store, maintenance }: Awaited<ReturnType<typeof running>>) => {
+      await maintenance.stop();
+      store.close();
+    };
+    try {
+      const first = await running(dirs[0]!, "one.example");
+      const second = await running(dirs[1]!, "one.example");
+      const refused = open(dirs[2]!, "two.example");
+      await expect(refused).rejects.toThrow(ConfigError);
+      await expect(refused).rejects.toThrow(/^INBOXD_MAIL_DOMAIN: another node of this database, .+ \(seen \d+ s ago\), serves one\.example, this one two\.example/);
+      // A node's restart is no other node; a clean stop leaves the table, and while one node still serves the old domain the new is refused.
+      await stop(first);
+      await stop(await running(dirs[0]!, "one.example"));
+      await expect(open(dirs[2]!, "two.example")).rejects.toThrow(ConfigError);
+      await stop(second);
+      expect(await admin.unsafe("SELECT count(*)::int AS n FROM nodes")).toEqual([{ n: 0 }]);
+      const renamed = await running(dirs[0]!, "two.example");
+      // A node that died (no clean stop) counts until its row is older than a lease.
+      (await open(dirs[1]!, "two.example")).close();
+      await admin.unsafe("UPDATE nodes SET mail_domain = 'one.example', seen_at = $1 WHERE name LIKE $2", [clock.now() - 31_000, `%${dirs[1]!}`]);
+      await stop(await running(dirs[2]!, "two.example"));
+      await stop(renamed);
+    } finally {
+      await admin.close();
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -14,8 +14,8 @@ import { parentsFirst, type CopyEndpoint, type CopyRow } from "../copy";
 import { connect, unreachable } from "./connection";
 import { migrate } from "./migrate";
 
-/** Tables that are the engine's own: its migrations, and blob chunks (copied inside the rows that name them). */
-const ENGINE_TABLES = new Set(["schema_migrations", "blob_chunks", "staged_blobs"]);
+/** Tables that are the engine's own: its migrations, blob chunks (copied inside the rows that name them), and the nodes running on it. */
+const ENGINE_TABLES = new Set(["schema_migrations", "blob_chunks", "staged_blobs", "nodes"]);
 const BATCH_ROWS = 500;
 /** PostgreSQL takes at most 65,535 parameters per statement. */
 const MAX_PARAMETERS = 65_535;

@@ -25,6 +25,7 @@ import { eventsStore } from "./events";
 import { idempotencyKeysStore } from "./idempotency-keys";
 import { inboxesStore } from "./inboxes";
 import { leasesOf, nodeName, releaseEarlierRuns, startLeaseRenewal, type Leases } from "./leases";
+import { joinNodes, stayJoined } from "./nodes";
 import { loginThrottlesStore } from "./login-throttles";
 import { messageSearchStore } from "./message-search";
 import { messagesStore } from "./messages";
@@ -181,7 +182,9 @@ export async function openPostgresStore(
     if (applied.length) log.info("migrations applied", { versions: applied.join(",") });
     onMigrated?.(applied);
     const secrets = checkedFirst ?? (await openSecrets(config, client, clock.now()));
-    const leases = leasesOf(clock, nodeName(config));
+    const node = { name: nodeName(config), mailDomain: config.mailDomain };
+    await joinNodes(drizzleOn(client), node, clock.now());
+    const leases = leasesOf(clock, node.name);
     const orphans = await blobStaging(drizzleOn(client), leases.holder).removeOrphans(clock.now() - ORPHAN_AGE_MS);
     const freed = await releaseEarlierRuns(drizzleOn(client), leases, clock.now());
     if (freed) log.info("queue rows claimed by this node before it stopped are free again", { rows: freed });
@@ -189,6 +192,7 @@ export async function openPostgresStore(
     const store = createPostgresStore(client, { secrets, leases, ...storeOptions });
     return {
       ...store,
+      startMaintenance: (log) => runningTogether("database maintenance", [store.startMaintenance(log), stayJoined(drizzleOn(client), node, clock, log)]),
       close: () => {
         store.close();
         lock.close();

@@ -8,6 +8,7 @@ import acceptedInboundPeer from "../../../migrations/postgres/0006_accepted_inbo
 import receivedDigest from "../../../migrations/postgres/0007_received_digest.sql" with { type: "text" };
 import idempotencyLease from "../../../migrations/postgres/0008_idempotency_lease.sql" with { type: "text" };
 import tlsReportDigest from "../../../migrations/postgres/0009_tls_report_digest.sql" with { type: "text" };
+import nodes from "../../../migrations/postgres/0010_nodes.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_mail", sql: mail },
@@ -19,4 +20,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0007_received_digest", sql: receivedDigest },
   { version: "0008_idempotency_lease", sql: idempotencyLease },
   { version: "0009_tls_report_digest", sql: tlsReportDigest },
+  { version: "0010_nodes", sql: nodes },
 ];

@@ -8,6 +8,7 @@ export * from "./deliveries";
 export * from "./dkim-keys";
 export * from "./domains";
 export * from "./mta-sts-policies";
+export * from "./nodes";
 export * from "./suppressions";
 export * from "./tls-reports";
 export * from "./webhooks";
