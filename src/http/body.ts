@@ -47,6 +47,25 @@ function someString(value: unknown, test: (text: string) => boolean): boolean {
   return Object.entries(value).some(([key, item]) => test(key) || someString(item, test));
 }
 
+/**
+ * How deep a body's arrays and objects may nest. No route's fields go past a few levels (an MCP
+ * call's arguments hold the deepest), while the schema check's error messages and the walks
+ * below recurse: an array nested 4,500 deep in a 9 KB body overflowed the stack (500).
+ */
+export const MAX_BODY_NESTING = 32;
+
+/** Whether arrays and objects nest deeper than `limit` in `value`, found without recursion. */
+function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const pending: [unknown, number][] = [[value, 0]];
+  while (pending.length > 0) {
+    const [item, depth] = pending.pop()!;
+    if (typeof item !== "object" || item === null) continue;
+    if (depth === limit) return true;
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
+  }
+  return false;
+}
+
 /** U+0000, which no mail may carry and PostgreSQL cannot store. */
 const holdsNul = (text: string) => text.includes("\0");
 /**
@@ -79,6 +98,7 @@ export async function parseJsonBody(request: Request, contentType: string, limit
     throw new ServiceError("malformed", "Malformed JSON body");
   }
   if (!isJsonObject(value) && hasBodySchema()) throw invalid("body: must be a JSON object");
+  if (nestsDeeperThan(value, MAX_BODY_NESTING)) throw invalid(`body: arrays and objects must not nest more than ${MAX_BODY_NESTING} levels deep`);
   // JSON can carry NUL and surrogates only escaped: the walks are for the bodies that have one.
   if (text.includes("\\u0000") && someString(value, holdsNul)) throw invalid("body: a string must not hold NUL (U+0000)");
   if (/\\u[dD][89a-fA-F]/.test(text) && someString(value, holdsLoneSurrogate)) throw invalid("body: a string must be well-formed Unicode: a surrogate (\\uD800-\\uDFFF) must be one of a pair");

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { maxBodyBytes } from "../../src/http/body";
+import { MAX_BODY_NESTING, maxBodyBytes } from "../../src/http/body";
 import { createHttpApp } from "../../src/http/app";
 import { apiKeyGuard } from "../../src/http/auth";
 import { insertInbox } from "../../src/inboxes/service";
@@ -132,6 +132,31 @@ describe("request bodies", () => {
     const res = await fetch(echoUrl, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${echoKey}` }, body: stream });
     expect(res.status).toBe(413);
     expect(sent).toBeLessThan(maxBodyBytes * 3);
+  });
+});
+
+describe("a JSON body nested deeply", () => {
+  const nested = (levels: number) => "[".repeat(levels) + "]".repeat(levels);
+
+  test("is 422 past 32 levels of arrays and objects, on every route (it overflowed the schema check's stack: 500), and at 32 goes on to the field's own check", async () => {
+    const { organizationId, apiKey } = await seedOrganization(server.app);
+    const inbox = await server.app.store.transaction((tx) => insertInbox(server.app, tx, organizationId, { email: "nested@inboxd.test" }));
+    const tooDeep = { error: `body: arrays and objects must not nest more than ${MAX_BODY_NESTING} levels deep` };
+    const cases: [string, string, (levels: number) => string][] = [
+      ["POST", "/v1/webhooks", (levels) => `{"url":"https://hooks.example.com/","events":${nested(levels - 1)}}`],
+      ["POST", `/v1/inboxes/${inbox.id}/messages/send`, (levels) => `{"to":["a@example.com"],"labels":${nested(levels - 1)}}`],
+      ["POST", "/v1/inboxes", (levels) => `{"unknown":${nested(levels - 1)}}`],
+      ["POST", "/auth/login", (levels) => `{"username":${nested(levels - 1)}}`],
+    ];
+    for (const [method, path, body] of cases) {
+      for (const levels of [MAX_BODY_NESTING + 1, 4_500, 20_000]) {
+        const res = await server.api.request(method, path, { rawBody: body(levels), token: apiKey, headers: { "content-type": "application/json" } });
+        expect({ path, levels, status: res.status, body: res.body }).toEqual({ path, levels, status: 422, body: tooDeep });
+      }
+      const atTheBound = await server.api.request(method, path, { rawBody: body(MAX_BODY_NESTING), token: apiKey, headers: { "content-type": "application/json" } });
+      expect(atTheBound.body).not.toEqual(tooDeep);
+      expect(atTheBound.status).toBeLessThan(500);
+    }
   });
 });
 
