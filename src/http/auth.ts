@@ -14,7 +14,8 @@ import { organizationOfMember } from "../auth/organizations";
 import { unauthorized } from "../errors";
 
 export function bearerToken(authorization: string | undefined): string {
-  const match = /^Bearer ([^\s]+)$/i.exec(authorization?.trim() ?? "");
+  // RFC 6750 §2.1: the scheme, one or more spaces, the token.
+  const match = /^Bearer +([^\s]+)$/i.exec(authorization?.trim() ?? "");
   if (!match) throw unauthorized("Missing or malformed Authorization header (expected: Bearer <credential>)");
   return match[1]!;
 }
@@ -26,9 +27,9 @@ function apiKeyOf(authorization: string | undefined): string {
   return credential;
 }
 
-export function accessTokenOf(authorization: string | undefined): string {
+export function accessTokenOf(authorization: string | undefined, where = "under /organizations"): string {
   const credential = bearerToken(authorization);
-  if (credential.startsWith(apiKeyPrefix)) throw unauthorized("API keys are not accepted under /organizations: use an access token from POST /auth/login");
+  if (credential.startsWith(apiKeyPrefix)) throw unauthorized(`API keys are not accepted ${where}: use an access token from POST /auth/login`);
   return credential;
 }
 

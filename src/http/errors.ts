@@ -47,10 +47,13 @@ export function fieldName(pointer: string): string {
   return name;
 }
 
+/** RFC 9110 §15.5.2: a 401 names the scheme that would work; every credential here is a bearer token (RFC 6750 §3). */
+const bearerChallenge = { "www-authenticate": 'Bearer realm="inboxd"' };
+
 export function toErrorReply(code: string | number, error: unknown, log: Logger, route: string): ErrorReply {
   // Elysia wraps whatever the body parser throws in a ParseError; our own refusal is its cause.
   if (code === "PARSE" && (error as Error).cause instanceof ServiceError) error = (error as Error).cause;
-  if (error instanceof ServiceError) return { status: statusOf[error.kind], error: error.message, headers: error.headers };
+  if (error instanceof ServiceError) return { status: statusOf[error.kind], error: error.message, headers: error.kind === "unauthorized" ? { ...bearerChallenge, ...error.headers } : error.headers };
   if (error instanceof ValidationError) return { status: 422, error: describeValidation(error) };
   if (code === "NOT_FOUND") return { status: 404, error: "Not found" };
   if (code === "PARSE") return { status: 400, error: "Malformed JSON body" };

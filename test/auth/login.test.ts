@@ -121,8 +121,8 @@ describe("POST /auth/logout", () => {
     const other = (await login({ username: ada.user.email, password: testPassword })).body.token;
     expect((await keysOf(signedIn)).status).toBe(200);
     const res = await logout(signedIn);
-    expect(res.status).toBe(204);
-    expect(res.body).toBeFalsy();
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true });
     expect(await keysOf(signedIn)).toMatchObject({ status: 401, body: { error: "Invalid access token" } });
     expect((await keysOf(other)).status).toBe(200);
     expect((await server.api.get("/v1/inboxes", ada.apiKey.key)).status).toBe(200);
@@ -131,10 +131,10 @@ describe("POST /auth/logout", () => {
 
   test("a token signed out already, an unknown one, an API key or none: 401 with an error that says why", async () => {
     const signedIn = (await login({ username: ada.user.email, password: testPassword })).body.token;
-    expect((await logout(signedIn)).status).toBe(204);
+    expect((await logout(signedIn)).status).toBe(200);
     expect(await logout(signedIn)).toMatchObject({ status: 401, body: { error: "Invalid access token" } });
     expect(await logout(`at_${"0".repeat(64)}`)).toMatchObject({ status: 401, body: { error: "Invalid access token" } });
-    expect(await logout(ada.apiKey.key)).toMatchObject({ status: 401, body: { error: expect.stringContaining("API keys are not accepted") } });
+    expect(await logout(ada.apiKey.key)).toMatchObject({ status: 401, body: { error: "API keys are not accepted by /auth/logout: use an access token from POST /auth/login" } });
     expect(await logout()).toMatchObject({ status: 401, body: { error: expect.stringContaining("Missing or malformed Authorization header") } });
   });
 });

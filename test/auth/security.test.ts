@@ -92,6 +92,8 @@ describe("security matrix", () => {
       expect({ route: route.name, status: res.status }).toEqual({ route: route.name, status: want });
       if (error) expect(res.body).toEqual({ error });
       else expect(res.body.organizationId ?? res.body[0]?.organizationId).toBe(alice.organization.id);
+      // RFC 9110 §15.5.2: a 401 names the scheme that would work (RFC 6750 §3).
+      expect(res.headers.get("www-authenticate")).toBe(want === 401 ? 'Bearer realm="inboxd"' : null);
     }
   });
 
@@ -120,9 +122,13 @@ describe("security matrix", () => {
     expect(listed.every((k) => k.organizationId === bob.organization.id)).toBe(true);
   });
 
-  test("the Bearer scheme is case-insensitive (RFC 7235 §2.1)", async () => {
-    const res = await server.api.request("GET", "/v1/api_keys", { headers: { authorization: `bearer ${alice.apiKey.key}` } });
-    expect(res.status).toBe(200);
+  test("the Bearer scheme is case-insensitive (RFC 7235 §2.1), and one or more spaces may follow it (RFC 6750 §2.1)", async () => {
+    for (const authorization of [`bearer ${alice.apiKey.key}`, `Bearer   ${alice.apiKey.key}`]) {
+      const res = await server.api.request("GET", "/v1/api_keys", { headers: { authorization } });
+      expect({ authorization, status: res.status }).toEqual({ authorization, status: 200 });
+    }
+    const tab = await server.api.request("GET", "/v1/api_keys", { headers: { authorization: `Bearer\t${alice.apiKey.key}` } });
+    expect(tab.body).toEqual({ error: malformed });
   });
 
   test("after 7 days the access token is refused while API keys keep working", async () => {
