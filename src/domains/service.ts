@@ -91,9 +91,12 @@ export async function listDomains(app: App, organizationId: string, page: Page) 
 
 export const getDomain = async (app: App, organizationId: string, idOrName: string) => presentDomain(app, app.store, await findDomain(app.store, organizationId, idOrName));
 
-export async function domainDnsRecords(app: App, organizationId: string, idOrName: string) {
+/** A list as every list is, though a domain's records fit the first page whatever its size. */
+export async function domainDnsRecords(app: App, organizationId: string, idOrName: string, page: Page) {
   const row = await findDomain(app.store, organizationId, idOrName);
-  return checkedRecords(app, row, await app.store.dkimKeys.forDomain(row.name)).map(presentRecord);
+  const records = checkedRecords(app, row, await app.store.dkimKeys.forDomain(row.name)).map(presentRecord);
+  const from = (page.page - 1) * page.per;
+  return withTotal(page, records.slice(from, from + page.per), async () => records.length);
 }
 
 /** The TLS reports (RFC 8460) received about the domain, newest first. */

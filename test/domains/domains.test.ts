@@ -237,11 +237,16 @@ describe("read", () => {
     expect((await get(`/v1/domains/${encodeURIComponent("straße-get.example")}`)).body.id).toBe(idn.id);
   });
 
-  test("dns: the records with their statuses", async () => {
+  test("dns: the records with their statuses, a list as every list is (page and per, 422 out of range)", async () => {
     const domain = await createDomain("dns.example");
     const res = await get(`/v1/domains/dns.example/dns`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual(domain.records);
+    expect(res.headers.get("x-total-count")).toBe(String(domain.records.length));
+    const second = await get(`/v1/domains/dns.example/dns?per=2&page=2`);
+    expect(second.body).toEqual(domain.records.slice(2, 4));
+    expect(second.headers.get("link")).toContain('rel="next"');
+    for (const query of ["per=0", "per=101", "page=0", "page=abc"]) expect((await get(`/v1/domains/dns.example/dns?${query}`)).status).toBe(422);
   });
 
   test("an unknown domain, or another organization's, is 404 Domain not found on every route", async () => {

@@ -120,6 +120,7 @@ describe("regular expressions (/pattern/flags, RE2 syntax)", () => {
     ["/a\\1/", "query: invalid regular expression"],
     ["/abc/x", "query: unknown regular expression flag 'x'"],
     [`/${"a".repeat(257)}/`, "query: a regular expression may be at most 256 characters"],
+    ["a".repeat(273), "query: a search is at most 272 characters"],
   ])("%s is 422", async (query, error) => {
     const res = await search(query);
     expect(res.status).toBe(422);

@@ -6,7 +6,7 @@ import { pageOf } from "../../page";
 import { apiKeyGuard } from "../auth";
 import { security } from "../openapi";
 import { paged, paginationQuery } from "../pagination";
-import { arrayOf, bodyFailures, DnsRecord, Domain, failures, listOf, TlsReport } from "../schemas";
+import { bodyFailures, DnsRecord, Domain, failures, listOf, TlsReport } from "../schemas";
 
 export const domainRoutes = (app: App) =>
   new Elysia({ prefix: "/v1/domains", detail: { tags: ["domains"], security: security.apiKey } })
@@ -33,8 +33,9 @@ export const domainRoutes = (app: App) =>
       response: { 200: Domain, ...failures(401, [404, "Domain not found"]) },
       detail: { summary: "Get a domain by identifier or name" },
     })
-    .get("/:domainId/dns", ({ organizationId, params }) => domainDnsRecords(app, organizationId, params.domainId), {
-      response: { 200: arrayOf(DnsRecord, "The records, each with the result of its last look-up"), ...failures(401, [404, "Domain not found"]) },
+    .get("/:domainId/dns", async ({ organizationId, params, query, request, set, server }) => paged(app, { request, set, server }, await domainDnsRecords(app, organizationId, params.domainId, pageOf(query))), {
+      query: paginationQuery,
+      response: { 200: listOf(DnsRecord, "The records, each with the result of its last look-up"), ...failures(401, [404, "Domain not found"], 422) },
       detail: { summary: "The DNS records to publish, each with the status of its last check" },
     })
     .get("/:domainId/tls-reports", async ({ organizationId, params, query, request, set, server }) => paged(app, { request, set, server }, await listTlsReports(app, organizationId, params.domainId, pageOf(query))), {

@@ -51,10 +51,13 @@ const forwardRequestBody = t.Object({
   html: t.Optional(text("the note as HTML")),
 });
 
+/** A pattern's slashes and flags beside its 256 characters; a word or phrase gets the same room. */
+const maxQueryLength = maxPatternLength + 16;
+
 const listQuery = t.Object({
   ...paginationQuery.properties,
   label: t.Optional(labelQuery("only the messages with this label")),
-  query: t.Optional(t.String({ maxLength: maxPatternLength + 16, description: "a word or phrase (case-insensitive, in subject, text or sender), or /pattern/flags (RE2 syntax; flags i, m, s)" })),
+  query: t.Optional(t.String({ maxLength: maxQueryLength, error: `a search is at most ${maxQueryLength} characters`, description: "a word or phrase (case-insensitive, in subject, text or sender), or /pattern/flags (RE2 syntax; flags i, m, s)" })),
 });
 
 /** 201 with the rate-limit headers of the send. */
