@@ -72,6 +72,8 @@ export interface AccessRuleQuery extends Page {
 
 export async function listAccessRules(app: App, organizationId: string, query: AccessRuleQuery): Promise<Listing<AccessRule>> {
   const filter = { direction: query.direction, action: query.action, inboxId: query.inboxId === "" ? null : query.inboxId };
+  // As the other lists filtered by an inbox: another organization's, or none, is 404, not an empty list.
+  if (filter.inboxId && !(await app.store.inboxes.find(organizationId, filter.inboxId))) throw notFound("Inbox not found");
   const rows = await app.store.accessRules.list(organizationId, filter, query.page, query.per);
   return withTotal(query, rows.map(presentAccessRule), () => app.store.accessRules.count(organizationId, filter));
 }

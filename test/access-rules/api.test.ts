@@ -171,6 +171,7 @@ describe("GET and DELETE", () => {
     expect((await server.api.get(`/v1/access-rules/${rule.id}`, other.apiKey)).status).toBe(404);
     expect((await server.api.delete(`/v1/access-rules/${rule.id}`, other.apiKey)).status).toBe(404);
     expect((await server.api.get("/v1/access-rules", other.apiKey)).body).toEqual([]);
+    for (const inboxId of [inbox.id, "inb_unknown"]) expect(await server.api.get(`/v1/access-rules?inboxId=${inboxId}`, other.apiKey)).toMatchObject({ status: 404, body: { error: "Inbox not found" } });
     const foreignInbox = await create({ direction: "receive", action: "block", value: "x.example", inboxId: inbox.id }, other.apiKey);
     expect(foreignInbox.status).toBe(422);
     expect(foreignInbox.body.error).toContain("inboxId");

@@ -51,7 +51,7 @@ export const accessRuleRoutes = (app: App) =>
           action: t.Optional(action),
           inboxId: t.Optional(t.String({ description: "only this inbox's entries; empty for the organization-wide ones" })),
         }),
-        response: { 200: listOf(AccessRule, "Entries, newest first"), ...failures(401, 422) },
+        response: { 200: listOf(AccessRule, "Entries, newest first"), ...failures(401, [404, "Inbox not found"], 422) },
         detail: { summary: "List allow and block entries, newest first, optionally by direction, action or inbox" },
       },
     )
