@@ -56,9 +56,13 @@ export async function searchMessagePage(store: Store, inboxId: string, options: 
   const regex = REGEX_QUERY.exec(phrase);
   const walked = (rows: MessageSummaryRecord[]): Listing<MessageSummaryRecord> => ({ page, items: rows, hasNext: rows.length === page.per });
   if (regex) return walked(await regexSearch(store, inboxId, compile(regex[1]!, regex[2]!), literalRequirement(regex[1]!), options));
-  if ([...phrase].length >= store.messageSearch.minimumLiteralLength) return lookedAhead(page, await store.messageSearch.containing(inboxId, phrase, page.page, page.per, 1, options.label));
-  // One or two characters are below the trigram index: the same walk as a pattern without a literal.
-  return walked(await regexSearch(store, inboxId, RE2JS.compile(RE2JS.quote(phrase), RE2JS.CASE_INSENSITIVE), null, options));
+  const characters = [...phrase].length;
+  const { minimumLiteralLength, longestPhrase = Infinity } = store.messageSearch;
+  if (characters >= minimumLiteralLength && characters <= longestPhrase) return lookedAhead(page, await store.messageSearch.containing(inboxId, phrase, page.page, page.per, 1, options.label));
+  // One or two characters are below the trigram index: the same walk as a pattern without a
+  // literal. A phrase longer than the index takes: a walk over the index's matches of its start.
+  const requirement = characters < minimumLiteralLength ? null : ({ kind: "literal", text: phrase } as const);
+  return walked(await regexSearch(store, inboxId, RE2JS.compile(RE2JS.quote(phrase), RE2JS.CASE_INSENSITIVE), requirement, options));
 }
 
 function compile(pattern: string, flags: string): RE2JS {

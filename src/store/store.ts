@@ -600,6 +600,12 @@ export interface MessageSearchStore {
   /** Shortest literal the index can look up: a shorter one cannot narrow a search. */
   readonly minimumLiteralLength: number;
   /**
+   * Longest word or phrase `containing` takes (undefined: any): a longer one is searched by a
+   * walk, over the index's matches of its start (the embedded engine's index reads every
+   * position of each of a phrase's trigrams in each candidate row).
+   */
+  readonly longestPhrase?: number;
+  /**
    * A page of the inbox's messages whose subject, text or sender holds `text` (any case), newest
    * first; with `extra`, that many more rows past the page (to tell whether another page follows);
    * with `label`, only the messages with that label.

@@ -1,9 +1,8 @@
 // Labels after the send: PATCH .../messages/{messageId} (replace, add and remove, limits at their
 // edge, tenancy), the `label` filter of the message and thread lists, and the labels' index.
-import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { migrate } from "../../src/store/sqlite/migrate";
-import { migrations } from "../../src/store/sqlite/migrations";
+import { sqliteBeforeMigration } from "../store/sqlite-before-migration";
 import { databaseOf, onPostgres, seedOrganization, sqliteOnly, type TestServer } from "../harness";
 import { createInbox, events, startMessageServer, validSend } from "../messages/helpers";
 
@@ -206,16 +205,7 @@ describe("?label= on the message and thread lists", () => {
 
 describe("migration 0150", () => {
   test("indexes the labels of the messages stored before it, each once", () => {
-    const db = new Database(":memory:");
-    db.exec("PRAGMA foreign_keys = ON");
-    db.exec("CREATE TABLE schema_migrations (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)");
-    for (const migration of migrations.slice(0, migrations.findIndex((m) => m.version === "0150_labels"))) {
-      db.exec(migration.sql);
-      db.query("INSERT INTO schema_migrations VALUES (?, 0)").run(migration.version);
-    }
-    db.exec("INSERT INTO organizations VALUES ('org_1', 'Org', 0, 0)");
-    db.exec("INSERT INTO inboxes VALUES ('inb_1', 'org_1', NULL, 'a@inboxd.test', 0, 0)");
-    db.exec("INSERT INTO threads VALUES ('thr_1', 'org_1', 'inb_1', 'S', 1, 5, 5, 5)");
+    const db = sqliteBeforeMigration("0150_labels");
     const insert = db.query("INSERT INTO messages (id, organization_id, inbox_id, thread_id, from_address, to_addresses, subject, labels, status, created_at, updated_at) VALUES (?, 'org_1', 'inb_1', 'thr_1', 'x@example.com', '[]', 'S', ?, 'received', ?, ?)");
     insert.run("msg_1", JSON.stringify(["a", "b", "a"]), 5, 5);
     insert.run("msg_2", "[]", 6, 6);

@@ -3,12 +3,15 @@
  * a transaction does with the messages it writes, a search after its commit agrees with them, and
  * so does the index once it has caught up. Its catch-up in the background: test/store/search-indexing.test.ts.
  */
-import { afterAll, beforeAll, expect, test as bunTest } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test as bunTest } from "bun:test";
 import { parseMessage } from "../../src/mail/parse";
 import { storeReceivedMessage } from "../../src/messages/receive";
 import type { InboxRecord, Store, Transaction } from "../../src/store";
 import { createStore } from "../../src/store/sqlite/index";
+import { migrate } from "../../src/store/sqlite/migrate";
+import { INDEXED_TEXT_CHARS } from "../../src/store/sqlite/search-index";
 import { databaseOf, onPostgres, seedOrganization, sqliteOnly, startTestServer, type TestServer } from "../harness";
+import { sqliteBeforeMigration } from "../store/sqlite-before-migration";
 import { createInbox } from "./helpers";
 
 /** SQLite's FTS5 index and its catch-up only: PostgreSQL's trigram indexes are on messages itself. */
@@ -89,4 +92,42 @@ test("a write that fails in a batch takes its message out of the index with it",
   expect(results.map((result) => result.status)).toEqual(["fulfilled", "rejected"]);
   expect(await found("in batch")).toEqual(["kept in batch"]);
   expectConsistentIndex();
+});
+
+describe("a long text", () => {
+  const head = "opening words";
+  const tail = "closing words";
+  const longText = `${head} ${"filler ".repeat(Math.ceil(INDEXED_TEXT_CHARS / 7))}${tail}`;
+
+  test(`is indexed as far as its first ${INDEXED_TEXT_CHARS} characters: a phrase there is found, one past them is not; its change and deletion leave the index consistent`, async () => {
+    const raw = Buffer.from(`From: sender@example.com\r\nTo: ${inbox.email}\r\nSubject: long text\r\n\r\n${longText}\r\n`);
+    const message = await store.transaction((tx) => parseMessage(raw).then((parsed) => storeReceivedMessage(server.app, tx, { inbox, parsed, raw })));
+    expect(await found(head)).toEqual(["long text"]);
+    expect(await found(tail)).toEqual([]);
+    await store.transaction(async () => sql("UPDATE messages SET text = ? WHERE id = ?", `${tail} ${longText}`, message.id));
+    expect(await found(tail)).toEqual(["long text"]);
+    // FTS5 checks the index against the whole text, which it holds only in part: checked once the
+    // message is gone, which takes out (with the capped text) what its change put in.
+    await store.transaction(async () => sql("DELETE FROM messages WHERE id = ?", message.id));
+    expect(await found(head)).toEqual([]);
+    expectConsistentIndex();
+  });
+
+  test("indexed whole before migration 0250, is indexed again as far as the cap, and its deletion leaves the index consistent", async () => {
+    const db = sqliteBeforeMigration("0250_search_text_cap");
+    const insert = db.query("INSERT INTO messages (id, organization_id, inbox_id, thread_id, from_address, to_addresses, subject, text, status, created_at, updated_at) VALUES (?, 'org_1', 'inb_1', 'thr_1', 'x@example.com', '[]', ?, ?, 'received', 5, 5)");
+    insert.run("msg_long", "long", longText);
+    insert.run("msg_short", "short", `${head} ${tail}`);
+    // What the index held before: each text whole.
+    db.exec("INSERT INTO messages_fts (rowid, subject, text, from_address) SELECT rowid, subject, text, from_address FROM messages; DELETE FROM messages_fts_pending");
+    const matching = (phrase: string) => db.query<{ id: string }, [string]>("SELECT messages.id FROM messages_fts JOIN messages ON messages.rowid = messages_fts.rowid WHERE messages_fts MATCH ? ORDER BY messages.id").all(`"${phrase}"`).map((row) => row.id);
+    expect(matching(tail)).toEqual(["msg_long", "msg_short"]);
+    migrate(db, 0);
+    expect(matching(head)).toEqual(["msg_long", "msg_short"]);
+    expect(matching(tail)).toEqual(["msg_short"]);
+    db.exec("DELETE FROM messages WHERE id = 'msg_long'");
+    db.exec("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)");
+    expect(matching(head)).toEqual(["msg_short"]);
+    db.close();
+  });
 });

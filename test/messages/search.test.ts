@@ -53,6 +53,15 @@ describe("plain search (FTS5 trigram index)", () => {
     expect((await search("GRÜSSE")).ids).toEqual([]);
   });
 
+  test("a phrase longer than the index takes (12 characters on SQLite) is found whole, in any case, and only whole", async () => {
+    const long = await newInbox();
+    const quarterly = await receive(long, { subject: "Report", text: "The Quarterly Invoice Numbers are attached." });
+    await receive(long, { subject: "Other", text: "The quarterly invoice total is attached." });
+    expect((await search("quarterly invoice numbers", "", long.id)).ids).toEqual([quarterly]);
+    expect((await search("QUARTERLY INVOICE NUMBERS ARE", "", long.id)).ids).toEqual([quarterly]);
+    expect((await search("quarterly invoice numbers were", "", long.id)).ids).toEqual([]);
+  });
+
   test("FTS5 query syntax in the text is taken literally", async () => {
     for (const query of ['"quoted', "invoice AND lunch", "(x*", "NEAR(a b)", "subject:hi", "a\"b"]) {
       const res = await search(query);

@@ -4,8 +4,19 @@ import type { LiteralRequirement } from "../store";
 /** The trigram tokenizer indexes 3-character substrings; a shorter literal cannot use it. */
 export const MINIMUM_LITERAL_LENGTH = 3;
 
+/**
+ * Longest literal the index is asked for: FTS5 matches a phrase by reading every position of each
+ * of its trigrams in each candidate row, so the cost follows the phrase's length (a 250-character
+ * phrase over one 8 MB text took 8 s). A longer literal is looked up by its start, and the walk
+ * checks the rest (src/messages/search.ts).
+ */
+export const LONGEST_INDEXED_LITERAL = 12;
+
 /** A plain word or phrase as one FTS5 phrase: a substring match on the trigram index. */
 export const ftsPhrase = (text: string) => `"${text.replaceAll('"', '""')}"`;
+
+/** The start of a literal that the index is asked for (LONGEST_INDEXED_LITERAL). */
+const indexedStart = (text: string) => [...text].slice(0, LONGEST_INDEXED_LITERAL).join("");
 
 /**
  * An FTS5 query every message meeting the requirement satisfies, or null when it cannot narrow
@@ -14,7 +25,7 @@ export const ftsPhrase = (text: string) => `"${text.replaceAll('"', '""')}"`;
 export function ftsQuery(requirement: LiteralRequirement): string | null {
   switch (requirement.kind) {
     case "literal":
-      return [...requirement.text].length >= MINIMUM_LITERAL_LENGTH ? ftsPhrase(requirement.text) : null;
+      return [...requirement.text].length >= MINIMUM_LITERAL_LENGTH ? ftsPhrase(indexedStart(requirement.text)) : null;
     case "all": {
       const parts = requirement.parts.map(ftsQuery).filter((part): part is string => part !== null);
       return parts.length === 0 ? null : parts.length === 1 ? parts[0]! : `(${parts.join(" AND ")})`;

@@ -26,6 +26,7 @@ import tlsReportKey from "../../../migrations/0211_tls_report_key.sql" with { ty
 import acceptedInboundPeer from "../../../migrations/0220_accepted_inbound_peer.sql" with { type: "text" };
 import receivedDigest from "../../../migrations/0230_received_digest.sql" with { type: "text" };
 import tlsReportDigest from "../../../migrations/0240_tls_report_digest.sql" with { type: "text" };
+import searchTextCap from "../../../migrations/0250_search_text_cap.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_core", sql: core },
@@ -55,4 +56,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0220_accepted_inbound_peer", sql: acceptedInboundPeer },
   { version: "0230_received_digest", sql: receivedDigest },
   { version: "0240_tls_report_digest", sql: tlsReportDigest },
+  { version: "0250_search_text_cap", sql: searchTextCap },
 ];
