@@ -47,8 +47,11 @@ export const returnPathField = (mailFrom: string) => `Return-Path: <${mailFrom}>
 
 function claimsAuthservId(field: string, authservId: string): boolean {
   if (fieldName(field) !== "authentication-results") return false;
-  return leadingAuthservId(field.slice(field.indexOf(":") + 1)).toLowerCase() === authservId.toLowerCase();
+  return asHostName(leadingAuthservId(field.slice(field.indexOf(":") + 1))) === asHostName(authservId);
 }
+
+/** A host name as a reader compares it: any case, and the root's trailing dot (`mx.example.` is `mx.example`) left out. */
+const asHostName = (name: string) => name.toLowerCase().replace(/\.$/, "");
 
 /**
  * RFC 8601 §2.2: the value starts with the authserv-id (a token, or a quoted-string: RFC 2045

@@ -16,7 +16,7 @@ function kept(...values: string[]): string[] {
 }
 
 describe("forged Authentication-Results", () => {
-  test("ours is removed however it is spelled: case, comments before or after, a version, a quoted id, folding", () => {
+  test("ours is removed however it is spelled: case, the root's trailing dot, comments before or after, a version, a quoted id, folding", () => {
     const forged = [
       " MX.INBOXD.TEST; spf=pass",
       " (checked) mx.inboxd.test; dkim=pass",
@@ -27,12 +27,14 @@ describe("forged Authentication-Results", () => {
       ' "mx.inboxd.test"; spf=pass',
       "\r\n\tmx.inboxd.test;\r\n\tspf=pass",
       " mx.inboxd.test",
+      " MX.INBOXD.TEST.; dkim=pass header.d=bank.example",
+      ' "mx.inboxd.test."; spf=pass',
     ];
     expect(kept(...forged)).toEqual([]);
   });
 
   test("another receiver's, and one that only mentions our name later, stay", () => {
-    const others = [" mx.elsewhere.test; spf=pass", " (mx.inboxd.test) mx.elsewhere.test; spf=pass", " mx.elsewhere.test; spf=pass smtp.helo=mx.inboxd.test", " mx.inboxd.test.evil; spf=pass", ' "mx.inboxd.test x"; spf=pass'];
+    const others = [" mx.elsewhere.test; spf=pass", " (mx.inboxd.test) mx.elsewhere.test; spf=pass", " mx.elsewhere.test; spf=pass smtp.helo=mx.inboxd.test", " mx.inboxd.test.evil; spf=pass", ' "mx.inboxd.test x"; spf=pass', " mx.inboxd.test..; spf=pass"];
     expect(kept(...others)).toEqual(others);
   });
 
