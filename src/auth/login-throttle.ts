@@ -1,7 +1,7 @@
 /**
  * Login brute-force throttle. Each login attempt counts against its email and its client address
  * BEFORE the password is checked, so a burst of concurrent guesses cannot slip past the limit.
- * When either subject reaches INBOXD_LOGIN_MAX_FAILURES attempts within one minute, further
+ * When either subject reaches INBOXD_LOGIN_MAX_FAILURES attempts within the last minute (counted), further
  * attempts for it get 429 for INBOXD_LOGIN_LOCKOUT_SECONDS. A successful login clears its email's
  * count and gives its address back the one attempt it used; so only failures add up, and one
  * user's failures never lock out another user on another address.
@@ -34,13 +34,22 @@ function withAttempts(subject: string, windowStart: number, attempts: number, lo
   return { subject, windowStart, attempts, lockedUntil, expiresAt: Math.max(windowStart + windowMs, lockedUntil ?? 0) };
 }
 
-/** Counts one more attempt; a window that ran out or a lock that ended starts a new count. */
+/**
+ * Counts one more attempt. Windows of a minute follow one another from a subject's first attempt,
+ * and the last minute's count is the window's own attempts and those of the window before, at the
+ * share of it the last minute still covers (rounded up: a sliding window, as counted without each
+ * attempt's time). Reset at each window's end, 9 guesses just before it and 9 just after made 18
+ * within two seconds. A window with no attempt in the minute after it, or a lock that ended,
+ * starts a new count.
+ */
 function counted(app: App, subject: string, row: LoginThrottleRecord | undefined, now: number): LoginThrottleRecord {
-  const fresh = !row || now - row.windowStart >= windowMs || (row.lockedUntil !== null && row.lockedUntil <= now);
-  const attempts = fresh ? 1 : row.attempts + 1;
+  const windowsPassed = row && (row.lockedUntil === null || row.lockedUntil > now) ? Math.floor((now - row.windowStart) / windowMs) : Infinity;
+  const windowStart = windowsPassed <= 1 ? row!.windowStart + windowsPassed * windowMs : now;
+  const before = windowsPassed === 0 ? row!.attempts : windowsPassed === 1 ? Math.ceil((row!.attempts * (windowStart + windowMs - now)) / windowMs) : 0;
+  const attempts = before + 1;
   const locks = attempts >= app.config.loginMaxFailures;
-  if (attempts === app.config.loginMaxFailures) app.log.warn("login lockout", { subject, seconds: app.config.loginLockoutSeconds });
-  return withAttempts(subject, fresh ? now : row.windowStart, attempts, locks ? now + app.config.loginLockoutSeconds * 1000 : null);
+  if (locks && before < app.config.loginMaxFailures) app.log.warn("login lockout", { subject, seconds: app.config.loginLockoutSeconds });
+  return withAttempts(subject, windowStart, attempts, locks ? now + app.config.loginLockoutSeconds * 1000 : null);
 }
 
 /** 429 while the email or the address is locked; otherwise counts the attempt against both. */

@@ -52,11 +52,28 @@ describe("login brute-force limit", () => {
     expect((await loginFrom("127.0.0.5", bob.user.email)).status).toBe(200);
   });
 
-  test("failures older than a minute no longer count", async () => {
+  test("failures count within the last minute: those of the minute before at the share of it still covered, none two minutes on", async () => {
     await failTimes(9, "127.0.0.7", () => ada.user.email);
-    server.clock.advance(minute);
+    server.clock.advance(2 * minute);
     await failTimes(9, "127.0.0.7", () => ada.user.email);
     expect((await loginFrom("127.0.0.7", ada.user.email)).status).toBe(200);
+    // Half of the window before still in the last minute: its 9 count as 5, and the 5th failure more
+    // is the 10th (from addresses of their own, which count apart).
+    await failTimes(9, "127.0.0.13", () => ada.user.email);
+    server.clock.advance(minute + minute / 2);
+    await failTimes(5, "127.0.0.14", () => ada.user.email);
+    expectLocked(await loginFrom("127.0.0.15", ada.user.email));
+    server.clock.advance(lockoutMs);
+  });
+
+  test("9 failures just before a window ends and the 10th just after lock, as 10 within a minute", async () => {
+    await failTimes(1, "127.0.0.11", () => bob.user.email);
+    server.clock.advance(minute - 1000);
+    await failTimes(8, "127.0.0.11", () => bob.user.email);
+    server.clock.advance(2000);
+    await failTimes(1, "127.0.0.11", () => bob.user.email);
+    expectLocked(await loginFrom("127.0.0.12", bob.user.email));
+    server.clock.advance(lockoutMs);
   });
 
   test("a successful login clears its email's count", async () => {
