@@ -99,9 +99,12 @@ const optionalUrl: Parser<string | undefined> = (raw, name) => {
   try {
     const url = new URL(raw);
     if ((url.protocol !== "smtp:" && url.protocol !== "smtps:") || !url.hostname || url.port === "0") throw new Error();
+    // The user and password are read percent-decoded (RFC 3986 §2.1): a bare % stopped the start later, unnamed.
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
     return raw;
   } catch {
-    return fail(name, raw, "an smtp:// or smtps:// URL with a host (and a port from 1 to 65535, if any)");
+    return fail(name, raw, "an smtp:// or smtps:// URL with a host (and a port from 1 to 65535, if any; a % in the user or password written %25)");
   }
 };
 const optionalHostPort: Parser<{ host: string; port: number } | undefined> = (raw, name) => {

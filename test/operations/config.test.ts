@@ -4,6 +4,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, configWarnings, loadConfig } from "../../src/config";
+import { relayFromUrl } from "../../src/outbound/relay";
 import { tempDir } from "../harness";
 
 const dir = tempDir();
@@ -61,9 +62,17 @@ describe("where mail goes", () => {
     expect(loadConfig({ INBOXD_SMTP_RELAY: "smtp://relay.example.com:2525" }).smtpRelay).toBe("smtp://relay.example.com:2525");
   });
 
+  test("a relay password is percent-decoded: a bare % is refused at the start, naming the setting (it stopped serve later with exit 1), %25 is a %", () => {
+    const refusal = refused({ INBOXD_SMTP_RELAY: "smtp://relayuser:50%off@relay.example.net" });
+    expect(refusal).toStartWith("INBOXD_SMTP_RELAY: 'smtp://relayuser:***@relay.example.net' is not");
+    expect(refusal).toContain("written %25");
+    const url = loadConfig({ INBOXD_SMTP_RELAY: "smtp://relayuser:50%25off@relay.example.net" }).smtpRelay!;
+    expect(relayFromUrl(url).auth).toEqual({ user: "relayuser", pass: "50%off" });
+  });
+
   test("a URL's password is never said back: the error goes to the journal", () => {
     expect(refused({ INBOXD_SMTP_RELAY: "smtp://relayuser:RelayPW123@relay.example.net:99999" })).toBe(
-      "INBOXD_SMTP_RELAY: 'smtp://relayuser:***@relay.example.net:99999' is not an smtp:// or smtps:// URL with a host (and a port from 1 to 65535, if any)",
+      "INBOXD_SMTP_RELAY: 'smtp://relayuser:***@relay.example.net:99999' is not an smtp:// or smtps:// URL with a host (and a port from 1 to 65535, if any; a % in the user or password written %25)",
     );
     expect(refused({ INBOXD_DATABASE_URL: "postgres://inboxd:DbPW456@db.example:5432/inboxd?sslmode=bogus" })).not.toContain("DbPW456");
   });
