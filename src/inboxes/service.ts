@@ -27,9 +27,11 @@ export async function insertInbox(app: App, tx: Transaction, organizationId: str
 /** The requested address in stored form, or a random one on the service domain; its domain is checked in the transaction that creates the inbox. */
 function inboxAddress(app: App, email: string | undefined): { address: string; domain: string } {
   if (email === undefined) return { address: randomInboxAddress(app.config.mailDomain), domain: app.config.mailDomain };
-  const parsed = parseAddress(email.trim());
-  // A quoted local part ("a b"@d) is valid mail syntax but no address anyone should have to type.
-  if (!parsed || parsed.local.startsWith('"')) throw invalid("email: must be an email address such as support@example.com");
+  const given = email.trim();
+  const parsed = parseAddress(given);
+  // A quoted local part ("a b"@d) is valid mail syntax but no address anyone should have to type;
+  // one that needs no quotes ("abc"@d, parsed as abc@d) is refused alike, as the docs say.
+  if (!parsed || parsed.local.startsWith('"') || given.startsWith('"')) throw invalid("email: must be an email address such as support@example.com");
   const address = parsed.address.toLowerCase();
   assertCreatableAddress(app, parsed, address);
   return { address, domain: parsed.domain };

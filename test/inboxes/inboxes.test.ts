@@ -51,7 +51,7 @@ describe("create", () => {
     expect(res.body).toEqual({ error: "Email address already in use" });
   });
 
-  test.each([["not-an-address"], ["a@b@inboxd.test"], ["line\r\nbreak@inboxd.test"], ['"quoted local"@inboxd.test'], [""]])("malformed address %j is 422", async (email) => {
+  test.each([["not-an-address"], ["a@b@inboxd.test"], ["line\r\nbreak@inboxd.test"], ['"quoted local"@inboxd.test'], ['"quoted"@inboxd.test'], ['  "quoted"@inboxd.test'], [""]])("malformed address %j is 422", async (email) => {
     const res = await create({ email });
     expect(res.status).toBe(422);
     expect(res.body.error).toStartWith("email:");
