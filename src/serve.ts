@@ -9,6 +9,8 @@ import { ConfigError, listenError, type Config } from "./config";
 import { operatorCertificate, readCertificates } from "./smtp/tls";
 import { createHttpApp } from "./http/app";
 import { listenerBodyBytes } from "./http/body";
+import { withoutErrorPages } from "./http/plain-listener";
+import { badHostResponse, requestUrl } from "./http/request-url";
 import { metricsResponse } from "./http/routes/metrics";
 import { startOutboundQueue } from "./outbound/queue";
 import { ensureServiceDkimKeys } from "./outbound/service-domain";
@@ -44,6 +46,8 @@ function startHttp(app: App): RunningPart {
       maxRequestBodySize: listenerBodyBytes,
       // Elysia asks for SO_REUSEPORT, which let a second server share the port and take half the requests.
       reusePort: false,
+      // Bun's development default answers what escapes the app with its error page (stack, source).
+      development: false,
     });
   } catch (error) {
     throw listenError(error, "INBOXD_HTTP_PORT", bind, httpPort);
@@ -67,7 +71,12 @@ function startMetricsListener(app: App, bind: { host: string; port: number }): R
       hostname: bind.host,
       port: bind.port,
       reusePort: false,
-      fetch: (request) => (new URL(request.url).pathname === "/metrics" ? metricsResponse(app) : Response.json({ error: "Not found" }, { status: 404 })),
+      ...withoutErrorPages(app, "metrics"),
+      fetch(request) {
+        const url = requestUrl(request);
+        if (!url) return badHostResponse();
+        return url.pathname === "/metrics" ? metricsResponse(app) : Response.json({ error: "Not found" }, { status: 404 });
+      },
     });
   } catch (error) {
     throw listenError(error, "INBOXD_METRICS_BIND", bind.host, bind.port);

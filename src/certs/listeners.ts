@@ -3,11 +3,12 @@
  * hosts), with HSTS; and with ACME, plain HTTP on port 80 that answers HTTP-01 challenges and
  * sends everything else to HTTPS.
  */
-import { Elysia } from "elysia";
 import type { App } from "../app";
 import { listenError } from "../config";
 import { createHttpApp } from "../http/app";
 import { listenerBodyBytes } from "../http/body";
+import { badHostResponse, requestUrl } from "../http/request-url";
+import { withoutErrorPages } from "../http/plain-listener";
 import { mtaStsHost } from "./names";
 import { POLICY_PATH, policyText } from "../mta-sts/policy";
 import type { RunningPart } from "../running-part";
@@ -18,12 +19,11 @@ const HSTS = "max-age=31536000";
 /** RFC 8555 §8.3: the token is base64url. */
 const CHALLENGE_PATH = /^\/\.well-known\/acme-challenge\/([A-Za-z0-9_-]+)$/;
 
-const hostOf = (request: Request) => new URL(request.url).hostname.toLowerCase().replace(/\.$/, "");
-
 /** RFC 8461 §3.3: the policy at https://mta-sts.<domain>/.well-known/mta-sts.txt, for the domains we take mail for. */
 async function mtaStsPolicy(app: App, request: Request): Promise<Response | undefined> {
-  if (app.config.mtaStsMode === "none" || new URL(request.url).pathname !== POLICY_PATH) return undefined;
-  const host = hostOf(request);
+  const url = requestUrl(request);
+  if (app.config.mtaStsMode === "none" || url?.pathname !== POLICY_PATH) return undefined;
+  const host = url.hostname.toLowerCase().replace(/\.$/, "");
   const domains = [app.config.mailDomain, ...(await app.store.domains.receivingNames())];
   if (!domains.some((domain) => mtaStsHost(domain.toLowerCase()) === host)) return undefined;
   return new Response(policyText(app.config), { headers: { "content-type": "text/plain; charset=utf-8", "cache-control": "max-age=3600" } });
@@ -40,14 +40,14 @@ export function startHttpsListener(app: App, served: ServedCertificates, port: n
     const { cert, key } = served.primary;
     return [{ serverName: hostname.toLowerCase(), cert, key }, ...served.named.filter((entry) => entry.name !== hostname.toLowerCase()).map(({ name, cert, key }) => ({ serverName: name, cert, key }))];
   };
+  // The API's own app, so that its errors, 404s included, are the API's {error} answers here too.
   const listen = (listenPort: number) =>
-    new Elysia()
-      .onRequest(async ({ request, set }) => {
-        set.headers["strict-transport-security"] = HSTS;
+    createHttpApp(app, {
+      beforeEveryRequest: async (request, headers) => {
+        headers["strict-transport-security"] = HSTS;
         return mtaStsPolicy(app, request);
-      })
-      .use(createHttpApp(app))
-      .listen({ port: listenPort, hostname: bind, tls: tls(), maxRequestBodySize: listenerBodyBytes, reusePort: true }).server!;
+      },
+    }).listen({ port: listenPort, hostname: bind, tls: tls(), maxRequestBodySize: listenerBodyBytes, reusePort: true, development: false }).server!;
   let server: ReturnType<typeof listen>;
   try {
     server = listen(port);
@@ -86,8 +86,10 @@ export function startAcmeHttpListener(app: App, httpsPort: number): RunningPart 
       hostname: bind,
       port: acmeHttpPort,
       reusePort: false,
+      ...withoutErrorPages(app, "acme-http"),
       async fetch(request) {
-        const url = new URL(request.url);
+        const url = requestUrl(request);
+        if (!url) return badHostResponse();
         const token = CHALLENGE_PATH.exec(url.pathname)?.[1];
         if (token) {
           const keyAuthorization = await app.store.certificates.challenge(token, app.clock.now());

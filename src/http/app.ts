@@ -5,6 +5,7 @@ import type { App } from "../app";
 import { ServiceError } from "../errors";
 import { callerCheckOf } from "./auth";
 import { parseJsonBody, urlHoldsNul } from "./body";
+import { BAD_HOST, requestUrl } from "./request-url";
 import { listHeaders } from "./pagination";
 import { messageMemoryGuard, withinCountedRequest } from "./message-memory";
 import { toErrorReply } from "./errors";
@@ -31,7 +32,13 @@ import { openApiDocument } from "./openapi";
 
 export const rateLimitHeaders = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy", "Retry-After"];
 
-export function createHttpApp(app: App) {
+/** What a listener adds to the API: HTTPS its HSTS header and the MTA-STS policy (src/certs/listeners.ts). */
+export interface HttpAppOptions {
+  /** Runs first for every request, before the API's checks; a Response it gives is the answer. */
+  beforeEveryRequest?: (request: Request, headers: Record<string, string | number>) => Promise<Response | undefined>;
+}
+
+export function createHttpApp(app: App, { beforeEveryRequest }: HttpAppOptions = {}) {
   // Elysia's builder methods return the instance itself: `http.routes` holds every route added below.
   // One organization's large downloads and answers count together, whichever route serves them.
   const served = downloads();
@@ -42,6 +49,7 @@ export function createHttpApp(app: App) {
   /** `/openapi.json`, made from the routes on its first request. */
   let openApiJson: string | undefined;
   return http
+    .onRequest(({ request, set }) => beforeEveryRequest?.(request, set.headers))
     .use(requestLog(app))
     .use(messageMemory.release)
     .use(
@@ -55,6 +63,8 @@ export function createHttpApp(app: App) {
       }),
     )
     .onRequest(({ request }) => {
+      // RFC 9112 §3.2: a request without a Host, or with one no URL can hold, is 400 (Bun then gives only its path).
+      if (!requestUrl(request)) throw new ServiceError("malformed", BAD_HOST);
       if (urlHoldsNul(request.url)) throw new ServiceError("malformed", "The URL must not hold NUL (%00)");
     })
     .onParse(async ({ request, contentType, route, headers, params }) => {
@@ -67,7 +77,7 @@ export function createHttpApp(app: App) {
       return parseJsonBody(request, contentType, limit, () => routeOf(request.method, route)?.hooks.body !== undefined);
     })
     .onError(({ code, error, set, request }) => {
-      const reply = toErrorReply(code, error, app.log, `${request.method} ${new URL(request.url).pathname}`);
+      const reply = toErrorReply(code, error, app.log, `${request.method} ${requestUrl(request)?.pathname ?? request.url}`);
       set.status = reply.status;
       Object.assign(set.headers, reply.headers ?? {});
       return { error: reply.error };

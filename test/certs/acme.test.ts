@@ -10,6 +10,7 @@ import { eventually, queryRow, startTestServer, tempDir, type TestServer } from 
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { pebbleMissing, startPebble, type Pebble } from "../peers/pebble";
 import { freePort } from "../peers/ports";
+import { rawRequest, withoutUsableHost } from "../http/raw-request";
 
 const HOST = "mx.certs.test";
 const API_HOST = "api.certs.test";
@@ -150,6 +151,27 @@ describe.skipIf(Boolean(pebbleMissing))("ACME certificates (pebble)", () => {
     expect(response.headers.get("location")).toBe(`https://${API_HOST}:${httpsPort}/v1/inboxes?page=2`);
     const unknown = await fetch(`http://127.0.0.1:${port}/.well-known/acme-challenge/unknown-token`);
     expect(unknown.status).toBe(404);
+  });
+
+  test("the ACME HTTP port and HTTPS answer a request without a usable Host 400 {error} (never Bun's error page), and HTTPS every error as the API does", async () => {
+    const acmePort = server.running.parts.find((part) => part.name === "acme-http")!.address!.port;
+    for (const request of withoutUsableHost) {
+      for (const [port, tls] of [[acmePort, false], [httpsPort, true]] as const) {
+        const answer = await rawRequest(port, request, { tls });
+        expect({ request, port, status: answer.status, body: answer.body }).toEqual({ request, port, status: 400, body: JSON.stringify({ error: "The Host header is missing or malformed" }) });
+      }
+    }
+    const https = (path: string, init: RequestInit = {}) => fetch(`https://127.0.0.1:${httpsPort}${path}`, { ...init, headers: { host: API_HOST }, tls: { rejectUnauthorized: false } });
+    for (const [path, method, status, error] of [
+      ["/v1/nothing/here", "GET", 404, "Not found"],
+      ["/health", "DELETE", 404, "Not found"],
+      ["/.well-known/mta-sts.txt", "GET", 404, "Not found"],
+      ["/v1/inboxes%00", "GET", 400, "The URL must not hold NUL (%00)"],
+    ] as const) {
+      const answer = await https(path, { method });
+      expect({ path, method, status: answer.status, body: await answer.json() }).toEqual({ path, method, status, body: { error } });
+      expect(answer.headers.get("strict-transport-security")).toBe("max-age=31536000");
+    }
   });
 });
 

@@ -8,6 +8,7 @@ import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startSmtpSink, type SmtpSink } from "../peers/smtp-sink";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
 import { openSession } from "../smtp/raw-client";
+import { rawRequest, withoutUsableHost } from "../http/raw-request";
 
 const METRICS_TOKEN = "metrics-secret-for-tests";
 
@@ -167,6 +168,16 @@ describe("metrics", () => {
     const direct = await fetch(`http://127.0.0.1:${port}/metrics`);
     expect(direct.status).toBe(200);
     expect(await direct.text()).toContain("inboxd_http_requests_total");
+  });
+
+  test("the metrics listener and the API port answer a request without a usable Host 400 {error}, never Bun's error page", async () => {
+    const metricsPort = Number(String(linesOf("listening").find((l) => l.part === "metrics")!.address).split(":").pop());
+    for (const request of withoutUsableHost) {
+      for (const port of [metricsPort, child.httpPort]) {
+        const answer = await rawRequest(port, request.replace("/health", "/metrics"));
+        expect({ request, port, status: answer.status, body: answer.body }).toEqual({ request, port, status: 400, body: JSON.stringify({ error: "The Host header is missing or malformed" }) });
+      }
+    }
   });
 
   test("the scrape parses with the Prometheus project's own Python parser and counts what happened", async () => {

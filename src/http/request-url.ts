@@ -1,0 +1,13 @@
+/**
+ * The URL of a request as Bun gives it: absolute when the request names a usable Host, else only
+ * its path (HTTP/1.0 without Host, an empty Host, `a b`, `x@y`) or a URL no parser takes
+ * (`a%00b`). Every listener reads it through here, so that such a request gets a 400, never the
+ * exception of `new URL` (a 500 and, with Bun's development default, its error page).
+ */
+export const requestUrl = (request: Request): URL | undefined => URL.parse(request.url) ?? undefined;
+
+/** RFC 9112 §3.2: the answer to a request without a Host, or with one that names no host. */
+export const BAD_HOST = "The Host header is missing or malformed";
+
+/** The 400 of a listener that is not the API, in the API's words. */
+export const badHostResponse = () => Response.json({ error: BAD_HOST }, { status: 400 });
