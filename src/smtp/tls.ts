@@ -4,7 +4,7 @@
 // one still keeps the mail private on the wire.
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { X509Certificate } from "node:crypto";
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { createSecureContext } from "node:tls";
 import type { App } from "../app";
 import { ConfigError, type Config } from "../config";
@@ -19,6 +19,11 @@ export function operatorCertificate({ tlsCert, tlsKey }: Pick<Config, "tlsCert" 
   if (!tlsCert || !tlsKey) throw new ConfigError("INBOXD_TLS_CERT and INBOXD_TLS_KEY: set both (PEM files) or neither");
   const pair = { cert: readPem("INBOXD_TLS_CERT", tlsCert), key: readPem("INBOXD_TLS_KEY", tlsKey) };
   try {
+    // An empty file is no certificate to createSecureContext but "none given": the start went on,
+    // and every STARTTLS (and the HTTPS listener, later, with exit 1) failed. X509Certificate and
+    // createPrivateKey refuse it, and anything else that holds no PEM block.
+    new X509Certificate(pair.cert);
+    createPrivateKey(pair.key);
     createSecureContext(pair);
   } catch (error) {
     throw new ConfigError(`INBOXD_TLS_CERT, INBOXD_TLS_KEY: ${tlsCert} and ${tlsKey} are not a usable PEM certificate and its key (${(error as Error).message})`);

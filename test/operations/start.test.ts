@@ -7,6 +7,7 @@ import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { totalmem } from "node:os";
 import { defaultDbCacheMb, memoryForThisProcess } from "../../src/config";
+import { selfSignedCert } from "../../src/smtp/self-signed";
 import { eventually, inboxdCommand, onPostgres, runInboxd, scratch, startChildServer, testEnv } from "../harness";
 
 const { dir: freshDir, keep } = scratch();
@@ -122,6 +123,14 @@ describe("start failures", () => {
     const dataDir = join(dir, "data");
     await expectOneLineFailure(["serve"], testEnv(dataDir, { INBOXD_TLS_CERT: garbage, INBOXD_TLS_KEY: garbage }), "INBOXD_TLS_CERT", dataDir);
     await expectOneLineFailure(["serve"], testEnv(dataDir, { INBOXD_TLS_CERT: join(dir, "missing.pem"), INBOXD_TLS_KEY: garbage }), "INBOXD_TLS_CERT", dataDir);
+    // An empty file (a failed copy, a full disk) beside a good one: SMTP started and refused every STARTTLS.
+    const good = selfSignedCert("mx.inboxd.test");
+    const [cert, key, empty] = ["cert.pem", "key.pem", "empty.pem"].map((name) => join(dir, name));
+    writeFileSync(cert, good.cert);
+    writeFileSync(key, good.key);
+    writeFileSync(empty!, "");
+    await expectOneLineFailure(["serve"], testEnv(dataDir, { INBOXD_TLS_CERT: empty!, INBOXD_TLS_KEY: key! }), "INBOXD_TLS_CERT", dataDir);
+    await expectOneLineFailure(["serve"], testEnv(dataDir, { INBOXD_TLS_CERT: cert!, INBOXD_TLS_KEY: empty! }), "INBOXD_TLS_CERT", dataDir);
   }, 30_000);
 
   test("a data dir that is a file", async () => {
