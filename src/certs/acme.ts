@@ -43,13 +43,27 @@ async function accountClient(app: App): Promise<acme.Client> {
   return client;
 }
 
+/** RFC 5280 Appendix A.1: ub-common-name. */
+const LONGEST_COMMON_NAME = 64;
+
+/**
+ * The CSR for `name`: in the subject alternative names, where clients look (RFC 6125 §6.4.4),
+ * and as the common name too while it fits one. Let's Encrypt refuses a longer common name
+ * ("CN was longer than 64 bytes"), which mta-sts.<domain> of a custom domain of 57 characters or
+ * more would be; without one, it issues a certificate with the name in its SAN alone.
+ */
+export async function certificateRequest(name: string, key: Buffer): Promise<Buffer> {
+  const [, csr] = await acme.crypto.createCsr({ commonName: name.length <= LONGEST_COMMON_NAME ? name : undefined, altNames: [name] }, key);
+  return csr;
+}
+
 /** One new certificate for `name`, proved with HTTP-01 on port 80. */
 export async function issueCertificate(app: App, name: string): Promise<IssuedCertificate> {
   configureHttp(app.config.acmeCaFile);
   const client = await accountClient(app);
   // RSA rather than ECDSA: some SMTP peers still in service negotiate RSA only.
   const key = await acme.crypto.createPrivateRsaKey(2048);
-  const [, csr] = await acme.crypto.createCsr({ commonName: name, altNames: [name] }, key);
+  const csr = await certificateRequest(name, key);
   const certificatePem = await client.auto({
     csr,
     email: app.config.acmeEmail,

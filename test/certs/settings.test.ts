@@ -3,6 +3,8 @@
 import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import * as acme from "acme-client";
+import { certificateRequest } from "../../src/certs/acme";
 import { backoff, renewalTime } from "../../src/certs/renewal";
 import { httpsPortOf } from "../../src/certs/names";
 import { loadConfig } from "../../src/config";
@@ -60,5 +62,18 @@ describe("renewal schedule", () => {
   test("backoff: 10 minutes, doubling, capped at 12 hours", () => {
     expect([1, 2, 3, 4, 5, 6, 7, 8].map((failures) => backoff(failures) / MINUTE)).toEqual([10, 20, 40, 80, 160, 320, 640, 720]);
     expect(backoff(100)).toBe(720 * MINUTE);
+  });
+});
+
+describe("the certificate request", () => {
+  test("names the host in its subject alternative names, and as the common name only while it fits one (RFC 5280: 64 characters; Let's Encrypt refuses a longer one)", async () => {
+    const key = await acme.crypto.createPrivateRsaKey(2048);
+    const short = `mta-sts.${"a".repeat(48)}.example`;
+    const long = `mta-sts.${"a".repeat(49)}.example`;
+    expect([short.length, long.length]).toEqual([64, 65]);
+    expect(acme.crypto.readCsrDomains(await certificateRequest(short, key))).toEqual({ commonName: short, altNames: [short] });
+    const withoutCommonName = acme.crypto.readCsrDomains(await certificateRequest(long, key));
+    expect(withoutCommonName.commonName).toBeNull();
+    expect(withoutCommonName.altNames).toEqual([long]);
   });
 });
