@@ -26,6 +26,9 @@ export function startCertificateRenewal(app: App, served: ServedCertificates): R
   async function renewDue(stopping: Stopping) {
     const names = await certificateNames(app);
     await app.store.certificates.want(names, app.clock.now());
+    // A custom domain deleted or no longer receiving, a host name changed: its certificate serves until it expires, then goes.
+    const forgotten = await app.store.certificates.forgetUnwanted(names, app.clock.now());
+    if (forgotten.length) app.log.info("certificates no longer wanted removed", { names: forgotten.join(",") });
     for (const row of await app.store.certificates.due(app.clock.now())) {
       if (stopping()) return;
       if (!names.includes(row.name.toLowerCase())) continue;

@@ -373,6 +373,12 @@ export interface CertificatesStore {
   versions(): Promise<{ name: string; updatedAt: number }[]>;
   /** Adds the names not yet known, due at once. */
   want(names: string[], now: number): Promise<void>;
+  /**
+   * Removes what no node serves any more, given the names this node wants (which all nodes agree on
+   * for mta-sts.<domain>): an unwanted name's certificate once it has expired (a live node that
+   * wants it renews it long before), and an unwanted mta-sts name never issued. The names removed.
+   */
+  forgetUnwanted(wanted: string[], now: number): Promise<string[]>;
   due(now: number): Promise<TlsCertificateRecord[]>;
   /**
    * Claims a try: moves the next one on before it starts, so that a crash or another node never

@@ -4,6 +4,7 @@
  * certificate and answers any node's challenge.
  */
 import { and, asc, eq, lte } from "drizzle-orm";
+import { unwantedAt } from "../unwanted-certificates";
 import type { AcmeAccountRecord, TlsCertificateRecord } from "../records";
 import type { SecretBox } from "../secret-box";
 import type { CertificatesStore } from "../store";
@@ -29,6 +30,9 @@ export function certificatesStore(db: PgDb, secrets: SecretBox): CertificatesSto
     },
     async want(names: string[], now: number): Promise<void> {
       if (names.length) await db.insert(tlsCertificates).values(names.map((name) => ({ name, failures: 0, nextAttemptAt: now, createdAt: now, updatedAt: now }))).onConflictDoNothing();
+    },
+    async forgetUnwanted(wanted: string[], now: number): Promise<string[]> {
+      return (await db.delete(tlsCertificates).where(unwantedAt(tlsCertificates, wanted, now)).returning({ name: tlsCertificates.name })).map((row) => row.name);
     },
     async due(now: number): Promise<TlsCertificateRecord[]> {
       return (await db.select().from(tlsCertificates).where(lte(tlsCertificates.nextAttemptAt, now)).orderBy(asc(tlsCertificates.nextAttemptAt))).map(opened);

@@ -1,5 +1,6 @@
 /** ACME accounts, the certificates inboxd obtains and renews, and the HTTP-01 challenges under way. */
 import { and, asc, eq, lte } from "drizzle-orm";
+import { unwantedAt } from "../unwanted-certificates";
 import type { AcmeAccountRecord, TlsCertificateRecord } from "../records";
 import type { SecretBox } from "../secret-box";
 import type { Db } from "./db";
@@ -27,6 +28,9 @@ export const certificatesStore = (db: Db, secrets: SecretBox) => {
     /** Adds names not yet known, due at once. */
     want(names: string[], now: number) {
       for (const name of names) db.insert(tlsCertificates).values({ name, failures: 0, nextAttemptAt: now, createdAt: now, updatedAt: now }).onConflictDoNothing().run();
+    },
+    forgetUnwanted(wanted: string[], now: number): string[] {
+      return db.delete(tlsCertificates).where(unwantedAt(tlsCertificates, wanted, now)).returning({ name: tlsCertificates.name }).all().map((row) => row.name);
     },
     due(now: number): TlsCertificateRecord[] {
       return db.select().from(tlsCertificates).where(lte(tlsCertificates.nextAttemptAt, now)).orderBy(asc(tlsCertificates.nextAttemptAt)).all().map(opened);
