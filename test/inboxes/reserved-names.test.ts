@@ -89,10 +89,14 @@ describe("creating an inbox on the service domain", () => {
     expect(res.body.error).toContain("reserved for the operator");
   });
 
-  test.each(["PostMaster@inboxd.test", "ADMIN@InboxD.Test", "Mailer-Daemon@inboxd.test", "No-Reply@INBOXD.TEST", '"abuse"@inboxd.test'])("a case or quoting variant (%s) is 422 too", async (email) => {
+  test.each(["PostMaster@inboxd.test", "ADMIN@InboxD.Test", "Mailer-Daemon@inboxd.test", "No-Reply@INBOXD.TEST"])("a case variant (%s) is 422 too", async (email) => {
     const res = await create(email);
     expect(res.status).toBe(422);
     expect(res.body.error).toContain("reserved for the operator");
+  });
+
+  test('a quoting variant ("abuse"@inboxd.test) is 422 too, as every quoted local part', async () => {
+    expect(await create('"abuse"@inboxd.test')).toMatchObject({ status: 422, body: { error: "email: must be an email address such as support@example.com" } });
   });
 
   test.each(["a+b@inboxd.test", "support+x@inboxd.test", "+lead@inboxd.test"])("a subaddress (%s) is 422", async (email) => {
