@@ -139,7 +139,7 @@ export async function startServices(app: App): Promise<Running> {
   const parts: RunningPart[] = [];
   try {
     // First, so it stops last (stopParts): it writes the database until every other part is done with it.
-    parts.push(app.store.startMaintenance(app.log));
+    parts.push(await app.store.startMaintenance(app.log));
     await releaseUnfinishedKeys(app);
     parts.push(startHttp(app));
     if (app.config.metricsBind) parts.push(startMetricsListener(app, app.config.metricsBind));

@@ -100,7 +100,7 @@ async function openSeeded(env: Record<string, string>) {
     await postgres.close();
   }
   // As under `inboxd serve`: the engine's own background work (SQLite: WAL checkpoints on their own thread).
-  const maintenance = app.store.startMaintenance(app.log);
+  const maintenance = await app.store.startMaintenance(app.log);
   const server = createHttpApp(app).listen({ port: 0, hostname: "127.0.0.1" });
   const sendBody = JSON.stringify({ to: [recipient.email], subject: "Load test", text: "Hello from the benchmark.", html: "<p>Hello from the benchmark.</p>" });
   const script = join(dataDir, "post.lua");

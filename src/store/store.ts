@@ -67,8 +67,12 @@ export interface Store extends Aggregates {
   blobs: BlobStaging;
   /** A tag of `value` under the installation's secret key, for `purpose` (../secret-box.ts): unforgeable by anyone else. */
   tag(purpose: string, value: string): string;
-  /** The engine's own background work while the server runs (the embedded one checkpoints its WAL). */
-  startMaintenance(log: Logger): RunningPart;
+  /**
+   * The engine's own background work while the server runs (the embedded one checkpoints its WAL).
+   * On a database several nodes share, the node joins them first: refused (ConfigError) while a
+   * live node serves another mail domain.
+   */
+  startMaintenance(log: Logger): Promise<RunningPart>;
   close(): void;
 }
 

@@ -25,17 +25,17 @@ afterAll(() => {
 });
 
 /** A data dir's database, migrated, with the store's maintenance running on its connection. */
-function maintained() {
+async function maintained() {
   const dataDir = tempDir("checkpoints");
   dirs.push(dataDir);
   const database = openDatabase(dataDir);
   migrate(database.sqlite, Date.now());
-  const maintenance = createStore(database.sqlite).startMaintenance(createLogger("text", "silent"));
+  const maintenance = await createStore(database.sqlite).startMaintenance(createLogger("text", "silent"));
   return { ...database, dataDir, maintenance };
 }
 
 test("the checkpoint thread copies the WAL into the database file; commits on the event loop do not", async () => {
-  const { sqlite, dataDir, maintenance, close } = maintained();
+  const { sqlite, dataDir, maintenance, close } = await maintained();
   const databaseFile = join(dataDir, "inboxd.db");
   try {
     await until(() => autocheckpoint(sqlite) === 0);
@@ -52,7 +52,7 @@ test("the checkpoint thread copies the WAL into the database file; commits on th
 });
 
 test("once the checkpoint thread stops, commits checkpoint the WAL themselves again", async () => {
-  const { sqlite, maintenance, close } = maintained();
+  const { sqlite, maintenance, close } = await maintained();
   await until(() => autocheckpoint(sqlite) === 0);
   await maintenance.stop();
   expect(autocheckpoint(sqlite)).toBe(1000);

@@ -282,9 +282,15 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     const key = randomBytes(SECRET_KEY_BYTES).toString("base64");
     const log = createLogger("json", "silent");
     const open = (dataDir: string, mailDomain: string) => openPostgresStore(loadConfig({ INBOXD_DATA_DIR: dataDir, INBOXD_DATABASE_URL: databaseUrl, INBOXD_SECRET_KEY: key, INBOXD_MAIL_DOMAIN: mailDomain }), { clock, log });
+    /** As `inboxd serve` starts: the store, then its maintenance, where the node joins the others. */
     const running = async (dataDir: string, mailDomain: string) => {
       const store = await open(dataDir, mailDomain);
-      return { store, maintenance: store.startMaintenance(log) };
+      try {
+        return { store, maintenance: await store.startMaintenance(log) };
+      } catch (error) {
+        store.close();
+        throw error;
+      }
     };
     const stop = async ({ store, maintenance }: Awaited<ReturnType<typeof running>>) => {
       await maintenance.stop();
@@ -293,19 +299,21 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     try {
       const first = await running(dirs[0]!, "one.example");
       const second = await running(dirs[1]!, "one.example");
-      const refused = open(dirs[2]!, "two.example");
+      const refused = running(dirs[2]!, "two.example");
       await expect(refused).rejects.toThrow(ConfigError);
       await expect(refused).rejects.toThrow(/^INBOXD_MAIL_DOMAIN: another node of this database, .+ \(seen \d+ s ago\), serves one\.example, this one two\.example/);
+      // A command run beside the nodes (migrate, dns) opens the store without joining them, whatever its settings.
+      (await open(dirs[2]!, "two.example")).close();
+      expect(await admin.unsafe("SELECT count(*)::int AS n FROM nodes")).toEqual([{ n: 2 }]);
       // A node's restart is no other node; a clean stop leaves the table, and while one node still serves the old domain the new is refused.
       await stop(first);
       await stop(await running(dirs[0]!, "one.example"));
-      await expect(open(dirs[2]!, "two.example")).rejects.toThrow(ConfigError);
+      await expect(running(dirs[2]!, "two.example")).rejects.toThrow(ConfigError);
       await stop(second);
       expect(await admin.unsafe("SELECT count(*)::int AS n FROM nodes")).toEqual([{ n: 0 }]);
       const renamed = await running(dirs[0]!, "two.example");
       // A node that died (no clean stop) counts until its row is older than a lease.
-      (await open(dirs[1]!, "two.example")).close();
-      await admin.unsafe("UPDATE nodes SET mail_domain = 'one.example', seen_at = $1 WHERE name LIKE $2", [clock.now() - 31_000, `%${dirs[1]!}`]);
+      await admin.unsafe("INSERT INTO nodes (name, mail_domain, seen_at) VALUES ('died@elsewhere:/var/lib/inboxd', 'one.example', $1)", [clock.now() - 31_000]);
       await stop(await running(dirs[2]!, "two.example"));
       await stop(renamed);
     } finally {

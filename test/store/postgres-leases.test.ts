@@ -253,7 +253,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
   test("a commit that queues work wakes the other nodes' queues (LISTEN/NOTIFY), once per transaction and queue, and not before the commit", async () => {
     const woken: string[] = [];
     const listener = createPostgresStore(connect(url), { onWake: (what) => woken.push(what), secrets });
-    const maintenance = listener.startMaintenance(createLogger("text", "silent"));
+    const maintenance = await listener.startMaintenance(createLogger("text", "silent"));
     try {
       const sender = await startNode();
       await Bun.sleep(300); // the LISTEN is acknowledged

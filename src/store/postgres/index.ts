@@ -157,7 +157,7 @@ export function createPostgresStore(client: BunSql, options: PostgresStoreOption
     tag: (purpose, value) => secrets.tag(purpose, value),
     // The server runs its own maintenance (autovacuum, checkpoints); a node renews its queue
     // claims and listens for the other nodes' wake-ups.
-    startMaintenance(log) {
+    async startMaintenance(log) {
       return runningTogether("database maintenance", [startLeaseRenewal(db, leases, log), ...(options.onWake ? [listenForWakeUps(client, options.onWake, log)] : [])]);
     },
     close: () => void client.close(),
@@ -183,7 +183,6 @@ export async function openPostgresStore(
     onMigrated?.(applied);
     const secrets = checkedFirst ?? (await openSecrets(config, client, clock.now()));
     const node = { name: nodeName(config), mailDomain: config.mailDomain };
-    await joinNodes(drizzleOn(client), node, clock.now());
     const leases = leasesOf(clock, node.name);
     const orphans = await blobStaging(drizzleOn(client), leases.holder).removeOrphans(clock.now() - ORPHAN_AGE_MS);
     const freed = await releaseEarlierRuns(drizzleOn(client), leases, clock.now());
@@ -192,7 +191,11 @@ export async function openPostgresStore(
     const store = createPostgresStore(client, { secrets, leases, ...storeOptions });
     return {
       ...store,
-      startMaintenance: (log) => runningTogether("database maintenance", [store.startMaintenance(log), stayJoined(drizzleOn(client), node, clock, log)]),
+      // Only a serving node joins the nodes (./nodes.ts): a command run beside them (migrate, dns) is none.
+      async startMaintenance(log) {
+        await joinNodes(drizzleOn(client), node, clock.now());
+        return runningTogether("database maintenance", [await store.startMaintenance(log), stayJoined(drizzleOn(client), node, clock, log)]);
+      },
       close: () => {
         store.close();
         lock.close();

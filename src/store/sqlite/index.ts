@@ -202,7 +202,7 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
       release: (blobIds) => turns.call(() => blobs.release(blobIds)),
     },
     tag: (purpose, value) => secrets.tag(purpose, value),
-    startMaintenance: (log) => runningTogether("database maintenance", [startCheckpoints(sqlite, dirname(sqlite.filename), log), startSearchIndexing(searchIndexing, log)]),
+    startMaintenance: async (log) => runningTogether("database maintenance", [startCheckpoints(sqlite, dirname(sqlite.filename), log), startSearchIndexing(searchIndexing, log)]),
     close: () => sqlite.close(),
   };
 }
