@@ -5,13 +5,20 @@
  * HTML, in an HTML part too.
  */
 import { detectMimeType } from "nodemailer/lib/mime-funcs";
+import { headerSafe } from "../mail/header-text";
 import type { AttachmentRecord, MessageRecord } from "../store";
 import type { OutgoingAttachment } from "./outgoing";
 
 const SEPARATOR = "---------- Forwarded message ---------";
 
-/** `Fwd: ` once: a subject that already starts with `Fwd:` or `Fw:` (any case) is kept. */
-export const forwardSubject = (subject: string) => (/^fwd?:/i.test(subject.trim()) ? subject : `Fwd: ${subject}`);
+/**
+ * `Fwd: ` once: a subject that already starts with `Fwd:` or `Fw:` (any case) is kept. Made safe as
+ * the wire shows it (a received subject can decode to line breaks), as a reply's is (replySubject).
+ */
+export function forwardSubject(subject: string): string {
+  const safe = headerSafe(subject);
+  return /^fwd?:/i.test(safe.trim()) ? safe : `Fwd: ${safe}`;
+}
 
 /** The original's attachments, attached again as files (an inline image's HTML reference is not kept). */
 export const forwardedAttachments = (rows: AttachmentRecord[]): OutgoingAttachment[] =>

@@ -53,6 +53,9 @@ export function messageAnswer(message: Message): LargeAnswer<Message> {
 /** Attachments at least this large are base64-encoded in a turn of their own before their message is serialised. */
 const ENCODE_IN_TURN_BYTES = 1024 * 1024;
 
+/** A thread's preview, in characters (docs/api.md). */
+const PREVIEW_CHARS = 200;
+
 /**
  * The message with its large attachments' base64 made ahead, a turn of the event loop each
  * (takeTurn): encoding 18 MB takes about 20 ms and serialising the response as long again, which
@@ -153,8 +156,8 @@ export const presentThread = (row: ThreadRecord, overview: ThreadOverviewRecord 
     subject: row.subject,
     from: overview?.from ?? "",
     fromName: overview?.fromName,
-    // One line: the text's line breaks and runs of spaces as single spaces.
-    preview: overview?.preview?.replace(/\s+/g, " ").trim() || undefined,
+    // One line: the text's line breaks and runs of spaces as single spaces, then its first 200 characters.
+    preview: [...(overview?.preview?.replace(/\s+/g, " ").trim() ?? "")].slice(0, PREVIEW_CHARS).join("") || undefined,
     // Each label of its messages once, sorted: the engines aggregate them in orders of their own.
     labels: (overview?.labels ?? []).toSorted(),
     unreadCount: overview?.unreadCount ?? 0,

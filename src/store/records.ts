@@ -122,12 +122,19 @@ export type MessageSummaryRecord = Pick<
   "id" | "organizationId" | "inboxId" | "threadId" | "from" | "fromName" | "to" | "subject" | "text" | "html" | "labels" | "read" | "status" | "createdAt"
 >;
 
+/**
+ * Characters of a thread's newest text its overview reads: a preview is 200 of them once white
+ * space is folded, so the text read must hold more than 200 (a text that starts with 250 blank
+ * lines had no preview); a text whose first 2,000 are all white space has none.
+ */
+export const PREVIEW_SOURCE_CHARS = 2_000;
+
 /** A thread as a mail list shows it: its newest message's sender and text, its labels and unread messages. */
 export interface ThreadOverviewRecord {
   threadId: string;
   from: string;
   fromName: string | null;
-  /** The start of the newest message's text. */
+  /** The newest message's first PREVIEW_SOURCE_CHARS characters of text, its preview made from them. */
   preview: string | null;
   /** Every label of its messages, once each. */
   labels: string[];

@@ -67,6 +67,26 @@ describe("read and unread", () => {
     expect((await server.api.get(`/v1/inboxes/${recipient.id}/messages/${received.id}`, key)).body.read).toBe(true);
   });
 
+  test("a message dated before a thread's newest (a send composed while a reply arrived) never moves the thread's activity back", async () => {
+    const { received } = await deliver({ subject: "Activity" });
+    const before = (await server.api.get(`/v1/inboxes/${recipient.id}/threads/${received.threadId}`, key)).body;
+    await server.app.store.transaction((tx) => tx.threads.addMessage(received.threadId, Date.parse(before.lastMessageAt) - 60_000));
+    const after = (await server.api.get(`/v1/inboxes/${recipient.id}/threads/${received.threadId}`, key)).body;
+    expect({ lastMessageAt: after.lastMessageAt, updatedAt: after.updatedAt }).toEqual({ lastMessageAt: before.lastMessageAt, updatedAt: before.updatedAt });
+  });
+
+  test("a thread's preview is 200 characters of its text with white space folded, whatever white space comes first", async () => {
+    const preview = async (text: string) => {
+      const { received } = await deliver({ subject: `Preview ${text.length}`, text });
+      return (await threadsOf(recipient.id)).find((each: { id: string }) => each.id === received.threadId).preview;
+    };
+    const words = "word ".repeat(60).trim();
+    expect(await preview(`${"\n".repeat(250)}After blank lines`)).toBe("After blank lines");
+    expect(await preview(`Hi${" ".repeat(199)}there`)).toBe("Hi there");
+    expect(await preview(words)).toBe(words.slice(0, 200));
+    expect(await preview(`${"😀".repeat(250)}`)).toBe("😀".repeat(200));
+  });
+
   test("a thread's overview: the newest message's sender, its labels, attachments without inline parts", async () => {
     const { received } = await deliver({ subject: "With a file", attachments: [{ name: "a.txt", contentType: "text/plain", content: Buffer.from("hi").toString("base64") }] });
     await patch(recipient.id, received.id, { labels: ["x", "y"] });

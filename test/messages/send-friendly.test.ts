@@ -269,6 +269,16 @@ describe("forward", () => {
     expect(forwardSubject("Re: x")).toBe("Fwd: Re: x");
   });
 
+  test("a received subject that decodes to a line break is forwarded on one line, as the wire shows it and a reply gets it", async () => {
+    const raw = `From: ada@remote.test\r\nSubject: =?utf-8?Q?Quarterly=0Aforecast?=\r\nMessage-ID: <${crypto.randomUUID()}@remote.test>\r\n\r\nFigures.\r\n`;
+    await sendMail(w.server.smtpPort, { from: "ada@remote.test", to: [support.email], raw });
+    const received = (await get(path(support, "?per=100"))).find((message: { subject: string }) => message.subject === "Quarterly\nforecast");
+    const res = await post(path(support, `/${received.id}/forward`), { to: ["dan@remote.test"] });
+    expect(res.status).toBe(201);
+    expect(res.body.subject).toBe("Fwd: Quarterly forecast");
+    expect((await get(`/v1/inboxes/${support.id}/threads/${res.body.threadId}`)).subject).toBe("Fwd: Quarterly forecast");
+  });
+
   test("an unknown message is 404 Message not found, an unknown inbox 404 Inbox not found", async () => {
     expect((await post(path(support, "/msg_unknown/forward"), { to: ["a@remote.test"] })).body).toEqual({ error: "Message not found" });
     const res = await post("/v1/inboxes/inb_unknown/messages/msg_unknown/forward", { to: ["a@remote.test"] });

@@ -1,6 +1,6 @@
 /** Threads (../sqlite/threads.ts): a conversation in one inbox, with counters kept in step with its messages. */
 import { and, desc, eq, inArray, sql } from "drizzle-orm";
-import type { ThreadOverviewRecord } from "../records";
+import { PREVIEW_SOURCE_CHARS, type ThreadOverviewRecord } from "../records";
 import type { ThreadsStore } from "../store";
 import { placeholdersOf } from "../placeholders";
 import { firstRow, listOf, renderedOnce, rowsOf, type PgDb } from "./db";
@@ -9,8 +9,6 @@ import { messageLabels, threads } from "./schema/index";
 /** A new thread for each received message that starts one (./db.ts: renderedOnce). */
 const insertThread = renderedOnce((db) => db.insert(threads).values(placeholdersOf(threads)));
 
-/** How much of the newest message's text a thread's overview carries. */
-const PREVIEW_LENGTH = 200;
 
 export function threadsStore(db: PgDb): ThreadsStore {
   const labeledThreadIds = (inboxId: string, label: string) =>
@@ -27,7 +25,8 @@ export function threadsStore(db: PgDb): ThreadsStore {
     async addMessage(id, now) {
       await db
         .update(threads)
-        .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: now, updatedAt: now })
+        // A message dated before one already in the thread (a send composed while a reply arrived) never moves its activity back.
+        .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: sql`greatest(${threads.lastMessageAt}, ${now})`, updatedAt: sql`greatest(${threads.updatedAt}, ${now})` })
         .where(eq(threads.id, id));
     },
     async find(organizationId, inboxId, id) {
@@ -58,7 +57,7 @@ export function threadsStore(db: PgDb): ThreadsStore {
       if (threadIds.length === 0) return [];
       return rowsOf<ThreadOverviewRecord>(
         db,
-        sql`SELECT ids.id AS "threadId", newest.from_address AS "from", newest.from_name AS "fromName", substr(newest.text, 1, ${PREVIEW_LENGTH}) AS preview,
+        sql`SELECT ids.id AS "threadId", newest.from_address AS "from", newest.from_name AS "fromName", substr(newest.text, 1, ${PREVIEW_SOURCE_CHARS}) AS preview,
               (SELECT count(*)::int FROM messages WHERE thread_id = ids.id AND NOT read) AS "unreadCount",
               (SELECT count(*)::int FROM messages JOIN attachments ON attachments.message_id = messages.id WHERE messages.thread_id = ids.id AND NOT attachments.inline) AS "attachmentCount",
               (SELECT coalesce(jsonb_agg(DISTINCT label), '[]'::jsonb) FROM messages, jsonb_array_elements_text(messages.labels) AS label WHERE messages.thread_id = ids.id) AS labels

@@ -3,12 +3,10 @@ import { and, desc, eq, inArray, sql } from "drizzle-orm";
 import { messageLabels, threads } from "./schema/index";
 import type { Db } from "./db";
 import { placeholdersOf } from "../placeholders";
-import type { ThreadOverviewRecord } from "../records";
+import { PREVIEW_SOURCE_CHARS, type ThreadOverviewRecord } from "../records";
 
 export type ThreadRow = typeof threads.$inferSelect;
 
-/** How much of the newest message's text a thread's overview carries. */
-const previewLength = 200;
 
 type StoredOverviewRow = Omit<ThreadOverviewRecord, "labels"> & { labels: string };
 
@@ -41,7 +39,7 @@ export const threadsStore = (db: Db) => {
   // One statement for a page of threads: the newest message by the messages_thread index, the
   // unread ones by the partial index of migration 0200, labels and attachments over the thread's messages.
   const overviews = db.$client.query<StoredOverviewRow, { threadIds: string }>(
-    `SELECT ids.value AS threadId, newest.from_address AS "from", newest.from_name AS fromName, substr(newest.text, 1, ${previewLength}) AS preview,
+    `SELECT ids.value AS threadId, newest.from_address AS "from", newest.from_name AS fromName, substr(newest.text, 1, ${PREVIEW_SOURCE_CHARS}) AS preview,
        (SELECT count(*) FROM messages WHERE thread_id = ids.value AND read = 0) AS unreadCount,
        (SELECT count(*) FROM messages JOIN attachments ON attachments.message_id = messages.id WHERE messages.thread_id = ids.value AND attachments.inline = 0) AS attachmentCount,
        (SELECT json_group_array(DISTINCT labels.value) FROM messages, json_each(messages.labels) AS labels WHERE messages.thread_id = ids.value) AS labels
@@ -51,7 +49,8 @@ export const threadsStore = (db: Db) => {
   const insert = db.insert(threads).values(placeholdersOf(threads)).prepare();
   const addMessage = db
     .update(threads)
-    .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: sql`${sql.placeholder("now")}`, updatedAt: sql`${sql.placeholder("now")}` })
+    // A message dated before one already in the thread (a send composed while a reply arrived) never moves its activity back.
+    .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: sql`max(${threads.lastMessageAt}, ${sql.placeholder("now")})`, updatedAt: sql`max(${threads.updatedAt}, ${sql.placeholder("now")})` })
     .where(eq(threads.id, sql.placeholder("id")))
     .prepare();
 
