@@ -36,9 +36,9 @@ describe("candidateQuery", () => {
     ["a{,3}bc", '"a{,3}bc"'],
     ["[]abc]def", '"def"'],
     ["😀😀😀😀*", '"😀😀😀"'],
-    // A literal past 12 characters is looked up by its start: the index's cost follows its length.
-    ["quarterly invoice numbers", '"quarterly in"'],
-    ["(quarterly invoices|yearly invoice total)", '("quarterly in" OR "yearly invoi")'],
+    // A literal past 12 characters is looked up by its start and its end: the index's cost follows a phrase's length.
+    ["quarterly invoice numbers", '("quarterly in" AND "oice numbers")'],
+    ["(quarterly invoices|yearly invoice total)", '(("quarterly in" AND "rly invoices") OR ("yearly invoi" AND "nvoice total"))'],
   ])("%s → %s", (pattern, query) => {
     expect(candidateQuery(pattern)).toBe(query);
   });

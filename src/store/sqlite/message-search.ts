@@ -8,7 +8,7 @@
 import { and, count, desc, eq, gte, inArray, lt, sql } from "drizzle-orm";
 import type { SearchableMessage, SearchPosition } from "../store";
 import type { Db } from "./db";
-import { ftsPhrase, LONGEST_INDEXED_LITERAL, MINIMUM_LITERAL_LENGTH } from "./fts-query";
+import { ftsPhrase, LONGEST_PLAIN_PHRASE, MINIMUM_LITERAL_LENGTH } from "./fts-query";
 import { summaryColumns, type MessageSummaryRow } from "./messages";
 import { messages, messagesFts, messagesFtsPending } from "./schema/index";
 
@@ -73,7 +73,7 @@ export const messageSearchStore = (db: Db) => {
 
   return {
     minimumLiteralLength: MINIMUM_LITERAL_LENGTH,
-    longestPhrase: LONGEST_INDEXED_LITERAL,
+    longestPhrase: LONGEST_PLAIN_PHRASE,
     unindexed: (): number => db.select({ n: count() }).from(messagesFtsPending).get()!.n,
     /** Where the first window of a search ends: past the newest message's rowid (0: no message). */
     rowidEnd: (): number => (newest.get()?.rowid ?? -1) + 1,

@@ -36,6 +36,7 @@ async function readWindows<Row>(before: number, wanted: number, read: (window: R
 export function windowedSearch(statements: Statements, run: Run, caughtUp: () => Promise<void>): MessageSearchStore {
   return {
     minimumLiteralLength: statements.minimumLiteralLength,
+    longestPhrase: statements.longestPhrase,
     unindexed: () => run(() => statements.unindexed()),
     summaries: (messageIds) => run(() => statements.summaries(messageIds)),
     async containing(inboxId, text, page, per, extra = 0, label) {
