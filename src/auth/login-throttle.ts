@@ -30,26 +30,40 @@ function subjectsOf(attempt: LoginAttempt): { email: string; address?: string } 
   return { email: `email:${attempt.email}`, address: attempt.clientIp ? addressSubject(attempt.clientIp) : undefined };
 }
 
-function withAttempts(subject: string, windowStart: number, attempts: number, lockedUntil: number | null): LoginThrottleRecord {
-  return { subject, windowStart, attempts, lockedUntil, expiresAt: Math.max(windowStart + windowMs, lockedUntil ?? 0) };
+/** A subject's windows of a minute: where the current one started, its attempts, and those of the one before. */
+type Windows = Pick<LoginThrottleRecord, "windowStart" | "attempts" | "previousAttempts">;
+
+function withAttempts(subject: string, windows: Windows, lockedUntil: number | null): LoginThrottleRecord {
+  // Kept for two windows: the next one counts this one's attempts.
+  return { subject, ...windows, lockedUntil, expiresAt: Math.max(windows.windowStart + 2 * windowMs, lockedUntil ?? 0) };
 }
 
 /**
- * Counts one more attempt. Windows of a minute follow one another from a subject's first attempt,
- * and the last minute's count is the window's own attempts and those of the window before, at the
- * share of it the last minute still covers (rounded up: a sliding window, as counted without each
- * attempt's time). Reset at each window's end, 9 guesses just before it and 9 just after made 18
- * within two seconds. A window with no attempt in the minute after it, or a lock that ended,
- * starts a new count.
+ * The windows as of `now`. They follow one another from a subject's first attempt; one with no
+ * attempt for a whole window after it, or a lock that ended, starts a new count.
  */
+function windowsAt(row: LoginThrottleRecord | undefined, now: number): Windows {
+  const passed = row && (row.lockedUntil === null || row.lockedUntil > now) ? Math.floor((now - row.windowStart) / windowMs) : Infinity;
+  if (passed === 0) return { windowStart: row!.windowStart, attempts: row!.attempts, previousAttempts: row!.previousAttempts };
+  if (passed === 1) return { windowStart: row!.windowStart + windowMs, attempts: 0, previousAttempts: row!.attempts };
+  return { windowStart: now, attempts: 0, previousAttempts: 0 };
+}
+
+/**
+ * The attempts of the last minute: the window's own and those of the window before, at the share
+ * of it the last minute still covers (rounded up): a sliding window, counted without each
+ * attempt's time, as Cloudflare's rate limits are. Reset at each window's end, 9 guesses just
+ * before it and 9 just after made 18 within two seconds.
+ */
+const lastMinute = ({ windowStart, attempts, previousAttempts }: Windows, now: number) => attempts + Math.ceil((previousAttempts * Math.max(0, windowStart + windowMs - now)) / windowMs);
+
+/** Counts one more attempt; the one that reaches the limit locks the subject. */
 function counted(app: App, subject: string, row: LoginThrottleRecord | undefined, now: number): LoginThrottleRecord {
-  const windowsPassed = row && (row.lockedUntil === null || row.lockedUntil > now) ? Math.floor((now - row.windowStart) / windowMs) : Infinity;
-  const windowStart = windowsPassed <= 1 ? row!.windowStart + windowsPassed * windowMs : now;
-  const before = windowsPassed === 0 ? row!.attempts : windowsPassed === 1 ? Math.ceil((row!.attempts * (windowStart + windowMs - now)) / windowMs) : 0;
-  const attempts = before + 1;
-  const locks = attempts >= app.config.loginMaxFailures;
+  const windows = windowsAt(row, now);
+  const before = lastMinute(windows, now);
+  const locks = before + 1 >= app.config.loginMaxFailures;
   if (locks && before < app.config.loginMaxFailures) app.log.warn("login lockout", { subject, seconds: app.config.loginLockoutSeconds });
-  return withAttempts(subject, windowStart, attempts, locks ? now + app.config.loginLockoutSeconds * 1000 : null);
+  return withAttempts(subject, { ...windows, attempts: windows.attempts + 1 }, locks ? now + app.config.loginLockoutSeconds * 1000 : null);
 }
 
 /** 429 while the email or the address is locked; otherwise counts the attempt against both. */
@@ -77,7 +91,9 @@ export async function loginSucceeded(app: App, tx: Transaction, attempt: LoginAt
     if (!address) return;
     const row = (await tx.loginThrottles.find([address]))[0];
     if (!row) return;
-    const attempts = Math.max(0, row.attempts - 1);
-    await tx.loginThrottles.save(withAttempts(row.subject, row.windowStart, attempts, attempts >= app.config.loginMaxFailures ? row.lockedUntil : null));
+    const now = app.clock.now();
+    const counted = windowsAt(row, now);
+    const windows = { ...counted, attempts: Math.max(0, counted.attempts - 1) };
+    await tx.loginThrottles.save(withAttempts(row.subject, windows, lastMinute(windows, now) >= app.config.loginMaxFailures ? row.lockedUntil : null));
   });
 }

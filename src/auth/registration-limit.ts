@@ -27,6 +27,6 @@ export async function countRegistration(app: App, clientIp: string | undefined) 
       throw new ServiceError("rate_limited", "Too many registrations from this address, please try again later.", { "Retry-After": String(seconds) });
     }
     await tx.loginThrottles.prune(now);
-    await tx.loginThrottles.save({ subject, windowStart, attempts, lockedUntil: null, expiresAt: windowStart + windowMs });
+    await tx.loginThrottles.save({ subject, windowStart, attempts, previousAttempts: 0, lockedUntil: null, expiresAt: windowStart + windowMs });
   });
 }

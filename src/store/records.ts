@@ -58,7 +58,9 @@ export interface ApiKeyRecord {
 export interface LoginThrottleRecord {
   subject: string;
   windowStart: number;
+  /** Attempts in the window from windowStart, and in the window before it. */
   attempts: number;
+  previousAttempts: number;
   lockedUntil: number | null;
   expiresAt: number;
 }

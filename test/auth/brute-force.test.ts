@@ -66,6 +66,25 @@ describe("login brute-force limit", () => {
     server.clock.advance(lockoutMs);
   });
 
+  test("the window before is kept to be counted: another login's prune just after a window's end forgets nothing", async () => {
+    await failTimes(1, "127.0.1.1", () => ada.user.email);
+    server.clock.advance(minute - 1000);
+    for (let i = 0; i < 8; i++) await failTimes(1, `127.0.1.${2 + i}`, () => ada.user.email);
+    server.clock.advance(2000);
+    // Any attempt prunes the rows whose time is over.
+    await failTimes(1, "127.0.2.1", () => "nobody@example.com");
+    await failTimes(1, "127.0.3.1", () => ada.user.email);
+    expectLocked(await loginFrom("127.0.3.2", ada.user.email));
+    server.clock.advance(lockoutMs);
+  });
+
+  test("one failure every 60.5 s, never two within a minute, never locks: an estimate is not counted again as attempts", async () => {
+    for (let i = 0; i < 15; i++) {
+      expect((await loginFrom(`127.0.4.${1 + i}`, bob.user.email, "wrong password")).status).toBe(401);
+      server.clock.advance(60_500);
+    }
+  });
+
   test("9 failures just before a window ends and the 10th just after lock, as 10 within a minute", async () => {
     await failTimes(1, "127.0.0.21", () => bob.user.email);
     server.clock.advance(minute - 1000);

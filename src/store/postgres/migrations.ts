@@ -9,6 +9,7 @@ import receivedDigest from "../../../migrations/postgres/0007_received_digest.sq
 import idempotencyLease from "../../../migrations/postgres/0008_idempotency_lease.sql" with { type: "text" };
 import tlsReportDigest from "../../../migrations/postgres/0009_tls_report_digest.sql" with { type: "text" };
 import nodes from "../../../migrations/postgres/0010_nodes.sql" with { type: "text" };
+import loginPreviousWindow from "../../../migrations/postgres/0011_login_previous_window.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_mail", sql: mail },
@@ -21,4 +22,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0008_idempotency_lease", sql: idempotencyLease },
   { version: "0009_tls_report_digest", sql: tlsReportDigest },
   { version: "0010_nodes", sql: nodes },
+  { version: "0011_login_previous_window", sql: loginPreviousWindow },
 ];

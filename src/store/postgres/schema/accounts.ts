@@ -48,6 +48,7 @@ export const loginThrottles = pgTable("login_throttles", {
   subject: text("subject").primaryKey(),
   windowStart: millis("window_start").notNull(),
   attempts: integer("attempts").notNull(),
+  previousAttempts: integer("previous_attempts").notNull().default(0),
   lockedUntil: millis("locked_until"),
   expiresAt: millis("expires_at").notNull(),
 });

@@ -48,6 +48,7 @@ export const loginThrottles = sqliteTable("login_throttles", {
   subject: text("subject").primaryKey(),
   windowStart: integer("window_start").notNull(),
   attempts: integer("attempts").notNull(),
+  previousAttempts: integer("previous_attempts").notNull().default(0),
   lockedUntil: integer("locked_until"),
   expiresAt: integer("expires_at").notNull(),
 });
