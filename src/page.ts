@@ -46,3 +46,9 @@ export const lookedAhead = <T>(page: Page, rows: T[]): Listing<T> => ({ page, it
 
 /** The items of a listing presented, its total and next page unchanged. */
 export const mapListing = <T, U>(listing: Listing<T>, present: (item: T) => U): Listing<U> => ({ ...listing, items: listing.items.map(present) });
+
+/** The page of a list held whole in memory (a domain's DNS records), with its total. */
+export function pageOfAll<T>(page: Page, all: T[]): Listing<T> {
+  const from = (page.page - 1) * page.per;
+  return { page, items: all.slice(from, from + page.per), total: all.length, hasNext: from + page.per < all.length };
+}

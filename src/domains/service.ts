@@ -5,7 +5,7 @@ import { conflict, invalid, notFound } from "../errors";
 import { newId } from "../ids";
 import { presentTlsReport } from "../mta-sts/present";
 import { removeInbox } from "../inboxes/service";
-import { withTotal, type Page } from "../page";
+import { pageOfAll, withTotal, type Page } from "../page";
 import type { Aggregates, DkimKeyRecord, DomainRecord, Transaction } from "../store";
 import { isSameOrSubdomain, normalizeDomainName } from "./name";
 import { claimRecord, publishesClaim } from "./ownership";
@@ -94,9 +94,7 @@ export const getDomain = async (app: App, organizationId: string, idOrName: stri
 /** A list as every list is, though a domain's records fit the first page whatever its size. */
 export async function domainDnsRecords(app: App, organizationId: string, idOrName: string, page: Page) {
   const row = await findDomain(app.store, organizationId, idOrName);
-  const records = checkedRecords(app, row, await app.store.dkimKeys.forDomain(row.name)).map(presentRecord);
-  const from = (page.page - 1) * page.per;
-  return withTotal(page, records.slice(from, from + page.per), async () => records.length);
+  return pageOfAll(page, checkedRecords(app, row, await app.store.dkimKeys.forDomain(row.name)).map(presentRecord));
 }
 
 /** The TLS reports (RFC 8460) received about the domain, newest first. */

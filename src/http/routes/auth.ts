@@ -1,4 +1,4 @@
-/** `/auth`: registration and login, the two routes that need no credential. */
+/** `/auth`: registration and login, which need no credential, and sign-out, which takes the access token it revokes. */
 import { Elysia, t } from "elysia";
 import type { App } from "../../app";
 import { revokeAccessToken } from "../../auth/access-tokens";
