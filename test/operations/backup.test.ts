@@ -161,6 +161,19 @@ test.skipIf(onPostgres)(sqliteOnly("a restore --force whose copy fails leaves th
   expect((await restarted.api.get("/health")).status).toBe(200);
 }, 60_000);
 
+test.skipIf(onPostgres)(sqliteOnly("the copy a restore killed while copying left beside the database is removed at the next start, with a warning", "backup and restore are of the embedded database (PostgreSQL has pg_dump)"), async () => {
+  const env = testEnv(join(freshDir(), "data"), { INBOXD_LOG_LEVEL: "warn" });
+  const first = keep(await startChildServer(env, { command: inboxdCommand() }));
+  await first.kill();
+  const staging = join(env.INBOXD_DATA_DIR!, "inboxd.db.restoring");
+  writeFileSync(staging, "a copy of a backup, cut short");
+  writeFileSync(`${staging}-journal`, "its journal");
+  const started = keep(await startChildServer(env, { command: inboxdCommand() }));
+  expect((await started.api.get("/health")).status).toBe(200);
+  expect([existsSync(staging), existsSync(`${staging}-journal`)]).toEqual([false, false]);
+  expect(started.output()).toContain("removed the copy a restore that did not finish");
+}, 60_000);
+
 test.skipIf(onPostgres)(sqliteOnly("restore of a copy of a data dir taken while it ran (its -wal beside it) holds every acknowledged message", "backup and restore are of the embedded database (PostgreSQL has pg_dump)"), async () => {
   const env = testEnv(join(freshDir(), "data"));
   const server = keep(await startChildServer(env, { command: inboxdCommand() }));

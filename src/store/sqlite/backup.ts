@@ -20,7 +20,7 @@ export type BackupReply = { done: true } | { error: string };
 
 const PROGRESS_EVERY_MS = 200;
 
-const databasePath = (dataDir: string) => join(dataDir, "inboxd.db");
+export const databasePath = (dataDir: string) => join(dataDir, "inboxd.db");
 const sizeOf = (path: string) => (existsSync(path) ? statSync(path).size : 0);
 
 /**
@@ -168,7 +168,7 @@ export function restoreDatabase(dataDir: string, backup: string, force: boolean,
     // included, which alone opens its database's secrets. The key then, right before the swap: a
     // crash between the two leaves a database and a key that do not match, which the start
     // refuses, and the same restore again mends it.
-    const staging = `${target}.restoring`;
+    const staging = restoringFile(target);
     stageCopy(backup, staging);
     if (installKey) writeSecretKeyFile(dataKey, installKey);
     // The old WAL belongs to the old database: left beside the new one, SQLite would replay it.
@@ -188,15 +188,14 @@ export function restoreDatabase(dataDir: string, backup: string, force: boolean,
  * the WAL) included it. A copy that fails (a full disk) is removed, leaving the disk as it was.
  */
 function stageCopy(backup: string, staging: string): void {
-  // The copy's own rollback journal goes with it: VACUUM INTO writes the copy as a database of its own.
-  const removeStaging = () => {
-    for (const path of [staging, `${staging}-journal`]) rmSync(path, { force: true });
-  };
+  const removeStaging = () => removeRestoring(staging);
   removeStaging();
+  // Made empty at 0600 before VACUUM INTO fills it: made by the copy, it was 0644 (the umask's)
+  // while it was written, and stayed so when a restore was killed meanwhile.
+  createEmpty(staging);
   const sqlite = new Database(backup, { readonly: true });
   try {
     sqlite.query("VACUUM INTO ?1").run(staging);
-    chmodSync(staging, 0o600);
     syncFile(staging);
   } catch (error) {
     removeStaging();
@@ -204,6 +203,19 @@ function stageCopy(backup: string, staging: string): void {
   } finally {
     sqlite.close();
   }
+}
+
+/** Where a restore stages its copy of the backup, beside the database it replaces. */
+export const restoringFile = (database: string) => `${database}.restoring`;
+
+/**
+ * A restore's staging copy and its rollback journal (VACUUM INTO writes the copy as a database of
+ * its own), the files only: anything else under the name is not a restore's; true when there was a copy.
+ */
+export function removeRestoring(staging: string): boolean {
+  const [copy, journal] = [staging, `${staging}-journal`].map((path) => ({ path, isFile: statSync(path, { throwIfNoEntry: false })?.isFile() === true }));
+  for (const file of [copy!, journal!]) if (file.isFile) rmSync(file.path);
+  return copy!.isFile;
 }
 
 /** The key file beside a backup, once it is known to open the backup's secrets. */

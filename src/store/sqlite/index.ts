@@ -15,6 +15,7 @@ import type { Store, Transaction, TransactionOptions } from "../store";
 import { acceptedInboundStore } from "./accepted-inbound";
 import { accessRulesStore } from "./access-rules";
 import { accountsStore } from "./accounts";
+import { databasePath, removeRestoring, restoringFile } from "./backup";
 import { blobStore } from "./blobs";
 import { startCheckpoints } from "./checkpoints";
 import { drizzleOf } from "./db";
@@ -248,6 +249,9 @@ export function openSqliteStore(
     onMigrated?.(applied);
     const sealedNow = sealStoredSecrets(database.sqlite, secrets, clock.now());
     if (sealedNow) log.info("secrets stored in the clear are now sealed", { count: sealedNow });
+    // A restore killed while it copied leaves its copy of a backup (./backup.ts): the data dir's lock, held now, says no restore runs.
+    const unfinishedRestore = restoringFile(databasePath(config.dataDir));
+    if (removeRestoring(unfinishedRestore)) log.warn("removed the copy a restore that did not finish left beside the database; run that restore again if it was wanted", { file: unfinishedRestore });
     // Chunks a crash left behind before their message was stored (./blobs.ts).
     const orphans = blobStore(database.sqlite, (write) => Promise.resolve(write())).removeOrphans();
     if (orphans) log.info("removed unfinished message blobs", { blobs: orphans });
