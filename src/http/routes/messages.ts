@@ -101,9 +101,14 @@ export const messageRoutes = (app: App, serve: Downloads) =>
       response: { 200: Message, ...failures(401, [404, "Message not found"], [429, "Too many large downloads in flight for this organization"]) },
       detail: { summary: "Get a message with every field" },
     })
-    .patch("/:messageId", ({ organizationId, params, body }) => updateMessage(app, organizationId, params.inboxId, params.messageId, body), {
+    // The whole message again, as a large answer like the get's: each one was the message with its
+    // attachments in one buffer, at no organization's limit (48 at once: 1.9 GB).
+    .patch("/:messageId", async ({ organizationId, params, body }) => serve.json(organizationId, messageAnswer(await updateMessage(app, organizationId, params.inboxId, params.messageId, body))), {
       body: changeBody,
-      response: { 200: Message, ...failures(401, ...bodyFailures, [404, "Message not found"]) },
+      response: {
+        200: Message,
+        ...failures(401, ...bodyFailures, [404, "Message not found"], [429, "Too many large downloads in flight for this organization: the change is made; the same request again (it changes nothing more) answers the message"]),
+      },
       detail: {
         summary: `Change a message's labels: replace them (labels) or add and remove some (addLabels, removeLabels), at most ${maxLabels} in all; and mark it read or unread (read); no event is emitted`,
       },
