@@ -35,6 +35,10 @@ export interface ComposeInput {
 
 // RFC 5322 §3.6.4 id-right = dot-atom-text; a host name always fits.
 const MESSAGE_ID_HOST = /^[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+(?:\.[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~]+)*$/;
+// RFC 2392 §2 / RFC 5322 §3.6.4: a Content-ID is a msg-id; written in brackets, it holds no bracket, space or control.
+const CONTENT_ID = /^[\x21-\x3b\x3d\x3f-\x7e]{1,250}$/;
+/** Whether a Content-ID (without its brackets) can be written as one; another is left out. */
+export const isContentId = (cid: string) => CONTENT_ID.test(cid);
 // RFC 6838 §4.2 type/subtype names, optionally followed by parameters.
 const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*(?:\s*;.*)?$/i;
 // RFC 2046 §5: the types whose body is other entities, not a file.
@@ -93,6 +97,7 @@ export function prepareMessage(input: ComposeInput): PreparedMessage {
       filename: attachment.filename === undefined ? undefined : cleanHeaderText(attachment.filename),
       contentType: cleanContentType(attachment.contentType),
       content: attachment.content,
+      ...(attachment.cid !== undefined && isContentId(attachment.cid) ? { cid: attachment.cid } : {}),
     })),
   };
 }

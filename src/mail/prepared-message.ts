@@ -7,6 +7,8 @@ export interface ComposeAttachment {
   /** Media type, e.g. `application/pdf`; derived from the filename when absent. */
   contentType?: string;
   content: Buffer;
+  /** An inline part's Content-ID, without its brackets: the HTML shows it as `cid:...`. */
+  cid?: string;
 }
 
 /** A message ready to write: addresses in wire form, header text cleaned, ids in brackets. */

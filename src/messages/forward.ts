@@ -5,6 +5,7 @@
  * HTML, in an HTML part too.
  */
 import { detectMimeType } from "nodemailer/lib/mime-funcs";
+import { isContentId } from "../mail/compose";
 import { headerSafe } from "../mail/header-text";
 import type { AttachmentRecord, MessageRecord } from "../store";
 import type { OutgoingAttachment } from "./outgoing";
@@ -20,9 +21,9 @@ export function forwardSubject(subject: string): string {
   return /^fwd?:/i.test(safe.trim()) ? safe : `Fwd: ${safe}`;
 }
 
-/** The original's attachments, attached again as files (an inline image's HTML reference is not kept). */
+/** The original's attachments, attached again; an inline part keeps its Content-ID, which the forwarded HTML refers to (`cid:`). */
 export const forwardedAttachments = (rows: AttachmentRecord[]): OutgoingAttachment[] =>
-  rows.map((row) => ({ name: row.name ?? undefined, contentType: row.contentType ?? detectMimeType(row.name ?? "bin"), content: row.content }));
+  rows.map((row) => ({ name: row.name ?? undefined, contentType: row.contentType ?? detectMimeType(row.name ?? "bin"), content: row.content, ...(row.inline && row.contentId && isContentId(row.contentId) ? { contentId: row.contentId } : {}) }));
 
 type Original = Pick<MessageRecord, "from" | "fromName" | "to" | "cc" | "subject" | "text" | "html" | "createdAt">;
 

@@ -21,6 +21,8 @@ export interface OutgoingAttachment {
   name?: string;
   contentType: string;
   content: Buffer;
+  /** An inline part's Content-ID (a forwarded inline image, which the forwarded HTML shows by it). */
+  contentId?: string;
 }
 
 // RFC 6838 §4.2 type "/" subtype, then RFC 2045 §5.1 parameters.

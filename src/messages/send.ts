@@ -240,7 +240,7 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
     // with neither, an empty text/plain.
     text: draft.text || (draft.html ? undefined : ""),
     html: draft.html || undefined,
-    attachments: draft.attachments.map((a) => ({ filename: a.name, contentType: a.contentType, content: a.content })),
+    attachments: draft.attachments.map((a) => ({ filename: a.name, contentType: a.contentType, content: a.content, cid: a.contentId })),
     messageId,
     date: new Date(now),
     inReplyTo: draft.inReplyTo,
@@ -330,7 +330,7 @@ function sentRow(inbox: InboxRecord, draft: Draft, threadId: string, messageId: 
 const addresses = (mailboxes: Mailbox[]) => mailboxes.map((mailbox) => mailbox.address);
 
 const attachmentRows = (messageId: string, attachments: OutgoingAttachment[], blobIds: (string | null)[]): AttachmentRecord[] =>
-  attachments.map((a, position) => ({ id: newId("att"), messageId, position, name: a.name ?? null, contentType: a.contentType, contentId: null, inline: false, content: a.content, blobId: blobIds[position] ?? null }));
+  attachments.map((a, position) => ({ id: newId("att"), messageId, position, name: a.name ?? null, contentType: a.contentType, contentId: a.contentId ?? null, inline: a.contentId !== undefined, content: a.content, blobId: blobIds[position] ?? null }));
 
 /** The outbound worker's row: queued, due now (see src/outbound); or rejected without a try, with the reason. */
 const remoteDelivery = (message: MessageRecord, recipient: string, refusal: string | undefined, now: number): DeliveryRecord => ({

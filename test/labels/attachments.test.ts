@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eventually, register, startTestServer, type Registered, type TestServer } from "../harness";
 import { sendMail } from "../smtp/mail-client";
+import { relatedMessage } from "../mail/related-message";
 
 let server: TestServer;
 let account: Registered;
@@ -116,27 +117,14 @@ describe("hostile attachments", () => {
 describe("inline parts and cid:", () => {
   test("an inline image's Content-ID is its attachment's contentId: the html's cid: URL names an attachment that downloads", async () => {
     const png = Buffer.from("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4a40000000049454e44ae426082", "hex");
-    const raw = [
-      "From: Sender <sender@sender.test>",
-      `To: ${account.inbox.email}`,
-      "Subject: Inline logo",
-      "MIME-Version: 1.0",
-      'Content-Type: multipart/related; boundary="rel"',
-      "",
-      "--rel",
-      "Content-Type: text/html; charset=utf-8",
-      "",
-      '<p>Our logo: <img src="cid:logo.123@sender.test" alt="logo"></p>',
-      "--rel",
-      "Content-Type: image/png",
-      "Content-Transfer-Encoding: base64",
-      "Content-ID: <logo.123@sender.test>",
-      'Content-Disposition: inline; filename="logo.png"',
-      "",
-      png.toString("base64"),
-      "--rel--",
-      "",
-    ].join("\r\n");
+    const raw = relatedMessage({
+      headers: ["From: Sender <sender@sender.test>", `To: ${account.inbox.email}`, "Subject: Inline logo"],
+      html: '<p>Our logo: <img src="cid:logo.123@sender.test" alt="logo"></p>',
+      image: png,
+      contentType: "image/png",
+      contentId: "logo.123@sender.test",
+      filename: "logo.png",
+    });
     const message = await receive(raw, "Inline logo");
     expect(message.attachments).toHaveLength(1);
     const [logo] = message.attachments;

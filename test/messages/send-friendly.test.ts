@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { forwardSubject } from "../../src/messages/forward";
 import { sendMail } from "../smtp/mail-client";
+import { relatedMessage } from "../mail/related-message";
 import { startOutboundWorld, type OutboundWorld } from "../outbound/world";
 
 let w: OutboundWorld;
@@ -267,6 +268,27 @@ describe("forward", () => {
     expect(raw).not.toContain("text/html");
     expect(forwardSubject("FWD: x")).toBe("FWD: x");
     expect(forwardSubject("Re: x")).toBe("Fwd: Re: x");
+  });
+
+  test("an inline image is forwarded inline, with its Content-ID, so that the forwarded HTML still shows it", async () => {
+    const image = Buffer.from("GIF89a inline logo bytes");
+    const raw = relatedMessage({
+      headers: ["From: ada@remote.test", "Subject: Newsletter with a logo", `Message-ID: <${crypto.randomUUID()}@remote.test>`],
+      html: '<p>Hello</p><img src="cid:logo.1@remote.test">',
+      image,
+      contentType: "image/gif; name=logo.gif",
+      contentId: "logo.1@remote.test",
+      filename: "logo.gif",
+    });
+    await sendMail(w.server.smtpPort, { from: "ada@remote.test", to: [support.email], raw });
+    const received = (await get(path(support, "?per=100"))).find((message: { subject: string }) => message.subject === "Newsletter with a logo");
+    const res = await post(path(support, `/${received.id}/forward`), { to: ["erin@remote.test"], text: "Look at this." });
+    expect(res.status).toBe(201);
+    expect(res.body.attachments).toEqual([expect.objectContaining({ name: "logo.gif", contentType: "image/gif", inline: true, contentId: "logo.1@remote.test" })]);
+    expect(res.body.html).toContain('src="cid:logo.1@remote.test"');
+    const sent = (await delivered("erin@remote.test")).raw.toString();
+    expect(sent).toContain("Content-ID: <logo.1@remote.test>");
+    expect(sent).toMatch(/Content-Disposition: inline/);
   });
 
   test("a received subject that decodes to a line break is forwarded on one line, as the wire shows it and a reply gets it", async () => {
