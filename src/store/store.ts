@@ -706,7 +706,11 @@ export interface WebhooksStore {
   delete(id: string): Promise<void>;
   /** Disables a webhook and discards its pending deliveries (failed, kept for inspection); false when it was not enabled. */
   disable(id: string, reason: string, now: number): Promise<boolean>;
-  /** An event for this webhook only, due at once: recorded with its delivery, without the fan-out of `events.emit`. */
+  /**
+   * An event for this webhook only, due at once: recorded with its delivery, without the fan-out of
+   * `events.emit`. It takes the place of the webhook's test deliveries still pending (waiting for a
+   * retry, or not yet tried): a test called again and again queues one, not a growing backlog.
+   */
   queueTestEvent(webhookId: string, event: EventRecord): Promise<void>;
   /** Brings a pending delivery's next try forward to `now`. */
   makeDue(deliveryId: number, now: number): Promise<void>;

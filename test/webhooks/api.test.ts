@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { eventNames } from "../../src/events/names";
 import { maxWebhooksPerOrganization } from "../../src/webhooks/service";
-import { seedOrganization, startTestServer, type TestServer } from "../harness";
+import { queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
 
 let server: TestServer;
 let owner: { organizationId: string; apiKey: string };
@@ -138,6 +138,16 @@ describe("list, update, delete", () => {
     }
     expect(failed).toEqual([]);
   }, 60_000);
+
+  test("a test called again takes the place of the webhook's test deliveries still pending: one queued, not a growing backlog", async () => {
+    // Port 9 refuses: each test delivery fails and waits for its retry.
+    const { body: webhook } = await create({ url, events: ["inbox.created"] });
+    const pending = async () => Number((await queryRows<{ n: number }>(server.app, "SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'", webhook.id))[0]!.n);
+    for (let i = 0; i < 5; i++) expect((await server.api.post(`/v1/webhooks/${webhook.id}/test`, undefined, owner.apiKey)).status).toBe(200);
+    expect(await pending()).toBe(1);
+    const [latest] = await queryRows<{ event_id: string }>(server.app, "SELECT event_id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'", webhook.id);
+    expect(latest!.event_id).toStartWith("evt_test_");
+  });
 
   test("the test endpoint answers 200 {success: true}; a new webhook has no attempts", async () => {
     const { body: webhook } = await create({ url, events: ["inbox.created"] });
