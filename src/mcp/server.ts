@@ -7,7 +7,8 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { ClientRequestSchema, ErrorCode, JSONRPCMessageSchema, LATEST_PROTOCOL_VERSION, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { ClientRequestSchema, ErrorCode, JSONRPCMessageSchema, LATEST_PROTOCOL_VERSION, type JSONRPCMessage, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import { version } from "../version";
 import type { ApiCaller } from "./api-caller";
 import { tools, untrustedNote } from "./tools";
@@ -22,7 +23,9 @@ export function createMcpServer(api: ApiCaller): McpServer {
   for (const tool of tools) {
     server.registerTool(
       tool.name,
-      { title: tool.title, description: `${tool.description} ${untrustedNote}`, inputSchema: tool.input, annotations: { title: tool.title, ...tool.annotations } },
+      // Strict: an argument the tool does not take is an error naming it, not dropped (a misspelt
+      // send_at left a draft unscheduled while the call said it worked).
+      { title: tool.title, description: `${tool.description} ${untrustedNote}`, inputSchema: z.strictObject(tool.input), annotations: { title: tool.title, ...tool.annotations } },
       (args) => tool.call(args, api),
     );
   }
@@ -67,22 +70,38 @@ const requestSchemas = new Map<string, (typeof ClientRequestSchema.options)[numb
  * the schema's issues dumped as the message.
  */
 function invalidMessage(body: unknown): Response | undefined {
+  const refusal = refusalOf(body);
+  return refusal && jsonRpcError(refusal.code, refusal.message, refusal.id, refusal.code === ErrorCode.InvalidRequest ? 400 : 200);
+}
+
+type Refusal = { code: ErrorCode; message: string; id: RequestId | null };
+
+/** The tools by name: `__proto__` or `constructor` is no tool, where the SDK's lookup took them for disabled ones. */
+const toolNames = new Set(tools.map((tool) => tool.name));
+
+function refusalOf(body: unknown): Refusal | undefined {
   if (!JSONRPCMessageSchema.safeParse(body).success) {
-    return jsonRpcError(ErrorCode.InvalidRequest, 'Invalid Request: a JSON-RPC 2.0 message has "jsonrpc": "2.0", a method, and an id (a string or a number) for a request', null, 400);
+    return { code: ErrorCode.InvalidRequest, message: 'Invalid Request: a JSON-RPC 2.0 message has "jsonrpc": "2.0", a method, and an id (a string or a number) for a request', id: null };
   }
-  const { method, id } = body as { method?: unknown; id?: RequestId };
+  const { method, id, params } = body as { method?: unknown; id?: RequestId; params?: { name?: unknown } };
   // A notification (no id) gets no answer, whatever it holds.
   if (typeof method !== "string" || id === undefined) return undefined;
   const parsed = requestSchemas.get(method)?.safeParse(body);
-  if (!parsed || parsed.success) return undefined;
-  const [issue] = parsed.error.issues;
-  return jsonRpcError(ErrorCode.InvalidParams, `Invalid params for ${method}: ${issue ? `${issue.path.join(".") || "(the message)"}: ${issue.message}` : "not as the method takes them"}`, id, 200);
+  if (parsed && !parsed.success) {
+    const [issue] = parsed.error.issues;
+    return { code: ErrorCode.InvalidParams, message: `Invalid params for ${method}: ${issue ? `${issue.path.join(".") || "(the message)"}: ${issue.message}` : "not as the method takes them"}`, id };
+  }
+  // MCP 2025-11-25, Tools, "Error Handling": an unknown tool is a protocol error, not a tool's result.
+  if (method === "tools/call" && !toolNames.has(String(params?.name))) return { code: ErrorCode.InvalidParams, message: `Unknown tool: ${String(params?.name)}`, id };
+  return undefined;
 }
 
 /** `inboxd mcp`: the server on stdin and stdout until stdin ends (the client closed it) or a signal comes. */
 export async function serveMcpOverStdio(api: ApiCaller): Promise<void> {
   const server = createMcpServer(api);
-  await server.connect(new StdioServerTransport());
+  const transport = new StdioServerTransport();
+  await server.connect(transport);
+  answerRefusals(transport);
   await new Promise<void>((resolve) => {
     process.stdin.once("end", resolve);
     process.stdin.once("close", resolve);
@@ -90,4 +109,26 @@ export async function serveMcpOverStdio(api: ApiCaller): Promise<void> {
     process.once("SIGINT", resolve);
   });
   await server.close();
+}
+
+/**
+ * The HTTP endpoint's answers (refusalOf) on stdio too. There the SDK answered bad params with
+ * -32603 and a schema dump, and a line that was no JSON, or no JSON-RPC message (a batch, an id of
+ * 1.5), with nothing at all: the client waited for ever. JSON-RPC 2.0 §5.1: -32700 and -32600,
+ * with a null id, as the request's id could not be read.
+ */
+function answerRefusals(transport: StdioServerTransport): void {
+  const reply = (refusal: Refusal) => void transport.send({ jsonrpc: "2.0", id: refusal.id, error: { code: refusal.code, message: refusal.message } } as JSONRPCMessage);
+  const toServer = transport.onmessage;
+  transport.onmessage = (message: JSONRPCMessage) => {
+    const refusal = refusalOf(message);
+    if (refusal) reply(refusal);
+    else toServer?.(message);
+  };
+  const onError = transport.onerror;
+  transport.onerror = (error) => {
+    if (error instanceof SyntaxError) reply({ code: ErrorCode.ParseError, message: "Parse error: a line that is no JSON", id: null });
+    else if (error instanceof z.ZodError) reply(refusalOf(undefined)!);
+    onError?.(error);
+  };
 }

@@ -25,9 +25,10 @@ export const untrusted = (content: string): string => `${untrustedOpen}${content
 
 /**
  * Fields of the API's objects (messages, threads, webhook payloads) whose text comes from senders;
- * a delivery's `lastResponse` is the text of the recipient's mail server, whoever runs it.
+ * a delivery's `lastResponse` is the text of the recipient's mail server, whoever runs it, and a
+ * webhook attempt's `response` the endpoint's reply, which may echo the mail it was sent.
  */
-const contentFields = new Set(["subject", "text", "html", "fromName", "preview", "lastResponse"]);
+const contentFields = new Set(["subject", "text", "html", "fromName", "preview", "lastResponse", "response"]);
 /** Address fields: plain, but for an address whose quoted local part is free text its sender chose. */
 const addressFields = new Set(["from", "to", "cc", "bcc", "replyTo", "recipient"]);
 /**

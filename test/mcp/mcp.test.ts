@@ -159,6 +159,20 @@ function conversation(label: string, connect: Connect, baseUrl: () => string) {
       const traversal = await call(client, "get_thread", { inboxId: "..", threadId: "x" });
       expect(traversal.isError).toBe(true);
     });
+
+    test("an argument a tool does not take is a tool error naming it, not dropped; an unknown tool is a JSON-RPC error (-32602)", async () => {
+      const stray = await call(client, "list_inboxes", { send_at: "2030-01-01T00:00:00Z" });
+      expect(stray.isError).toBe(true);
+      expect((stray.content[0] as { text: string }).text).toContain("send_at");
+      for (const name of ["no_such_tool", "__proto__", "constructor"]) {
+        const refused = await client.callTool({ name, arguments: {} }).then(
+          () => undefined,
+          (error: { code?: number; message?: string }) => error,
+        );
+        expect({ name, code: refused?.code }).toEqual({ name, code: -32602 });
+        expect(refused!.message).toContain(`Unknown tool: ${name}`);
+      }
+    });
   });
 }
 
@@ -411,6 +425,23 @@ describe("from source", () => {
     expect(exitCode).toBe(2);
     expect(stdout).toBe("");
     expect(stderr).toContain("INBOXD_API_KEY");
+  });
+
+  test("inboxd mcp answers what is no request it takes as /mcp does: -32700 for a line that is no JSON, -32600 for no JSON-RPC message, -32602 for bad params; never silence", async () => {
+    const child = Bun.spawn([process.execPath, join(repoRoot, "src/main.ts"), "mcp"], { stdin: "pipe", stdout: "pipe", stderr: "ignore", env: { ...process.env, INBOXD_URL: server.api.baseUrl, INBOXD_API_KEY: "ik_anything" } });
+    try {
+      const lines = ["not json", JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "ping" }]), JSON.stringify({ jsonrpc: "2.0", id: 1.5, method: "ping" }), JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: 42 } })];
+      child.stdin.write(lines.map((line) => `${line}\n`).join(""));
+      child.stdin.flush();
+      const reader = child.stdout.getReader();
+      let text = "";
+      while (text.split("\n").length <= lines.length) text += new TextDecoder().decode((await reader.read()).value);
+      const answers = text.trim().split("\n").map((line) => JSON.parse(line) as { id: unknown; error: { code: number; message: string } });
+      expect(answers.map(({ id, error }) => [id, error.code])).toEqual([[null, -32700], [null, -32600], [null, -32600], [9, -32602]]);
+      expect(answers[3]!.error.message).toStartWith("Invalid params for tools/call: params.name: ");
+    } finally {
+      child.kill();
+    }
   });
 
   test("inboxd mcp with no inboxd at INBOXD_URL: each tool says so as its error", async () => {
