@@ -6,10 +6,13 @@ import { ensureServiceDkimKeys, serviceDomainRecords, zoneFileLines } from "./se
 
 /**
  * Makes the service domain's keys first when this data dir has none yet, so the records can be
- * published before the first start. While inboxd runs (it holds the data dir's lock, and made the
- * keys when it started), the keys are read from the database without the lock, read-only.
+ * published before the first start. An installation that has them (a server runs on it, or ran)
+ * is read without the lock, read-only, and never migrated: a newer version's migrations would
+ * keep the version still running there (several nodes on PostgreSQL) from starting again.
  */
 export async function serviceDnsZone(config: Config): Promise<{ zone: string; keysMadeNow: boolean }> {
+  const zone = await zoneOfKeysMade(config);
+  if (zone !== undefined) return { zone, keysMadeNow: false };
   let app;
   try {
     app = await openApp(config);
@@ -27,5 +30,18 @@ export async function serviceDnsZone(config: Config): Promise<{ zone: string; ke
     return { zone: zoneFileLines(config, await serviceDomainRecords(config, app.store)), keysMadeNow };
   } finally {
     app.close();
+  }
+}
+
+/** The zone from the database read-only, when it holds the service domain's keys; undefined when there is none yet, or no keys. */
+async function zoneOfKeysMade(config: Config): Promise<string | undefined> {
+  const store = await openStoreReadOnly(config).catch(() => undefined);
+  if (!store) return undefined;
+  try {
+    // A PostgreSQL database no inboxd has migrated yet has no tables: the first start's path.
+    const keys = await store.dkimKeys.forDomain(config.mailDomain.toLowerCase()).catch(() => []);
+    return keys.length === 0 ? undefined : zoneFileLines(config, await serviceDomainRecords(config, store));
+  } finally {
+    store.close();
   }
 }

@@ -314,6 +314,25 @@ describe.skipIf(onPostgres)(sqliteOnly("secrets at rest", "reads the SQLite file
     expect(existsSync(keyFile)).toBe(false);
   }, 30_000);
 
+  test("inboxd dns on an installation that has its keys reads them and migrates nothing (the version still running there could not start again)", async () => {
+    const { dataDir, env } = await installation();
+    const database = join(dataDir, "inboxd.db");
+    const zone = await runInboxd(["dns"], env);
+    // The database as the version before migration 0260 left it.
+    const older = new Database(database);
+    older.exec("ALTER TABLE login_throttles DROP COLUMN previous_attempts; DELETE FROM schema_migrations WHERE version = '0260_login_previous_window'");
+    older.close();
+    const again = await runInboxd(["dns"], env);
+    expect(again.exitCode).toBe(0);
+    expect(again.stdout).toBe(zone.stdout);
+    const sqlite = new Database(database, { readonly: true });
+    try {
+      expect(sqlite.query("SELECT count(*) AS n FROM schema_migrations WHERE version = '0260_login_previous_window'").get()).toEqual({ n: 0 });
+    } finally {
+      sqlite.close();
+    }
+  }, 30_000);
+
   test("a start refused for its key migrates nothing: the version before an upgrade still opens the database", async () => {
     const { dataDir, env } = await installation();
     // The database as the version before migration 0230 left it.
