@@ -30,8 +30,11 @@ export async function routeRecipient(app: App, address: string, mailFrom: string
   if (isTlsReportAddress(app, address)) return { kind: "tlsReport" };
 
   // RFC 5321 §4.1.1.3 and §4.5.1: the domainless "postmaster" (any case) names the postmaster of
-  // the server's domain, and a server MUST accept it.
-  const parsed = parseAddress(address.toLowerCase() === "postmaster" ? `postmaster@${app.config.mailDomain}` : address);
+  // the server's domain, and a server MUST accept it; so is postmaster at the host name, which
+  // takes mail too (return paths, TLS reports) and which other servers know as its name.
+  const lower = address.toLowerCase();
+  const postmaster = lower === "postmaster" || lower === `postmaster@${app.config.hostname.toLowerCase()}`;
+  const parsed = parseAddress(postmaster ? `postmaster@${app.config.mailDomain}` : address);
   if (!parsed) throw new SmtpReply(553, "5.1.3", "Mailbox name not allowed");
   if (!(await isHostedDomain(app, app.store, parsed.domain))) throw new SmtpReply(550, "5.7.1", "Relaying denied");
 

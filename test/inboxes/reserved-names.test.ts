@@ -159,13 +159,16 @@ describe("postmaster over SMTP (RFC 5321 §4.5.1)", () => {
     expect((await rcpt(unconfigured, "nobody@inboxd.test")).text).toBe("550 5.1.1 No such user here");
   });
 
-  test("with it, <postmaster> is deferred while the operator's inbox is missing, then delivered there", async () => {
+  test("with it, <postmaster> is deferred while the operator's inbox is missing, then delivered there; so is postmaster at the host name", async () => {
     expect((await rcpt(server, "POSTMASTER")).text).toMatch(/^451 4\.3\.0 /);
     // The operator creates the inbox before naming it in INBOXD_POSTMASTER_INBOX; the API refuses it afterwards.
     const desk = await server.app.store.transaction((tx) => insertInbox(server.app, tx, operator.organizationId, { email: OPERATOR_INBOX }));
     const reply = await deliver(server, ["postmaster"], "bare postmaster");
     expect(reply.text).toStartWith("250 ");
     expect(await subjects(desk.id, operator.apiKey)).toContain("bare postmaster");
+    expect((await deliver(server, ["PostMaster@MX.inboxd.test"], "postmaster of the host")).text).toStartWith("250 ");
+    expect(await subjects(desk.id, operator.apiKey)).toContain("postmaster of the host");
+    expect((await rcpt(server, "abuse@mx.inboxd.test")).text).toBe("550 5.7.1 Relaying denied");
   });
 
   test("the reserved names and their subaddresses reach the operator, even where an organization created one before it was reserved", async () => {
