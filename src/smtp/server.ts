@@ -2,6 +2,7 @@
 // SMTPUTF8, PIPELINING, STARTTLS and ENHANCEDSTATUSCODES; recipient policy at RCPT; messages
 // committed in groups before their 250, then analysed on worker threads by the inbound queue. No
 // AUTH: this is not a submission service.
+import { domainToASCII, domainToUnicode } from "node:url";
 import type { AddressInfo } from "node:net";
 import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
@@ -271,8 +272,22 @@ const usesSmtpUtf8 = (mailFrom: SMTPServerAddress | false) => mailFrom !== false
  */
 function addressEncodingRefusal(address: SMTPServerAddress, smtpUtf8: boolean, syntaxStatus: "5.1.7" | "5.1.3"): SmtpReply | undefined {
   if (address.address.includes("\ufffd")) return new SmtpReply(501, syntaxStatus, "Bad address syntax: not UTF-8");
-  const localPart = address.address.slice(0, Math.max(0, address.address.lastIndexOf("@")));
+  const at = address.address.lastIndexOf("@");
+  const localPart = address.address.slice(0, Math.max(0, at));
+  if (at >= 0 && !isHostName(address.address.slice(at + 1))) return new SmtpReply(501, syntaxStatus, "Bad address syntax: the domain is no host name");
   return smtpUtf8 || /^[\x00-\x7f]*$/.test(localPart) ? undefined : new SmtpReply(553, "5.6.7", "A non-ASCII address needs the SMTPUTF8 parameter of MAIL (RFC 6531 section 3.4)");
+}
+
+/**
+ * A domain as smtp-server hands it on (A-labels turned into U-labels): one whose labels are all
+ * there and that IDNA reads back as written (RFC 5890 §2.3.2.1, RFC 6531 §3.3). An A-label that
+ * decodes to nothing became `x@.blocked.example`, past a block of `blocked.example`. Address
+ * literals (`[192.0.2.1]`) are left to the recipient policy.
+ */
+function isHostName(domain: string): boolean {
+  if (domain.startsWith("[")) return true;
+  const ascii = domainToASCII(domain);
+  return ascii !== "" && ascii.split(".").every((label) => label !== "") && domainToUnicode(ascii) === domain.toLowerCase();
 }
 
 /** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */

@@ -184,6 +184,17 @@ describe("delivery", () => {
     plain.end();
   });
 
+  test("a domain whose A-label decodes to nothing (RFC 5890 §2.3.2.1) is refused at MAIL and RCPT, not read as another domain", async () => {
+    const session = await openSession(server.smtpPort);
+    expect((await session.command("EHLO client.example")).code).toBe(250);
+    // An A-label that decodes to nothing was `x@.blocked.example`, past a block of blocked.example.
+    expect((await session.command("MAIL FROM:<x@xn--mail.blocked.example>")).text).toBe("501 5.1.7 Bad address syntax: the domain is no host name");
+    expect((await session.command("MAIL FROM:<alice@sender.test>")).code).toBe(250);
+    expect((await session.command("RCPT TO:<bob@xn--mail.inboxd.test>")).text).toBe("501 5.1.3 Bad address syntax: the domain is no host name");
+    expect((await session.command("RCPT TO:<bob@InboxD.Test>")).code).toBe(250);
+    session.end();
+  });
+
   // Bun's own client sockets cannot half-close and keep reading: the kernel's shutdown(SHUT_WR), from Python.
   const noPython = Bun.which("python3") ? "" : " — skipped: python3 is missing (.ci/run installs it)";
   test.skipIf(noPython !== "")(`a client that ends its side of the connection after its message still gets the reply to it, then the connection closes${noPython}`, async () => {
