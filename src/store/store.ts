@@ -709,7 +709,8 @@ export interface WebhooksStore {
   /**
    * An event for this webhook only, due at once: recorded with its delivery, without the fan-out of
    * `events.emit`. It takes the place of the webhook's test deliveries still pending (waiting for a
-   * retry, or not yet tried): a test called again and again queues one, not a growing backlog.
+   * retry, or not yet tried), which end failed, their attempts kept: a test called again and again
+   * queues one, not a growing backlog.
    */
   queueTestEvent(webhookId: string, event: EventRecord): Promise<void>;
   /** Brings a pending delivery's next try forward to `now`. */

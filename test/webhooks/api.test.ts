@@ -145,6 +145,8 @@ describe("list, update, delete", () => {
     const pending = async () => Number((await queryRows<{ n: number }>(server.app, "SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'", webhook.id))[0]!.n);
     for (let i = 0; i < 5; i++) expect((await server.api.post(`/v1/webhooks/${webhook.id}/test`, undefined, owner.apiKey)).status).toBe(200);
     expect(await pending()).toBe(1);
+    // The ones taken the place of end failed, kept with their attempts for inspection, as a disabled webhook's.
+    expect((await queryRows<{ n: number }>(server.app, "SELECT count(*) AS n FROM webhook_deliveries WHERE webhook_id = ? AND status = 'failed'", webhook.id)).map((row) => Number(row.n))).toEqual([4]);
     const [latest] = await queryRows<{ event_id: string }>(server.app, "SELECT event_id FROM webhook_deliveries WHERE webhook_id = ? AND status = 'pending'", webhook.id);
     expect(latest!.event_id).toStartWith("evt_test_");
   });

@@ -21,8 +21,13 @@ import { numbersOf, textsOf } from "./lists";
 
 export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, leases: Leases): WebhookQueueStore {
   const wholePayload = payloadReader(db, blobs);
+  // A delivery ended while its try was under way (its webhook disabled, a newer test in its place)
+  // stays ended (../sqlite/webhook-queue.ts); its claim goes either way.
   const setDelivery = (deliveryId: number, status: string, nextAttemptAt: number | null, now: number) =>
-    db.execute(sql`UPDATE webhook_deliveries SET status = ${status}, next_attempt_at = ${nextAttemptAt}, claimed_by = NULL, lease_until = NULL, updated_at = ${now} WHERE id = ${deliveryId}`);
+    db.execute(sql`
+      UPDATE webhook_deliveries SET status = CASE status WHEN 'pending' THEN ${status} ELSE status END,
+        next_attempt_at = CASE status WHEN 'pending' THEN ${nextAttemptAt}::bigint ELSE next_attempt_at END,
+        claimed_by = NULL, lease_until = NULL, updated_at = ${now} WHERE id = ${deliveryId}`);
   /** Held until the transaction ends; a webhook being deleted is waited for, and then its rows are gone. */
   const holdWebhooksOf = (deliveryIds: number[]) =>
     db.execute(sql`

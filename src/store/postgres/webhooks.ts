@@ -10,7 +10,7 @@ import { and, desc, eq, sql } from "drizzle-orm";
 import type { EventRecord, WebhookDeliveryRecord, WebhookRecord } from "../records";
 import type { SecretBox } from "../secret-box";
 import type { AttemptWithEvent, WebhookChanges, WebhooksStore } from "../store";
-import { pendingTestDeliveriesOf } from "../pending-test-deliveries";
+import { pendingTestDeliveriesOf, supersededDelivery } from "../pending-test-deliveries";
 import type { PgBlobs } from "./blobs";
 import { firstRow, lockKeys, type PgDb } from "./db";
 import { payloadReader } from "./event-payload";
@@ -106,7 +106,7 @@ export function webhooksStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, inTr
       return true;
     },
     async queueTestEvent(webhookId: string, event: EventRecord): Promise<void> {
-      await db.delete(webhookDeliveries).where(pendingTestDeliveriesOf(webhookDeliveries, webhookId));
+      await db.update(webhookDeliveries).set(supersededDelivery(event.createdAt)).where(pendingTestDeliveriesOf(webhookDeliveries, webhookId));
       await db.insert(events).values(event);
       await queueDelivery(webhookId, event.id, event.createdAt);
     },

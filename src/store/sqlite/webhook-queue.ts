@@ -36,7 +36,11 @@ export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) 
   const finishAttempt = sqlite.query<never, [string, number | null, string | null, number, string | null, number]>(
     "UPDATE webhook_attempts SET status_code = ?2, response = ?3, success = ?4, error = ?5, finished_at = ?6 WHERE id = ?1",
   );
-  const setDelivery = sqlite.query<never, [number, string, number | null, number]>("UPDATE webhook_deliveries SET status = ?2, next_attempt_at = ?3, updated_at = ?4 WHERE id = ?1");
+  // A delivery ended while its try was under way (its webhook disabled, a newer test in its place)
+  // stays ended: the try's outcome does not make it pending again.
+  const setDelivery = sqlite.query<never, [number, string, number | null, number]>(
+    "UPDATE webhook_deliveries SET status = CASE status WHEN 'pending' THEN ?2 ELSE status END, next_attempt_at = CASE status WHEN 'pending' THEN ?3 ELSE next_attempt_at END, updated_at = ?4 WHERE id = ?1",
+  );
   const dropAttempt = sqlite.query<never, [string]>("DELETE FROM webhook_attempts WHERE id = ?1");
   const unbumpDelivery = sqlite.query<never, [number, number, number, number]>(`
     UPDATE webhook_deliveries SET attempts = ?2, updated_at = ?3, next_attempt_at = CASE WHEN status = 'pending' THEN ?4 ELSE next_attempt_at END

@@ -10,7 +10,7 @@ import { payloadReader } from "./event-payload";
 import type { SecretBox } from "../secret-box";
 import type { WebhookSubscriptions } from "./webhook-subscriptions";
 import type { AttemptWithEvent, WebhookChanges } from "../store";
-import { pendingTestDeliveriesOf } from "../pending-test-deliveries";
+import { pendingTestDeliveriesOf, supersededDelivery } from "../pending-test-deliveries";
 
 export type WebhookRow = typeof webhooks.$inferSelect;
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
@@ -68,7 +68,7 @@ export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore, subs
     },
     /** An event for one webhook only, due at once: written with its delivery, bypassing the fan-out. */
     queueTestEvent(webhookId: string, event: EventRow) {
-      db.delete(webhookDeliveries).where(pendingTestDeliveriesOf(webhookDeliveries, webhookId)).run();
+      db.update(webhookDeliveries).set(supersededDelivery(event.createdAt)).where(pendingTestDeliveriesOf(webhookDeliveries, webhookId)).run();
       db.insert(events).values(event).run();
       queueDelivery(webhookId, event.id, event.createdAt);
     },
