@@ -60,7 +60,8 @@ export async function searchMessagePage(store: Store, inboxId: string, options: 
   const { minimumLiteralLength, longestPhrase = Infinity } = store.messageSearch;
   if (characters >= minimumLiteralLength && characters <= longestPhrase) return lookedAhead(page, await store.messageSearch.containing(inboxId, phrase, page.page, page.per, 1, options.label));
   // One or two characters are below the trigram index: the same walk as a pattern without a
-  // literal. A phrase longer than the index takes: a walk over the index's matches of its start.
+  // literal. A phrase longer than the index takes whole (longestPhrase): a walk over the index's
+  // matches of its start and end.
   const requirement = characters < minimumLiteralLength ? null : ({ kind: "literal", text: phrase } as const);
   return walked(await regexSearch(store, inboxId, RE2JS.compile(RE2JS.quote(phrase), RE2JS.CASE_INSENSITIVE), requirement, options));
 }

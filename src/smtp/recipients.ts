@@ -31,9 +31,11 @@ export async function routeRecipient(app: App, address: string, mailFrom: string
 
   // RFC 5321 §4.1.1.3 and §4.5.1: the domainless "postmaster" (any case) names the postmaster of
   // the server's domain, and a server MUST accept it; so is postmaster at the host name, which
-  // takes mail too (return paths, TLS reports) and which other servers know as its name.
+  // takes mail too (return paths, TLS reports) and which other servers know as its name, unless
+  // the host name is a domain hosted here, whose own postmaster it is.
   const lower = address.toLowerCase();
-  const postmaster = lower === "postmaster" || lower === `postmaster@${app.config.hostname.toLowerCase()}`;
+  const hostPostmaster = lower === `postmaster@${app.config.hostname.toLowerCase()}` && !(await isHostedDomain(app, app.store, app.config.hostname));
+  const postmaster = lower === "postmaster" || hostPostmaster;
   const parsed = parseAddress(postmaster ? `postmaster@${app.config.mailDomain}` : address);
   if (!parsed) throw new SmtpReply(553, "5.1.3", "Mailbox name not allowed");
   if (!(await isHostedDomain(app, app.store, parsed.domain))) throw new SmtpReply(550, "5.7.1", "Relaying denied");

@@ -2,7 +2,7 @@
 // SMTPUTF8, PIPELINING, STARTTLS and ENHANCEDSTATUSCODES; recipient policy at RCPT; messages
 // committed in groups before their 250, then analysed on worker threads by the inbound queue. No
 // AUTH: this is not a submission service.
-import { domainToASCII, domainToUnicode } from "node:url";
+import { domainToASCII } from "node:url";
 import type { AddressInfo } from "node:net";
 import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
@@ -279,15 +279,16 @@ function addressEncodingRefusal(address: SMTPServerAddress, smtpUtf8: boolean, s
 }
 
 /**
- * A domain as smtp-server hands it on (A-labels turned into U-labels): one whose labels are all
- * there and that IDNA reads back as written (RFC 5890 §2.3.2.1, RFC 6531 §3.3). An A-label that
- * decodes to nothing became `x@.blocked.example`, past a block of `blocked.example`. Address
- * literals (`[192.0.2.1]`) are left to the recipient policy.
+ * A domain as smtp-server hands it on (A-labels in lower case turned into U-labels): one IDNA takes
+ * (RFC 5890 §2.3.2.1), every label there. An A-label that decodes to nothing became
+ * `x@.blocked.example`, past a block of `blocked.example`; one in capitals (`XN--...`), which
+ * smtp-server leaves as it is, IDNA refuses the same way when it is not one. Address literals
+ * (`[192.0.2.1]`) are left to the recipient policy.
  */
 function isHostName(domain: string): boolean {
   if (domain.startsWith("[")) return true;
   const ascii = domainToASCII(domain);
-  return ascii !== "" && ascii.split(".").every((label) => label !== "") && domainToUnicode(ascii) === domain.toLowerCase();
+  return ascii !== "" && ascii.split(".").every((label) => label !== "");
 }
 
 /** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */

@@ -193,6 +193,11 @@ describe("delivery", () => {
     expect((await session.command("RCPT TO:<bob@xn--mail.inboxd.test>")).text).toBe("501 5.1.3 Bad address syntax: the domain is no host name");
     expect((await session.command("RCPT TO:<bob@InboxD.Test>")).code).toBe(250);
     session.end();
+    // A valid A-label in capitals, which smtp-server leaves undecoded, is a host name all the same.
+    const capitals = await openSession(server.smtpPort);
+    expect((await capitals.command("EHLO client.example")).code).toBe(250);
+    expect((await capitals.command("MAIL FROM:<a@XN--MNCHEN-3YA.DE>")).code).toBe(250);
+    capitals.end();
   });
 
   // Bun's own client sockets cannot half-close and keep reading: the kernel's shutdown(SHUT_WR), from Python.
