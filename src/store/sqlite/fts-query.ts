@@ -10,7 +10,7 @@ export const MINIMUM_LITERAL_LENGTH = 3;
  * phrase over one 8 MB text took 8 s). A longer literal is looked up by its start and its end,
  * both of which a match holds, and the walk checks the whole (src/messages/search.ts).
  */
-export const LONGEST_INDEXED_LITERAL = 12;
+const LONGEST_INDEXED_LITERAL = 12;
 
 /**
  * Longest word or phrase a plain search asks the index for whole (MessageSearchStore.longestPhrase):
