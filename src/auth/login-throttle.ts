@@ -40,10 +40,12 @@ function withAttempts(subject: string, windows: Windows, lockedUntil: number | n
 
 /**
  * The windows as of `now`. They follow one another from a subject's first attempt; one with no
- * attempt for a whole window after it, or a lock that ended, starts a new count.
+ * attempt for a whole window after it, or a lock that ended, starts a new count. A `now` before
+ * the window's start (another node's clock a little behind) is in that window: it starting a new
+ * count let attempts slip past the limit.
  */
 function windowsAt(row: LoginThrottleRecord | undefined, now: number): Windows {
-  const passed = row && (row.lockedUntil === null || row.lockedUntil > now) ? Math.floor((now - row.windowStart) / windowMs) : Infinity;
+  const passed = row && (row.lockedUntil === null || row.lockedUntil > now) ? Math.max(0, Math.floor((now - row.windowStart) / windowMs)) : Infinity;
   if (passed === 0) return { windowStart: row!.windowStart, attempts: row!.attempts, previousAttempts: row!.previousAttempts };
   if (passed === 1) return { windowStart: row!.windowStart + windowMs, attempts: 0, previousAttempts: row!.attempts };
   return { windowStart: now, attempts: 0, previousAttempts: 0 };
@@ -55,7 +57,8 @@ function windowsAt(row: LoginThrottleRecord | undefined, now: number): Windows {
  * attempt's time, as Cloudflare's rate limits are. Reset at each window's end, 9 guesses just
  * before it and 9 just after made 18 within two seconds.
  */
-const lastMinute = ({ windowStart, attempts, previousAttempts }: Windows, now: number) => attempts + Math.ceil((previousAttempts * Math.max(0, windowStart + windowMs - now)) / windowMs);
+const lastMinute = ({ windowStart, attempts, previousAttempts }: Windows, now: number) =>
+  attempts + Math.ceil((previousAttempts * Math.min(windowMs, Math.max(0, windowStart + windowMs - now))) / windowMs);
 
 /** Counts one more attempt; the one that reaches the limit locks the subject. */
 function counted(app: App, subject: string, row: LoginThrottleRecord | undefined, now: number): LoginThrottleRecord {
@@ -70,9 +73,10 @@ function counted(app: App, subject: string, row: LoginThrottleRecord | undefined
 export async function beginLoginAttempt(app: App, attempt: LoginAttempt) {
   const { email, address } = subjectsOf(attempt);
   const subjects = address ? [email, address] : [email];
-  const now = app.clock.now();
   await app.store.transaction(async (tx) => {
     const rows = await tx.loginThrottles.find(subjects);
+    // Read once the subjects are held: a time read before waiting for them is older than the count.
+    const now = app.clock.now();
     const lockedUntil = Math.max(0, ...rows.map((r) => r.lockedUntil ?? 0));
     if (lockedUntil > now) {
       const seconds = Math.ceil((lockedUntil - now) / 1000);

@@ -117,6 +117,14 @@ describe("login brute-force limit", () => {
     expect(statuses.filter((s) => s === 429)).toHaveLength(20);
   });
 
+  test("an attempt timed before its window's start (another node's clock a second behind) counts in that window", async () => {
+    await failTimes(9, "127.0.5.1", () => bob.user.email);
+    server.clock.advance(-1000);
+    await failTimes(1, "127.0.5.2", () => bob.user.email);
+    expectLocked(await loginFrom("127.0.5.3", bob.user.email));
+    server.clock.advance(1000 + lockoutMs);
+  });
+
   test("throttle rows are pruned once their window and lock are over", async () => {
     server.clock.advance(lockoutMs + minute);
     expect((await loginFrom("127.0.0.12", bob.user.email, "wrong password")).status).toBe(401);
