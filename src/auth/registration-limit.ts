@@ -16,9 +16,9 @@ export async function countRegistration(app: App, clientIp: string | undefined) 
   const address = clientIp ? addressSubject(clientIp) : undefined;
   if (!address) return;
   const subject = `register:${address}`;
-  const now = app.clock.now();
   await app.store.transaction(async (tx) => {
     const row = (await tx.loginThrottles.find([subject]))[0];
+    const now = app.clock.now();
     const fresh = !row || now - row.windowStart >= windowMs;
     const windowStart = fresh ? now : row.windowStart;
     const attempts = fresh ? 1 : row.attempts + 1;
