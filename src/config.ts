@@ -22,8 +22,12 @@ export function listenError(error: unknown, setting: string, host: string, port:
 
 type Parser<T> = (raw: string, name: string) => T;
 
-/** A URL's password left out of what is said (`//user:***@host`): errors go to the journal. */
-export const withoutPassword = (text: string) => text.replace(/(\/\/[^:@/\s]*:)[^@\s]*@/g, "$1***@");
+/**
+ * A URL's password left out of what is said (`//user:***@host`): errors go to the journal. The
+ * password runs to the value's last `@`: a user or password with an `@` not written `%40` (a
+ * relay's user is often an address) still parses, and its error is where the value is echoed.
+ */
+export const withoutPassword = (text: string) => text.replace(/\/\/([^:/?#]*):.*@/s, "//$1:***@");
 
 const fail = (name: string, raw: string, expected: string): never => {
   throw new ConfigError(`${name}: '${withoutPassword(raw)}' is not ${expected}`);
@@ -59,6 +63,8 @@ const bool: Parser<boolean> = (raw, name) => {
   return fail(name, raw, "a boolean (0 or 1)");
 };
 const text: Parser<string> = (raw) => raw;
+/** A bearer token as a client sends it (RFC 6750 §2.1): one run of characters without spaces. */
+const bearerTokenSetting: Parser<string> = (raw, name) => (raw === "" || /^\S+$/.test(raw.trim()) ? raw.trim() : fail(name, raw, "a token without spaces"));
 const nonEmptyText: Parser<string> = (raw, name) => (raw.trim() ? raw.trim() : fail(name, raw, "a non-empty value"));
 /** The entries of a comma-separated list, trimmed, empty ones left out. */
 const commaList = (raw: string) => raw.split(",").map((s) => s.trim()).filter(Boolean);
@@ -144,6 +150,20 @@ const machineName = osHostname() || "localhost";
  */
 const defaultSmtpWorkers = (cores: number) => Math.min(4, Math.max(1, cores - 1));
 const MAX_SMTP_WORKERS = 64;
+/** SQLite reads `PRAGMA cache_size = -KiB` as a 32-bit number: a larger cache overflowed to none. */
+const MAX_DB_CACHE_MB = 2_097_151;
+/**
+ * Reserved on the service domain whatever INBOXD_RESERVED_LOCAL_PARTS says, which adds to them:
+ * postmaster (RFC 5321 §4.5.1), abuse (RFC 2142 §4), and the names certificate authorities mail to
+ * prove control of a domain (CA/Browser Forum Baseline Requirements §3.2.2.4.4). A list that
+ * replaced them let the first organization to ask take them.
+ */
+const ALWAYS_RESERVED_LOCAL_PARTS = ["postmaster", "abuse", "hostmaster", "webmaster", "admin", "administrator"];
+const reservedLocalParts: Parser<string[]> = (raw, name) => {
+  const list = commaList(raw.toLowerCase());
+  if (!list.every((local) => /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*$/.test(local))) fail(name, raw, "a comma-separated list of local parts (letters, digits, hyphens, underscores, inner dots)");
+  return [...new Set([...list, ...ALWAYS_RESERVED_LOCAL_PARTS])];
+};
 
 /** The memory this process may use: the machine's, or less where a cgroup limits it (systemd's MemoryMax, a container). */
 export function memoryForThisProcess(): number {
@@ -203,7 +223,7 @@ export const settings = {
   smtpMaxHeaderLines: setting("INBOXD_SMTP_MAX_HEADER_LINES", "2000", positiveInt, "lines (folded continuations included) in the header of an inbound message; more is refused with 552"),
   smtpAnalysisTimeoutMs: setting("INBOXD_SMTP_ANALYSIS_TIMEOUT_MS", "30000", durationMs, "how long parsing and authenticating one inbound message may take before its thread is replaced and it is analysed again later (451 with INBOXD_DMARC_ENFORCE); a third of it bounds the message's DNS look-ups"),
   messageMemoryMb: setting("INBOXD_MESSAGE_MEMORY_MB", "32", positiveInt, "MiB of message data received, analysed and stored at once (SMTP and HTTP together); above it SMTP answers 452 and HTTP 503, try later"),
-  dbCacheMb: setting("INBOXD_DB_CACHE_MB", String(defaultDbCacheMb(memoryForThisProcess())), positiveInt, "MiB of SQLite page cache: resident memory that keeps indexes in memory (default: 1/256 of the memory there is, 2 to 16); raise it for large mailboxes on hosts with memory to spare"),
+  dbCacheMb: setting("INBOXD_DB_CACHE_MB", String(defaultDbCacheMb(memoryForThisProcess())), atMost(positiveInt, MAX_DB_CACHE_MB, "SQLite's cache_size is a 32-bit count of KiB"), "MiB of SQLite page cache: resident memory that keeps indexes in memory (default: 1/256 of the memory there is, 2 to 16); raise it for large mailboxes on hosts with memory to spare"),
   smtpWorkers: setting("INBOXD_SMTP_WORKERS", String(defaultSmtpWorkers(availableParallelism())), atMost(nonNegativeInt, MAX_SMTP_WORKERS, "each thread holds a heap of its own, 25-40 MB"), "threads that parse and authenticate inbound mail, beside the main thread (0: on the main thread)"),
   tlsCert: setting("INBOXD_TLS_CERT", "", text, "PEM certificate for STARTTLS (empty: self-signed, generated once into the data dir)"),
   tlsKey: setting("INBOXD_TLS_KEY", "", text, "PEM private key for STARTTLS"),
@@ -219,14 +239,14 @@ export const settings = {
   // Unlike the other settings, a wrong value is not repeated in the error: it is a secret.
   secretKey: setting("INBOXD_SECRET_KEY", "", (raw, name) => { if (raw === "") return undefined; const key = parseSecretKey(raw); if (!key) throw new ConfigError(`${name}: the value is not 32 bytes in base64 or hex (make one with: openssl rand -base64 32)`); return key; }, "key that seals webhook secrets and DKIM private keys in the database, base64 or hex of 32 bytes (empty: the data dir's secret.key, made at first start)"),
   dmarcEnforce: setting("INBOXD_DMARC_ENFORCE", "0", bool, "refuse inbound mail failing DMARC with p=reject (550 5.7.1); inbound mail is then analysed before its 250, not after"),
-  reservedLocalParts: setting("INBOXD_RESERVED_LOCAL_PARTS", "postmaster,abuse,noc,security,hostmaster,webmaster,www,admin,administrator,root,mailer-daemon,noreply,no-reply,dmarc", (raw, name) => { const list = commaList(raw.toLowerCase()); return list.every((local) => /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*$/.test(local)) ? list : fail(name, raw, "a comma-separated list of local parts (letters, digits, hyphens, underscores, inner dots)"); }, "local parts no organization may create on the service mail domain (RFC 2142 role names, the CA/Browser Forum's domain-validation names); their mail goes to INBOXD_POSTMASTER_INBOX"),
+  reservedLocalParts: setting("INBOXD_RESERVED_LOCAL_PARTS", "postmaster,abuse,noc,security,hostmaster,webmaster,www,admin,administrator,root,mailer-daemon,noreply,no-reply,dmarc", reservedLocalParts, "local parts no organization may create on the service mail domain, besides postmaster, abuse, hostmaster, webmaster, admin and administrator, which always are (RFC 2142 role names, the CA/Browser Forum's domain-validation names); their mail goes to INBOXD_POSTMASTER_INBOX"),
   postmasterInbox: setting("INBOXD_POSTMASTER_INBOX", "", (raw, name) => { const address = raw.trim().toLowerCase(); return !address || /^[a-z0-9_-]+(?:\.[a-z0-9_-]+)*@[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$/.test(address) ? address : fail(name, raw, "an inbox address such as ops@example.com"); }, "address of the operator's inbox that receives mail for postmaster and the reserved local parts (empty: that mail is refused with 550)"),
   loginMaxFailures: setting("INBOXD_LOGIN_MAX_FAILURES", "10", positiveInt, "failed logins per email or IP within a minute before 429"),
   loginLockoutSeconds: setting("INBOXD_LOGIN_LOCKOUT_SECONDS", "300", positiveInt, "how long logins stay refused after too many failures"),
   trustedProxies: setting("INBOXD_TRUSTED_PROXIES", "", ipOrCidrList, "reverse proxies (IPs, CIDRs) whose X-Forwarded-For names the client, for the per-address limits (and whose X-Forwarded-Proto/-Host, the lists' Link URLs)"),
   registerLimit: setting("INBOXD_REGISTER_LIMIT", "20", positiveInt, "registrations per client address per hour before 429"),
   shutdownTimeoutMs: setting("INBOXD_SHUTDOWN_TIMEOUT_MS", "10000", durationMs, "how long shutdown waits for in-flight work, in all"),
-  metricsToken: setting("INBOXD_METRICS_TOKEN", "", text, "bearer token that GET /metrics on the API port requires (empty: no /metrics there)"),
+  metricsToken: setting("INBOXD_METRICS_TOKEN", "", bearerTokenSetting, "bearer token that GET /metrics on the API port requires (empty: no /metrics there)"),
   metricsBind: setting("INBOXD_METRICS_BIND", "", optionalHostPort, "host:port of a separate listener for GET /metrics, without a token (e.g. 127.0.0.1:9106)"),
   logFormat: setting("INBOXD_LOG_FORMAT", "text", oneOf("text", "json"), "log lines as text or JSON"),
   logLevel: setting("INBOXD_LOG_LEVEL", "info", oneOf("debug", "info", "warn", "error", "silent"), "lowest level logged"),

@@ -199,6 +199,9 @@ async function serve(config: Config, _args: string[], flags: Record<string, stri
     process.once("SIGTERM", () => shutdown("SIGTERM"));
     process.once("SIGINT", () => shutdown("SIGINT"));
   });
+  // Its default ends the process at once, without the drain; systemd holds such an end clean and
+  // does not restart the unit. Daemons take it as "reload", and logrotate sends it.
+  process.on("SIGHUP", () => app.log.warn("SIGHUP ignored: settings are read at start; restart inboxd to apply a change", { signal: "SIGHUP" }));
   const running = await keptAlive(() => startServices(app));
   // A stray error in one connection's callback must not end every other connection and queue:
   // logged, and the server keeps serving (start-up failures above still stop it).

@@ -2,7 +2,7 @@
  * Where `inboxd db copy` reads and writes: this installation's database (the engine its settings
  * select), and the target named on the command line (`postgres://…` or `sqlite:DATA_DIR`).
  */
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import { ConfigError, withoutPassword, type Config } from "../config";
 import type { CopyEndpoint } from "./copy";
@@ -23,11 +23,14 @@ export async function sourceEndpoint(config: Config, now: number): Promise<CopyE
   return config.databaseUrl ? postgresCopyEndpoint(config.databaseUrl, now, "INBOXD_DATABASE_URL") : sqliteCopyEndpoint(config.dataDir, now);
 }
 
+/** Whether two paths name one directory: a symbolic link to a directory is that directory. */
+const samePath = (a: string, b: string) => (existsSync(a) && existsSync(b) ? realpathSync(a) === realpathSync(b) : resolve(a) === resolve(b));
+
 export async function targetEndpoint(config: Config, target: CopyTarget, now: number): Promise<CopyEndpoint> {
   if (target.engine === "postgres") return postgresCopyEndpoint(target.url, now, "db copy --to");
   // Its lock is the source's, already held by this command: "another inboxd is running" would mislead.
-  if (!config.databaseUrl && target.dataDir === resolve(config.dataDir)) throw new ConfigError(`db copy: --to sqlite:${target.dataDir} is this installation's own data dir: name a new one`);
-  return sqliteCopyEndpoint(target.dataDir, now);
+  if (!config.databaseUrl && samePath(target.dataDir, config.dataDir)) throw new ConfigError(`db copy: --to sqlite:${target.dataDir} is this installation's own data dir: name a new one`);
+  return sqliteCopyEndpoint(target.dataDir, now, "db copy --to");
 }
 
 /**

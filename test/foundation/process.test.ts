@@ -8,7 +8,7 @@ import { SQLiteTable } from "drizzle-orm/sqlite-core";
 import * as schema from "../../src/store/sqlite/schema/index";
 import { migrate } from "../../src/store/sqlite/migrate";
 import { openDatabase } from "../../src/store/sqlite/open";
-import { onPostgres, repoRoot, startChildServer, tempDir, testEnv } from "../harness";
+import { eventually, onPostgres, repoRoot, startChildServer, tempDir, testEnv } from "../harness";
 
 const dirs: string[] = [];
 const freshDir = () => {
@@ -115,6 +115,18 @@ describe("process lifecycle", () => {
   test("SIGTERM finishes cleanly with exit 0 and logs the stop", async () => {
     const child = await startChildServer(testEnv(freshDir()));
     expect(await child.kill("SIGINT")).toBe(0);
+    expect(child.output()).toContain('"event":"stopped"');
+  });
+
+  test("SIGHUP (a reload, logrotate's signal) is logged and ignored: the server keeps serving, and SIGTERM still stops it cleanly", async () => {
+    const child = await startChildServer(testEnv(freshDir()));
+    try {
+      child.proc.kill("SIGHUP");
+      await eventually("the SIGHUP logged", () => child.output(), (output) => output.includes("SIGHUP ignored"));
+      expect((await child.api.get("/health")).status).toBe(200);
+    } finally {
+      expect(await child.kill("SIGTERM")).toBe(0);
+    }
     expect(child.output()).toContain('"event":"stopped"');
   });
 

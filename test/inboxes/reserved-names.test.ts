@@ -23,7 +23,8 @@ beforeAll(async () => {
   dns = await startDnsServer();
   dns.set("mx.inboxd.test", "A", ["192.0.2.10"]);
   server = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address, INBOXD_POSTMASTER_INBOX: OPERATOR_INBOX } });
-  unconfigured = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address } });
+  // An operator's list of its own adds to the names that must stay the operator's.
+  unconfigured = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address, INBOXD_RESERVED_LOCAL_PARTS: "billing" } });
   operator = await seedOrganization(server.app, "Operator");
   org = await seedOrganization(server.app, "Acme");
   other = await seedOrganization(server.app, "Other");
@@ -111,6 +112,15 @@ describe("creating an inbox on the service domain", () => {
     expect(res.body.email).toBe(`${local}@inboxd.test`);
   });
 
+  test("an INBOXD_RESERVED_LOCAL_PARTS of the operator's own keeps postmaster, abuse and the certificate authorities' names reserved", async () => {
+    const tenant = await seedOrganization(unconfigured.app, "Tenant");
+    for (const local of ["billing", "postmaster", "abuse", "hostmaster", "webmaster", "admin", "administrator"]) {
+      const res = await unconfigured.api.post("/v1/inboxes", { email: `${local}@inboxd.test` }, tenant.apiKey);
+      expect({ local, status: res.status }).toEqual({ local, status: 422 });
+    }
+    expect((await unconfigured.api.post("/v1/inboxes", { email: "noc@inboxd.test" }, tenant.apiKey)).status).toBe(201);
+  });
+
   test("the INBOXD_POSTMASTER_INBOX address stays the operator's: no organization may create it", async () => {
     const res = await create(OPERATOR_INBOX.toUpperCase(), operator.apiKey);
     expect(res.status).toBe(422);
@@ -151,7 +161,7 @@ describe("a verified custom domain", () => {
 
 describe("postmaster over SMTP (RFC 5321 §4.5.1)", () => {
   test("without INBOXD_POSTMASTER_INBOX, <postmaster> and the reserved names are refused with a reply that says so", async () => {
-    for (const address of ["postmaster", "Postmaster", "postmaster@inboxd.test", "abuse@inboxd.test", "admin+ca@inboxd.test"]) {
+    for (const address of ["postmaster", "Postmaster", "postmaster@inboxd.test", "abuse@inboxd.test", "admin+ca@inboxd.test", "billing@inboxd.test"]) {
       const reply = await rcpt(unconfigured, address);
       expect(reply.code).toBe(550);
       expect(reply.text).toMatch(/^550 5\.1\.1 Mail for .+ goes to the operator of this server, who has not configured an inbox for it \(INBOXD_POSTMASTER_INBOX\)$/);

@@ -77,6 +77,15 @@ describe("where mail goes", () => {
     expect(refused({ INBOXD_DATABASE_URL: "postgres://inboxd:DbPW456@db.example:5432/inboxd?sslmode=bogus" })).not.toContain("DbPW456");
   });
 
+  test("nor one with an @ not written %40, in the user (a relay's user is often an address) or in the password, or with a space", () => {
+    expect(refused({ INBOXD_SMTP_RELAY: "smtp://postmaster@mg.example.com:50%off-Secret@smtp.mailgun.org:587" })).toStartWith(
+      "INBOXD_SMTP_RELAY: 'smtp://postmaster@mg.example.com:***@smtp.mailgun.org:587' is not",
+    );
+    expect(refused({ INBOXD_SMTP_RELAY: "smtps://relayuser:Sec@ret@relay.example.net:0" })).toStartWith("INBOXD_SMTP_RELAY: 'smtps://relayuser:***@relay.example.net:0' is not");
+    expect(refused({ INBOXD_SMTP_RELAY: "smtp://relayuser:pa ss@relay.example.net:0" })).not.toContain("pa ss");
+    expect(refused({ INBOXD_DATABASE_URL: "postgres://u:s3cr@t@127.0.0.1:5432/db?sslmode=verify_full" })).toStartWith("INBOXD_DATABASE_URL: 'postgres://u:***@127.0.0.1:5432/db?sslmode=verify_full' is not");
+  });
+
   test("a PostgreSQL URL's sslmode is one the driver takes, refused at the start rather than at the first connection", () => {
     for (const mode of ["disable", "require", "verify-full"]) expect(loadConfig({ INBOXD_DATABASE_URL: `postgres://db.example/inboxd?sslmode=${mode}` }).databaseUrl).toContain(mode);
     for (const mode of ["bogus", "verify_full"]) expect(refused({ INBOXD_DATABASE_URL: `postgres://db.example/inboxd?sslmode=${mode}` })).toContain("sslmode is one of disable, allow, prefer, require, verify-ca, verify-full");
@@ -115,5 +124,25 @@ describe("the config file (INBOXD_CONFIG)", () => {
     expect(warnings).toContainEqual(expect.stringMatching(/^HTTP_PORT is not a setting of inboxd and is ignored/));
     // In the environment only INBOXD_ names are inboxd's: PATH and HOME are not warned about.
     expect(configWarnings(loadConfig({}), { PATH: "/bin", HOME: "/root" }).filter((line) => line.includes("is not a setting"))).toEqual([]);
+  });
+});
+
+describe("values that would have acted otherwise than they say", () => {
+  test("the page cache: at most what SQLite's 32-bit setting holds (a larger one overflowed to no cache)", () => {
+    expect(loadConfig({ INBOXD_DB_CACHE_MB: "2097151" }).dbCacheMb).toBe(2_097_151);
+    expect(refused({ INBOXD_DB_CACHE_MB: "2097152" })).toStartWith("INBOXD_DB_CACHE_MB: '2097152' is not at most 2097151");
+  });
+
+  test("a metrics token is what a client can send: one without spaces (one with them made /metrics unreachable)", () => {
+    expect(loadConfig({ INBOXD_METRICS_TOKEN: "s3cr3t-metrics" }).metricsToken).toBe("s3cr3t-metrics");
+    expect(loadConfig({ INBOXD_METRICS_TOKEN: "" }).metricsToken).toBe("");
+    for (const token of ["abc def", " "]) expect(refused({ INBOXD_METRICS_TOKEN: token })).toStartWith("INBOXD_METRICS_TOKEN:");
+  });
+
+  test("the reserved local parts add to postmaster, abuse and the certificate authorities' names, never replace them", () => {
+    const always = ["postmaster", "abuse", "hostmaster", "webmaster", "admin", "administrator"];
+    expect(loadConfig({ INBOXD_RESERVED_LOCAL_PARTS: "billing" }).reservedLocalParts).toEqual(["billing", ...always]);
+    expect(loadConfig({ INBOXD_RESERVED_LOCAL_PARTS: "" }).reservedLocalParts).toEqual(always);
+    expect(loadConfig({ INBOXD_RESERVED_LOCAL_PARTS: "Admin,billing" }).reservedLocalParts.toSorted()).toEqual([...always, "billing"].toSorted());
   });
 });

@@ -1,7 +1,7 @@
 // `inboxd db copy`: a stopped installation copied into an empty database, then started there; every
 // message (a large one kept in blob chunks too), key and webhook is there and the API answers alike.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { canonical, copyProgress } from "../../src/store/copy";
 import { register, repoRoot, startTestServer, tempDir, type TestServer } from "../harness";
@@ -169,6 +169,18 @@ describe("inboxd db copy", () => {
     // The installation's own data dir as the target.
     const itself = await runCopy({ INBOXD_DATA_DIR: source.dataDir }, `sqlite:${source.dataDir}`);
     expect({ exitCode: itself.exitCode, stderr: itself.stderr.trim() }).toEqual({ exitCode: 2, stderr: `inboxd: db copy: --to sqlite:${resolve(source.dataDir)} is this installation's own data dir: name a new one` });
+    // ... and through a symbolic link to it (the lock held by this command was said to be another inboxd's).
+    const scratch = tempDir();
+    dirs.push(scratch);
+    const link = join(scratch, "link");
+    symlinkSync(source.dataDir, link);
+    const throughLink = await runCopy({ INBOXD_DATA_DIR: source.dataDir }, `sqlite:${link}`);
+    expect({ exitCode: throughLink.exitCode, stderr: throughLink.stderr.trim() }).toEqual({ exitCode: 2, stderr: `inboxd: db copy: --to sqlite:${link} is this installation's own data dir: name a new one` });
+    // A target that is a file is the flag's fault, not INBOXD_DATA_DIR's.
+    const file = join(scratch, "a-file");
+    writeFileSync(file, "");
+    const notADir = await runCopy({ INBOXD_DATA_DIR: source.dataDir }, `sqlite:${file}`);
+    expect({ exitCode: notADir.exitCode, stderr: notADir.stderr.trim() }).toEqual({ exitCode: 2, stderr: `inboxd: db copy --to: cannot use ${file}: it is not a directory` });
   }, 30_000);
 });
 

@@ -31,8 +31,9 @@ const columnsByTable = new Map<string, Map<string, Column>>(
 );
 
 /** The data dir `dataDir`'s database, locked against a server starting on it, and migrated to this version. */
-export function sqliteCopyEndpoint(dataDir: string, now: number): CopyEndpoint {
-  const database = openDatabase(dataDir, { quickCheckWaitMs: 0 });
+/** `setting`: what named the data dir, for the errors. */
+export function sqliteCopyEndpoint(dataDir: string, now: number, setting?: string): CopyEndpoint {
+  const database = openDatabase(dataDir, { quickCheckWaitMs: 0, setting });
   try {
     migrate(database.sqlite, now);
   } catch (error) {

@@ -63,28 +63,29 @@ export function holdDataDirLock(dataDir: string): Database {
 }
 
 /** The data dir exists (made mode 0700 if missing, whatever the umask), is a directory, and this user may write in it. */
-export function prepareDataDir(dataDir: string): void {
+/** `setting`: what named the directory, for the errors (INBOXD_DATA_DIR, or `db copy --to`). */
+export function prepareDataDir(dataDir: string, setting = "INBOXD_DATA_DIR"): void {
   let made: string | undefined;
   try {
     made = mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     if (!statSync(dataDir).isDirectory()) throw new Error("it is not a directory");
   } catch (error) {
     const reason = (error as { code?: string }).code === "EEXIST" || (error as { code?: string }).code === "ENOTDIR" ? "it is not a directory" : (error as Error).message;
-    throw new ConfigError(`INBOXD_DATA_DIR: cannot use ${dataDir}: ${reason}`);
+    throw new ConfigError(`${setting}: cannot use ${dataDir}: ${reason}`);
   }
   if (made) chmodSync(dataDir, 0o700);
   try {
     accessSync(dataDir, constants.W_OK | constants.X_OK);
   } catch {
-    throw new ConfigError(`INBOXD_DATA_DIR: ${dataDir} is not writable by this user`);
+    throw new ConfigError(`${setting}: ${dataDir} is not writable by this user`);
   }
 }
 
 /** The page cache of connections opened without INBOXD_DB_CACHE_MB (commands, tests). */
 const DEFAULT_CACHE_MB = 16;
 
-export function openDatabase(dataDir: string, options: { quickCheckWaitMs?: number; cacheMb?: number } = {}): OpenedDatabase {
-  prepareDataDir(dataDir);
+export function openDatabase(dataDir: string, options: { quickCheckWaitMs?: number; cacheMb?: number; setting?: string } = {}): OpenedDatabase {
+  prepareDataDir(dataDir, options.setting);
   const lock = holdDataDirLock(dataDir);
   const path = join(dataDir, "inboxd.db");
   let sqlite: Database | undefined;
