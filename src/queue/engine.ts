@@ -38,6 +38,8 @@ export interface QueuePolicy<Outcome> {
   recordAtOnce(outcomesBack: number): boolean;
   /** When the earliest row due after `after` falls due, if any does. */
   nextDueAfter(after: number): Promise<number | undefined>;
+  /** Queue.reconsider: holds `owner`'s claims not started yet until a turn that begins after this call. */
+  reconsider?(owner: string): void;
   /** The queue stops: gives back the claims no try started for, due again as before. */
   release(): Promise<void>;
   /** After the last turn: lets go of connections and threads. */
@@ -227,6 +229,10 @@ export function startQueue<Outcome>(app: App, name: QueueName, policy: QueuePoli
     wake() {
       lookAround = true;
       scheduleTurn(0);
+    },
+    reconsider(owner) {
+      policy.reconsider?.(owner);
+      queue.wake();
     },
     async runDueNow() {
       const idle = new Promise<void>((resolve, reject) => idleWaiters.push({ resolve, reject }));

@@ -13,6 +13,12 @@ export interface Queue extends RunningPart {
   wake(): void;
   /** Sends everything due now (by the App's clock) and resolves once every outcome is recorded. */
   runDueNow(): Promise<void>;
+  /**
+   * What `owner`'s rows are sent to changed (a webhook deleted, disabled or given another URL):
+   * its claims not started yet wait for a turn that reads the change, which gives back those no
+   * longer wanted.
+   */
+  reconsider(owner: string): void;
 }
 
 export class RunningQueues {
@@ -21,6 +27,11 @@ export class RunningQueues {
   /** Work was queued for `name`: its queue, if one runs, looks for it at once. */
   wake(name: QueueName) {
     this.running.get(name)?.wake();
+  }
+
+  /** `owner`'s rows on `name` changed: see Queue.reconsider. */
+  reconsider(name: QueueName, owner: string) {
+    this.running.get(name)?.reconsider(owner);
   }
 
   /** Runs what is due on `name` now, if its queue runs here, and resolves once every outcome is recorded (tests, shutdown). */

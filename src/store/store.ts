@@ -788,8 +788,11 @@ export interface WebhookQueueStore {
    * before, in its place among those due at the same time (order per webhook holds).
    */
   releaseAttempts(attempts: ClaimedAttempt[]): Promise<void>;
-  /** Those of the deliveries that are no longer pending (discarded when their webhook was disabled, or deleted). */
-  notPending(deliveryIds: number[]): Promise<Set<number>>;
+  /**
+   * The deliveries of those claims that are no longer what was claimed: gone with their webhook,
+   * not pending (discarded when it was disabled), or whose webhook's URL is no longer the claim's.
+   */
+  staleClaims(claims: Pick<ClaimedAttempt, "id" | "deliveryId" | "url">[]): Promise<Set<number>>;
   recordOutcomes(outcomes: AttemptOutcome[]): Promise<void>;
   /** A delivery whose tries are used up: it stays, marked failed. */
   discard(deliveryId: number, now: number): Promise<void>;

@@ -98,9 +98,17 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
   const gone = new Set<string>();
   /** Whether the last turn left due deliveries behind for want of claim slots. */
   let moreDue = false;
+  let turnsStarted = 0;
+  /**
+   * Webhooks deleted, disabled or given another URL, each with the number of the last turn begun
+   * before: their claims are not sent until a turn begun after it has given back the stale ones.
+   * Sent in between, a changed URL's claims (up to 16 rounds of its slots) went to the old URL.
+   */
+  const changedWebhooks = new Map<string, number>();
 
   /** Records what came back, gives back unwanted claims and claims what is due, in one shared commit. */
   async function turn(batch: Finished[], now: number, claiming: Claiming) {
+    const turnNumber = ++turnsStarted;
     for (const { attempt } of batch) unclaim(attempt);
     for (const { url, startedAt } of sending.values()) claimDepth.inFlight(url, now - startedAt);
     let changes: TurnChanges | undefined;
@@ -135,6 +143,7 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
     }
     // The turn disabled the webhooks that answered 410 in its batch, and gave back their claims.
     for (const { attempt, result } of batch) if (isGone(result)) gone.delete(attempt.webhookId);
+    for (const [webhookId, lastTurnBefore] of changedWebhooks) if (lastTurnBefore < turnNumber) changedWebhooks.delete(webhookId);
     waiting = waiting.concat(claims);
   }
 
@@ -152,10 +161,11 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
 
   /**
    * Claims not sent yet are given back when their delivery was discarded meanwhile (webhook
-   * disabled or deleted), or when their URL turned slow and they exceed its claim limit now.
+   * disabled or deleted) or their webhook's URL changed (claimed again, for the new one), or when
+   * their URL turned slow and they exceed its claim limit now.
    */
   async function giveBackUnwanted(tx: Transaction): Promise<Set<number>> {
-    const unwanted = await tx.webhookQueue.notPending(waiting.map((c) => c.attempt.deliveryId));
+    const unwanted = await tx.webhookQueue.staleClaims(waiting.map((c) => c.attempt));
     for (const { attempt } of newestOverLimit(waiting, claimedPerUrl.excess(claimLimitOf))) unwanted.add(attempt.deliveryId);
     await tx.webhookQueue.releaseAttempts(waiting.filter((c) => unwanted.has(c.attempt.deliveryId)).map((c) => c.attempt));
     return unwanted;
@@ -204,7 +214,7 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
     const started: Promise<Finished>[] = [];
     for (let i = 0; i < waiting.length && sending.size < limits.sending; ) {
       const claim = waiting[i]!;
-      const sendable = !withheld.has(claim.attempt.deliveryId) && !gone.has(claim.due.webhookId);
+      const sendable = !withheld.has(claim.attempt.deliveryId) && !gone.has(claim.due.webhookId) && !changedWebhooks.has(claim.due.webhookId);
       if (sendable && sendingPerUrl.get(claim.due.url) < limits.sendingPerUrl && sendingPerOrganization.get(claim.due.organizationId) < limits.sendingPerOrganization) {
         waiting.splice(i, 1);
         started.push(send(claim));
@@ -263,6 +273,7 @@ export function startWebhookQueue(app: App, options: { lookup?: Lookup } = {}): 
     recordAtOnce,
     nextDueAfter: (after) => store.webhookQueue.nextDueAfter(after),
     release: releaseWaiting,
+    reconsider: (webhookId) => changedWebhooks.set(webhookId, turnsStarted),
   });
 }
 

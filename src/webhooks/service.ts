@@ -62,19 +62,24 @@ export async function updateWebhook(app: App, organizationId: string, id: string
   if (input.url !== undefined) changes.url = await checkUrl(app, input.url);
   if (input.events !== undefined) changes.events = checkEvents(input.events);
   const now = app.clock.now();
-  return app.store.transaction(async (tx) => {
+  const { updated, redirected } = await app.store.transaction(async (tx) => {
     const current = await findWebhook(tx, organizationId, id);
     // Re-enabling starts the 5-day count of failures again.
     if (input.enabled === true && !current.enabled) Object.assign(changes, { enabled: true, disabledReason: null, firstFailureAt: null });
     if (input.enabled === false) await tx.webhooks.disable(current.id, disabledByUserReason, now);
-    return presentWebhook(await tx.webhooks.update(current.id, changes, now));
+    const redirected = input.enabled === false || (changes.url !== undefined && changes.url !== current.url);
+    return { updated: await tx.webhooks.update(current.id, changes, now), redirected };
   });
+  // Once answered, nothing more goes where the webhook no longer sends: not even what was claimed ahead.
+  if (redirected) app.queues.reconsider("webhooks", updated.id);
+  return presentWebhook(updated);
 }
 
-/** Returns the deleted webhook; its queued deliveries and attempts go with it. */
+/** Returns the deleted webhook; its queued deliveries and attempts go with it, claimed ones included. */
 export async function deleteWebhook(app: App, organizationId: string, id: string) {
   const row = await findWebhook(app.store, organizationId, id);
   await app.store.webhooks.delete(row.id);
+  app.queues.reconsider("webhooks", row.id);
   return presentWebhook(row);
 }
 

@@ -104,11 +104,14 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
           WHERE id = ${a.deliveryId}`);
       }
     },
-    async notPending(deliveryIds: number[]): Promise<Set<number>> {
-      if (deliveryIds.length === 0) return new Set();
+    async staleClaims(claims: Pick<ClaimedAttempt, "id" | "deliveryId" | "url">[]): Promise<Set<number>> {
+      if (claims.length === 0) return new Set();
+      const given = JSON.stringify(claims.map((c) => [c.deliveryId, c.url, c.id]));
       const rows = await rowsOf<{ id: number }>(db, sql`
-        SELECT id::float8 AS id FROM ${numbersOf(deliveryIds)} AS given(id)
-        WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.id = given.id AND d.status = 'pending')`);
+        SELECT (given.value ->> 0)::float8 AS id FROM jsonb_array_elements(${given}::text::jsonb) AS given(value)
+        WHERE NOT EXISTS (
+          SELECT 1 FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN webhooks w ON w.id = d.webhook_id
+          WHERE a.id = given.value ->> 2 AND d.status = 'pending' AND w.url = given.value ->> 1)`);
       return new Set(rows.map((row) => row.id));
     },
     async recordOutcomes(outcomes: AttemptOutcome[]): Promise<void> {

@@ -37,16 +37,25 @@ export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) 
     "UPDATE webhook_attempts SET status_code = ?2, response = ?3, success = ?4, error = ?5, finished_at = ?6 WHERE id = ?1",
   );
   // A delivery ended while its try was under way (its webhook disabled, a newer test in its place)
-  // stays ended: the try's outcome does not make it pending again.
-  const setDelivery = sqlite.query<never, [number, string, number | null, number]>(
-    "UPDATE webhook_deliveries SET status = CASE status WHEN 'pending' THEN ?2 ELSE status END, next_attempt_at = CASE status WHEN 'pending' THEN ?3 ELSE next_attempt_at END, updated_at = ?4 WHERE id = ?1",
+  // stays ended: the try's outcome does not make it pending again. A delivery's id is SQLite's
+  // rowid, which a new row takes again once the highest ones are deleted (a webhook deleted with
+  // tries under way): so a try's outcome, or its release, reaches its delivery only while the
+  // try's attempt row (deleted with the delivery, its id never reused) still names it. Before, a
+  // deleted webhook's try marked another webhook's new delivery succeeded, unsent.
+  const ofItsAttempt = "EXISTS (SELECT 1 FROM webhook_attempts WHERE id = ?5 AND delivery_id = ?1)";
+  const setDelivery = sqlite.query<never, [number, string, number | null, number, string]>(
+    `UPDATE webhook_deliveries SET status = CASE status WHEN 'pending' THEN ?2 ELSE status END, next_attempt_at = CASE status WHEN 'pending' THEN ?3 ELSE next_attempt_at END, updated_at = ?4 WHERE id = ?1 AND ${ofItsAttempt}`,
   );
+  const discardDelivery = sqlite.query<never, [number, number]>("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = ?2 WHERE id = ?1 AND status = 'pending'");
   const dropAttempt = sqlite.query<never, [string]>("DELETE FROM webhook_attempts WHERE id = ?1");
-  const unbumpDelivery = sqlite.query<never, [number, number, number, number]>(`
+  const unbumpDelivery = sqlite.query<never, [number, number, number, number, string]>(`
     UPDATE webhook_deliveries SET attempts = ?2, updated_at = ?3, next_attempt_at = CASE WHEN status = 'pending' THEN ?4 ELSE next_attempt_at END
-    WHERE id = ?1`);
-  const notPending = sqlite.query<{ id: number }, [string]>(`
-    SELECT value AS id FROM json_each(?1) WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = value AND status = 'pending')`);
+    WHERE id = ?1 AND ${ofItsAttempt}`);
+  const staleClaims = sqlite.query<{ id: number }, [string]>(`
+    SELECT given.value ->> 0 AS id FROM json_each(?1) AS given
+    WHERE NOT EXISTS (
+      SELECT 1 FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id JOIN webhooks w ON w.id = d.webhook_id
+      WHERE a.id = given.value ->> 2 AND d.status = 'pending' AND w.url = given.value ->> 1)`);
   const endFailureRun = sqlite.query<never, [string]>("UPDATE webhooks SET first_failure_at = NULL WHERE id = ?1 AND first_failure_at IS NOT NULL");
   const extendFailureRun = sqlite.query<{ firstFailureAt: number }, [string, number]>(
     "UPDATE webhooks SET first_failure_at = coalesce(first_failure_at, ?2) WHERE id = ?1 RETURNING first_failure_at AS firstFailureAt",
@@ -89,23 +98,22 @@ export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) 
      */
     releaseAttempts(attempts: ClaimedAttempt[]) {
       for (const a of attempts) {
+        unbumpDelivery.run(a.deliveryId, a.attemptNumber - 1, a.createdAt, a.dueAt, a.id);
         dropAttempt.run(a.id);
-        unbumpDelivery.run(a.deliveryId, a.attemptNumber - 1, a.createdAt, a.dueAt);
       }
     },
-    /** Those of the deliveries that are no longer pending (discarded when their webhook was disabled, or deleted). */
-    notPending(deliveryIds: number[]): Set<number> {
-      return deliveryIds.length === 0 ? new Set() : new Set(notPending.all(JSON.stringify(deliveryIds)).map((r) => r.id));
+    staleClaims(claims: Pick<ClaimedAttempt, "id" | "deliveryId" | "url">[]): Set<number> {
+      return claims.length === 0 ? new Set() : new Set(staleClaims.all(JSON.stringify(claims.map((c) => [c.deliveryId, c.url, c.id]))).map((r) => r.id));
     },
     recordOutcomes(outcomes: AttemptOutcome[]) {
       for (const o of outcomes) {
         finishAttempt.run(o.attemptId, o.statusCode, o.response, o.success ? 1 : 0, o.error, o.finishedAt);
-        setDelivery.run(o.deliveryId, o.deliveryStatus, o.nextAttemptAt, o.finishedAt);
+        setDelivery.run(o.deliveryId, o.deliveryStatus, o.nextAttemptAt, o.finishedAt, o.attemptId);
       }
     },
     /** A delivery whose tries are used up: it stays, marked failed. */
     discard(deliveryId: number, now: number) {
-      setDelivery.run(deliveryId, "failed", null, now);
+      discardDelivery.run(deliveryId, now);
     },
     endFailureRun(webhookId: string) {
       endFailureRun.run(webhookId);
