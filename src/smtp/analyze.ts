@@ -36,10 +36,17 @@ const isParsedField = (field: string) => {
 export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settings: AnalysisSettings): Promise<Analysis> {
   // Read once for the three edits below: the parser's fields, mailauth's signature cap, the trace.
   const block = readHeaderBlock(raw);
+  const parsing = parseMessage(headerFieldsKept(raw, isParsedField, block, legacyHeaderText(block.fields)));
   const [parsed, outcome] = await Promise.all([
-    parseMessage(headerFieldsKept(raw, isParsedField, block, legacyHeaderText(block.fields))),
+    parsing,
     // A failure inside mailauth must not lose the message: it is recorded as a temporary error.
-    authenticateMessage(raw, identity, settings, block).catch(() => temporaryError(settings.authservId)),
+    authenticateMessage(
+      raw,
+      identity,
+      settings,
+      block,
+      parsing.then((parsed) => parsed.from),
+    ).catch(() => temporaryError(settings.authservId)),
   ]);
   return { parsed: storedContent(parsed), raw: withoutForgedTraceFields(raw, settings.authservId, block), receivedDigest: receivedDigest(identity, parsed.subject, raw.subarray(block.end)), ...outcome };
 }

@@ -1,6 +1,8 @@
 // Sender authentication of one received message with mailauth: SPF for the connecting address and
 // the MAIL FROM (or HELO) identity, every DKIM signature up to a cap, DMARC alignment and ARC.
-import { authenticate, type AuthenticateResult, type DNSResolver } from "mailauth";
+import { domainToASCII } from "node:url";
+import { authenticate, type AuthenticateResult, type DMARCResult, type DNSResolver } from "mailauth";
+import { evaluateDmarc } from "mailauth/lib/dmarc";
 import { withinBudget, type DnsBudget } from "./dns-budget";
 import { fieldName, filterHeaderFields, readHeaderBlock, type HeaderBlock } from "./header-fields";
 
@@ -42,8 +44,17 @@ export interface AuthenticationOutcome {
   dmarcUndecided: boolean;
 }
 
-/** `block`: raw's header block, when the caller has read it already. */
-export async function authenticateMessage(raw: Buffer, identity: SmtpIdentity, settings: AuthenticationSettings, block = readHeaderBlock(raw)): Promise<AuthenticationOutcome> {
+/**
+ * `block`: raw's header block, when the caller has read it already. `shownAuthor`: the From
+ * address the message will be shown with (the parser's), whose domain DMARC judges too.
+ */
+export async function authenticateMessage(
+  raw: Buffer,
+  identity: SmtpIdentity,
+  settings: AuthenticationSettings,
+  block = readHeaderBlock(raw),
+  shownAuthor: Promise<string | undefined> = Promise.resolve(undefined),
+): Promise<AuthenticationOutcome> {
   // mailauth's own time limit (maxElapsedTime) bounds SPF alone, and DKIM's key look-ups come
   // before SPF and DMARC's after: the budget is kept in the resolver they all ask. Its SPF look-up
   // limits stay at their defaults, RFC 7208 §4.6.4's 10 and 2 void.
@@ -55,11 +66,16 @@ export async function authenticateMessage(raw: Buffer, identity: SmtpIdentity, s
     mta: settings.authservId,
     resolver: dns.resolve,
     disableBimi: true,
+    // RFC 8301 §3.1: rsa-sha1 MUST NOT be used for verifying; such a signature is dkim=policy.
+    rejectRsaSha1: true,
   });
-  const dmarc = result.dmarc;
-  const dmarcWord = dmarc ? dmarc.status.result : "none";
-  const rejects = dmarc !== false && dmarcWord === "fail" && dmarc.policy === "reject";
+  const verdicts = await dmarcOfEveryAuthor(result, await shownAuthor, dns.resolve);
+  const weakest = verdicts.reduce<DMARCResult | undefined>((worst, verdict) => (worst && dmarcRank(worst) <= dmarcRank(verdict) ? worst : verdict), undefined);
+  const dmarcWord = weakest ? weakest.status.result : "none";
+  const rejects = verdicts.some((verdict) => verdict.status.result === "fail" && verdict.policy === "reject");
   const undecided = dns.ranOut() && (rejects || dmarcWord === "temperror");
+  const added = verdicts.filter((verdict) => verdict !== result.dmarc).map((verdict) => `;\r\n ${verdict.info}`);
+  const field = result.headers.slice(result.headers.indexOf("Authentication-Results:"));
   return {
     authentication: {
       spf: result.spf ? result.spf.status.result : "none",
@@ -68,10 +84,52 @@ export async function authenticateMessage(raw: Buffer, identity: SmtpIdentity, s
       arc: result.arc ? result.arc.status.result : "none",
     },
     // mailauth puts Received-SPF first and Authentication-Results last; only the latter is kept.
-    field: result.headers.slice(result.headers.indexOf("Authentication-Results:")),
+    field: added.length === 0 ? field : `${field.slice(0, -2)}${added.join("")}\r\n`,
     dmarcRejects: rejects && !undecided,
     dmarcUndecided: undecided,
   };
+}
+
+/** The DMARC results from worst to best: the message's is the worst of its author domains'. */
+const dmarcRanks = ["fail", "temperror", "permerror", "none", "neutral", "pass"];
+const dmarcRank = (verdict: DMARCResult) => {
+  const rank = dmarcRanks.indexOf(verdict.status.result);
+  return rank === -1 ? dmarcRanks.indexOf("none") : rank;
+};
+
+/** An author domain as DMARC looks it up: lower case, an A-label, without the root's dot. */
+const authorDomainOf = (address: string | undefined) => {
+  const domain = address?.slice(address.lastIndexOf("@") + 1).replace(/\.$/, "");
+  return domain ? domainToASCII(domain) || undefined : undefined;
+};
+
+/**
+ * DMARC of every author domain, not only of the one mailauth judges. It judges none when the
+ * From field names mailboxes of several domains, or comes twice (RFC 7489 §6.6.1: reject, or
+ * judge each domain and apply the strictest policy; the latter here); and it reads the raw
+ * addr-spec, which the parser shows decoded (encoded words, which RFC 2047 §5 forbids there; an
+ * xn-- label that is no A-label), so the address shown could name a domain never judged. A spoof
+ * of a p=reject domain was stored dmarc=none, and let through under INBOXD_DMARC_ENFORCE.
+ */
+async function dmarcOfEveryAuthor(result: AuthenticateResult, shownAuthor: string | undefined, resolver: DNSResolver): Promise<DMARCResult[]> {
+  const judged = result.dmarc ? [result.dmarc] : [];
+  const domains = new Set<string>();
+  if (!result.dmarc && result.dkim.headerFrom.length > 0) {
+    const { authorDomains = [] } = await evaluateDmarc({ headerFrom: result.dkim.headerFrom, fromFields: result.dkim.fromFields, resolver });
+    for (const domain of authorDomains) domains.add(authorDomainOf(`@${domain}`)!);
+  }
+  const shownDomain = authorDomainOf(shownAuthor);
+  if (shownDomain) domains.add(shownDomain);
+  for (const verdict of judged) domains.delete(authorDomainOf(`@${verdict.status.header?.from ?? ""}`)!);
+  const spfDomains = result.spf && result.spf.status.result === "pass" && result.spf.domain ? [result.spf.domain] : [];
+  const dkimDomains = (result.dkim.results ?? []).flatMap((row) =>
+    row.status.result === "pass" && row.signingDomain ? [{ id: row.id, domain: row.signingDomain, aligned: row.status.aligned, underSized: row.status.underSized }] : [],
+  );
+  for (const domain of domains) {
+    const { response } = await evaluateDmarc({ headerFrom: `postmaster@${domain}`, fromFields: 1, spfDomains, dkimDomains, arcResult: result.arc || undefined, resolver });
+    if (response) judged.push(response);
+  }
+  return judged;
 }
 
 /** One word for all signatures: pass when any passes (RFC 6376 §6.1: each is judged alone). */

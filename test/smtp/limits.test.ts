@@ -133,6 +133,16 @@ describe("DMARC enforcement (INBOXD_DMARC_ENFORCE=1)", () => {
     expect(await storedSubjects()).not.toContain("forged ceo");
   });
 
+  test.each([
+    ["a second mailbox in From", "From: ceo@strict.test, a@sender.test"],
+    ["the address in encoded words", "From: CEO <=?utf-8?B?Y2VvQHN0cmljdC50ZXN0?=>"],
+  ])("so is one whose From hides the p=reject domain behind %s (it got 250, judged by no policy)", async (shape, from) => {
+    const subject = `hidden ceo: ${shape}`;
+    const error = await sendMail(server.smtpPort, { from: "a@sender.test", to: ["bob@inboxd.test"], raw: `${from}\r\nSubject: ${subject}\r\n\r\nPay now.\r\n` }).catch((e) => e);
+    expect(error.response).toMatch(/^550 5\.7\.1 /);
+    expect(await storedSubjects()).not.toContain(subject);
+  });
+
   test("a DMARC failure under p=none is accepted, and stored (analysed) before its 250", async () => {
     await sendMail(server.smtpPort, { from: "news@relaxed.test", to: ["bob@inboxd.test"], raw: "From: news@relaxed.test\r\nSubject: relaxed policy\r\n\r\nHi.\r\n" });
     expect(await storedSubjects()).toContain("relaxed policy");

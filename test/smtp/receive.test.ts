@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { X509Certificate } from "node:crypto";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { sealMessage } from "mailauth";
+import { dkimSign, sealMessage } from "mailauth";
 import MailComposer from "nodemailer/lib/mail-composer";
 import { dkimTxtValue, generateDkimKeys } from "../../src/dkim/keys";
 import { signMessage } from "../../src/dkim/sign";
@@ -569,6 +569,38 @@ describe("authentication results", () => {
     await sendMail(server.smtpPort, { from: "ceo@strict.test", to: ["bob@inboxd.test"], raw: "From: ceo@strict.test\r\nTo: bob@inboxd.test\r\nSubject: wire the money\r\n\r\nNow.\r\n" });
     const message = await findBySubject(bob, "wire the money");
     expect(message.authentication).toMatchObject({ spf: "fail", dkim: "none", dmarc: "fail" });
+  });
+
+  // RFC 7489 §6.6.1: each author domain judged, the strictest policy applied. mailauth judged none
+  // for several From mailboxes or fields, and the parser shows an address decoded that mailauth
+  // reads raw: each was stored dmarc=none, shown as from strict.test (p=reject).
+  test.each([
+    ["a second mailbox in From", "From: ceo@strict.test, a@sender.test", "ceo@strict.test"],
+    ["a second From field", "From: a@sender.test\r\nFrom: ceo@strict.test", undefined],
+    ["an address in encoded words", "From: CEO <=?utf-8?B?Y2VvQHN0cmljdC50ZXN0?=>", "ceo@strict.test"],
+    ["a domain in encoded words", "From: ceo@=?utf-8?B?c3RyaWN0LnRlc3Q=?=", "ceo@strict.test"],
+    ["an xn-- label that is no A-label", "From: CEO <ceo@xn--strict-.test>", "ceo@strict.test"],
+  ])("%s: every author domain is judged, and the strictest result stands", async (shape, from, shownFrom) => {
+    const subject = `spoof: ${shape}`;
+    await sendMail(server.smtpPort, { from: "a@sender.test", to: ["bob@inboxd.test"], raw: `${from}\r\nTo: bob@inboxd.test\r\nSubject: ${subject}\r\n\r\nPay now.\r\n` });
+    const message = await findBySubject(bob, subject);
+    if (shownFrom) expect(message.from).toBe(shownFrom);
+    expect(message.authentication.dmarc).toBe("fail");
+    expect((await rawSource(message.id)).split("\r\nReceived:")[0]).toMatch(/dmarc=fail[^;]*header\.from=strict\.test/);
+  });
+
+  test("RFC 8301 §3.1: an rsa-sha1 signature does not pass, nor make DMARC pass", async () => {
+    const [rsa] = keys;
+    const unsigned = "From: alice@auth.test\r\nTo: bob@inboxd.test\r\nSubject: sha1 signed\r\n\r\nOld signer.\r\n";
+    // mailauth reads its signatures from signatureData, whatever its typings say.
+    const signing = { signatureData: [{ signingDomain: "auth.test", selector: rsa.selector, privateKey: rsa.privateKeyPem, algorithm: "rsa-sha1" }] };
+    const signed = await dkimSign(unsigned, signing as unknown as Parameters<typeof dkimSign>[1]);
+    expect(signed.signatures).toContain("a=rsa-sha1");
+    // From an address auth.test's SPF does not authorise, so that only the signature could pass.
+    await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: signed.signatures + unsigned });
+    const message = await findBySubject(bob, "sha1 signed");
+    expect(message.authentication.dkim).toBe("policy");
+    expect(message.authentication.dmarc).toBe("fail");
   });
 
   test("an Authentication-Results field claiming to be ours is removed; ours is the only one", async () => {
