@@ -23,6 +23,16 @@ export class Counts {
   decrement(key: string) {
     this.add(key, -1);
   }
+  /** All the counts together. */
+  total(): number {
+    let total = 0;
+    for (const count of this.counts.values()) total += count;
+    return total;
+  }
+  /** `key` for a count of one, `keyxN` for more, in the order the keys came: `554x3,550`. */
+  describe(): string {
+    return [...this.counts].map(([key, count]) => (count === 1 ? key : `${key}x${count}`)).join(",");
+  }
   /** The largest count, 0 when none. */
   most(): number {
     let most = 0;

@@ -11,10 +11,26 @@ export interface Logger {
   error(event: string, fields?: LogFields): void;
 }
 
+/**
+ * A string logged is cut to this many characters: a value a stranger chose (a TLS report's
+ * domains, a header) is one field of one line, not megabytes of it.
+ */
+const MAX_VALUE_CHARS = 4096;
+const bounded = (v: unknown) => (typeof v === "string" && v.length > MAX_VALUE_CHARS ? `${v.slice(0, MAX_VALUE_CHARS)}… (${v.length - MAX_VALUE_CHARS} more characters)` : v);
+/**
+ * What JSON leaves raw but a terminal acts on: DEL, the C1 controls (U+009B is CSI, as ESC [) and
+ * the line and paragraph separators. Escaped as JSON escapes the C0 controls, so that a value
+ * cannot move the cursor over the lines before it and forge one.
+ */
+const terminalControls = /[\x7f-\x9f\u2028\u2029]/g;
+const escapeControls = (json: string) => json.replace(terminalControls, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
 const renderValue = (v: unknown) => {
-  if (v instanceof Error) return JSON.stringify(v.stack ?? v.message);
-  const s = typeof v === "string" ? v : JSON.stringify(v);
-  return typeof v === "string" && !/[\s"=]/.test(s) ? s : JSON.stringify(s);
+  if (v instanceof Error) return escapeControls(JSON.stringify(v.stack ?? v.message));
+  const value = bounded(v);
+  const s = typeof value === "string" ? value : JSON.stringify(value);
+  // A value with a space, quote, = or any control character is written as a JSON string.
+  return typeof value === "string" && !/[\s"=\x00-\x1f\x7f-\x9f\u2028\u2029]/.test(s) ? s : escapeControls(JSON.stringify(s));
 };
 
 export function createLogger(format: "text" | "json", minLevel: LogLevel | "silent", write: (line: string) => void = (l) => process.stderr.write(l + "\n")): Logger {
@@ -22,8 +38,8 @@ export function createLogger(format: "text" | "json", minLevel: LogLevel | "sile
     if (rank[level] < rank[minLevel]) return;
     const time = new Date().toISOString();
     if (format === "json") {
-      const plain = Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v instanceof Error ? (v.stack ?? v.message) : v]));
-      write(JSON.stringify({ time, level, event, ...plain }));
+      const plain = Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v instanceof Error ? (v.stack ?? v.message) : bounded(v)]));
+      write(escapeControls(JSON.stringify({ time, level, event, ...plain })));
     } else {
       const rest = Object.entries(fields).map(([k, v]) => `${k}=${renderValue(v)}`).join(" ");
       write(`${time} ${level.toUpperCase().padEnd(5)} ${event}${rest ? " " + rest : ""}`);

@@ -2,6 +2,7 @@
 // SMTPUTF8, PIPELINING, STARTTLS and ENHANCEDSTATUSCODES; recipient policy at RCPT; messages
 // committed in groups before their 250, then analysed on worker threads by the inbound queue. No
 // AUTH: this is not a submission service.
+import { Counts } from "../counts";
 import { domainToASCII } from "node:url";
 import type { AddressInfo } from "node:net";
 import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
@@ -63,7 +64,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       counts.accepted++;
       // As Postfix counts its hard error limit: the errors made without delivering mail.
       counts.refusedRecipients = 0;
-    } else if (counts && outcome !== "accepted") counts.refused.push(outcome);
+    } else if (counts && outcome !== "accepted") counts.refused.increment(String(outcome));
     app.metrics.smtpMessages.inc({ outcome: String(outcome) });
   };
   const { cert, key } = certificates.primary;
@@ -87,7 +88,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       disableReverseLookup: true,
       onConnect(session, callback) {
         app.metrics.smtpConnections.inc();
-        tallies.set(session.id, { accepted: 0, refused: [], refusedRecipients: 0 });
+        tallies.set(session.id, { accepted: 0, refused: new Counts(), refusedRecipients: 0 });
         callback();
       },
       onClose(session) {
@@ -99,8 +100,8 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
           ehlo: session.hostNameAppearsAs || null,
           tls: session.tlsOptions ? session.tlsOptions.version : "none",
           accepted: counts.accepted,
-          refused: counts.refused.length,
-          ...(counts.refused.length ? { codes: counts.refused.join(",") } : {}),
+          refused: counts.refused.total(),
+          ...(counts.refused.total() ? { codes: counts.refused.describe() } : {}),
         });
       },
       onRcptTo(address, session, callback) {
@@ -240,7 +241,11 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
   };
 }
 
-type SessionTally = { accepted: number; refused: number[]; refusedRecipients: number };
+/**
+ * `refused`: per reply code, not a code per refusal: a session refused message after message
+ * (a NUL in each, for 30 minutes) grew a list, and its log line, by 4 bytes a message.
+ */
+type SessionTally = { accepted: number; refused: Counts; refusedRecipients: number };
 
 /** RFC 1870 §3: the SIZE a client declared at MAIL FROM; 0 when none. */
 const declaredSize = (address: SMTPServerAddress) => Number((address.args || {}).SIZE ?? 0) || 0;

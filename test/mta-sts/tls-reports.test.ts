@@ -98,11 +98,30 @@ describe("TLS reports", () => {
       server.app.log.info = info;
     }
     expect(logged.filter(([event]) => event.startsWith("tls report"))).toEqual([
-      ["tls report ignored", { reason: "a copy of a report kept already (sent again)", domains: "reports.example", reportId: "2026-11-24T00:00:00Z_reports.example" }],
+      ["tls report ignored", { reason: "a copy of a report kept already (sent again)", count: 1, domains: "reports.example", reportId: "2026-11-24T00:00:00Z_reports.example" }],
     ]);
     await sendMail(server.smtpPort, { from: "tlsrpt@company-x.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(Buffer.from(JSON.stringify(report("second", 0))), "application/tlsrpt+json") });
     const listed = await reports();
     expect(listed.body.map((entry: { reportId: string }) => entry.reportId).sort()).toEqual(["2026-11-24T00:00:00Z_reports.example", "second"]);
+  });
+
+  test("a report about 800 long names of domains not served here logs how many and the first three, cut: not a line of 800 KB per 8 KB message", async () => {
+    const name = (i: number) => `d${i}-${"a".repeat(240)}.${"b".repeat(60)}.example`;
+    const policy = report("many names").policies[0]!;
+    const many = { ...report("many names"), policies: Array.from({ length: 800 }, (_, i) => ({ ...policy, policy: { ...policy.policy, "policy-domain": name(i) } })) };
+    const lines: string[] = [];
+    const { info } = server.app.log;
+    server.app.log.info = (event, fields) => void lines.push(JSON.stringify([event, fields]));
+    try {
+      const sent = await sendMail(server.smtpPort, { from: "tlsrpt@company-x.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(gzipSync(JSON.stringify(many))) });
+      expect(sent.response).toStartWith("250");
+    } finally {
+      server.app.log.info = info;
+    }
+    const ignored = lines.filter((line) => line.includes("tls report ignored"));
+    expect(ignored).toHaveLength(1);
+    expect(ignored[0]!.length).toBeLessThan(1_000);
+    expect(JSON.parse(ignored[0]!)[1]).toEqual({ reason: "about a domain we do not serve", count: 800, domains: [0, 1, 2].map((i) => name(i).slice(0, 253)).join(",") });
   });
 
   test("RFC 8460 §4.4: a report-id is one author's; another author's report with the same id, and a report's tlsa entry beside its sts one, are kept too; counts past 2^31 are kept", async () => {

@@ -124,6 +124,22 @@ describe("log lines", () => {
     expect(received.size).toBeGreaterThan(40);
   });
 
+  test("a session's codes are counted per code: a session refused message after message holds a line of its own size, not 4 bytes more per refusal", async () => {
+    const session = await openSession(child.smtpPort!);
+    expect((await session.command("EHLO many.example")).code).toBe(250);
+    for (let i = 0; i < 30; i++) {
+      expect((await session.command("MAIL FROM:<sender@example.org>")).code).toBe(250);
+      expect((await session.command(`RCPT TO:<${account.inbox.email}>`)).code).toBe(250);
+      expect((await session.command("DATA")).code).toBe(354);
+      expect((await session.command("Subject: nul\r\n\r\nA \0 in it.\r\n.")).code).toBe(554);
+    }
+    expect((await session.command("MAIL FROM:<sender@example.org>")).code).toBe(250);
+    expect((await session.command("RCPT TO:<nobody-here@inboxd.test>")).code).toBe(550);
+    await session.command("QUIT");
+    const sessionLine = await eventually("the session line", () => linesOf("smtp session").find((line) => line.ehlo === "many.example"), Boolean);
+    expect(sessionLine).toMatchObject({ accepted: 0, refused: 31, codes: "554x30,550" });
+  });
+
   test("a delivery attempt per recipient: domain, MX host, reply, outcome, next try and give-up time", async () => {
     const sent = await child.api.request("POST", `/v1/inboxes/${account.inbox.id}/messages/send`, {
       token: account.apiKey.key,
