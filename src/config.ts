@@ -25,9 +25,10 @@ type Parser<T> = (raw: string, name: string) => T;
 /**
  * A URL's password left out of what is said (`//user:***@host`): errors go to the journal. The
  * password runs to the value's last `@`: a user or password with an `@` not written `%40` (a
- * relay's user is often an address) still parses, and its error is where the value is echoed.
+ * relay's user is often an address) still parses, and its error is where the value is echoed;
+ * so does one after a scheme with one slash or none (`smtp:/user:password@host`), mistyped.
  */
-export const withoutPassword = (text: string) => text.replace(/\/\/([^:/?#]*):.*@/s, "//$1:***@");
+export const withoutPassword = (text: string) => text.replace(/^([a-z][a-z0-9+.-]*:\/*)([^:/?#]*):.*@/is, "$1$2:***@");
 
 const fail = (name: string, raw: string, expected: string): never => {
   throw new ConfigError(`${name}: '${withoutPassword(raw)}' is not ${expected}`);

@@ -77,14 +77,14 @@ const commands: Record<string, Command> = {
       if (!file) throw new ConfigError("backup: name the file to write (inboxd backup FILE)");
       if (config.databaseUrl) throw new ConfigError(onPostgres("backup"));
       const progress = progressReporter(file);
-      const { bytes, keyFile, keyNotGiven } = await backupDatabase(config.dataDir, resolve(file), progress, { secretKeySet: config.secretKey !== undefined });
+      const { bytes, keyFile, opensWithSecretKey, keyNotGiven } = await backupDatabase(config.dataDir, resolve(file), progress, { secretKey: config.secretKey });
       progress.finish();
       const key = keyFile
         ? `; its secrets open with the key in ${keyFile}: keep the two together`
-        : config.secretKey
+        : opensWithSecretKey
           ? "; its secrets open with INBOXD_SECRET_KEY: keep that setting with it"
           : keyNotGiven
-            ? "; its secrets are sealed with a key this command was not given (no INBOXD_SECRET_KEY, no secret.key in the data dir): keep the INBOXD_SECRET_KEY the server runs with beside it, as restore needs it"
+            ? "; its secrets are sealed with a key this command was not given (no INBOXD_SECRET_KEY that opens them, no secret.key in the data dir): keep the INBOXD_SECRET_KEY the server runs with beside it, as restore needs it"
             : "";
       process.stdout.write(`backed up ${resolve(config.dataDir, "inboxd.db")} to ${resolve(file)} (${megabytes(bytes)})${key}\n`);
       return 0;

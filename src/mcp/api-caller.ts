@@ -5,6 +5,7 @@
  * Elysia app's `handle` in the server's own process for `/mcp` (no network hop), `fetch` to a
  * running inboxd for `inboxd mcp` over stdio.
  */
+import { withoutPassword } from "../config";
 
 /** Answers an HTTP request: the Elysia app's `handle`, or `fetch`. */
 export type RequestHandler = (request: Request) => Promise<Response>;
@@ -62,7 +63,8 @@ export function apiCaller(handle: RequestHandler, baseUrl: string, apiKey: strin
       response = await handle(request);
     } catch (error) {
       // Over stdio: inboxd is not running at INBOXD_URL, or cannot be reached; said as the tool's error.
-      throw new Error(`inboxd at ${root} did not answer: ${error instanceof Error ? error.message : String(error)}`);
+      // Without INBOXD_URL's password: what the tool says goes into the agent's context.
+      throw new Error(`inboxd at ${withoutPassword(root)} did not answer: ${error instanceof Error ? error.message : String(error)}`);
     }
     return { url: url.href, response };
   };

@@ -88,5 +88,12 @@ function describeFailure(error: unknown, timeoutMs: number): string {
   if (error instanceof Error && error.name === "TimeoutError") return `no answer within ${timeoutMs} ms`;
   if (!(error instanceof Error)) return String(error);
   const code = (error as Error & { code?: unknown }).code;
-  return typeof code === "string" && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+  return withOriginsOnly(typeof code === "string" && !error.message.includes(code) ? `${code}: ${error.message}` : error.message);
 }
+
+/**
+ * The runtime's messages name the URL fetched whole ("Malformed_HTTP_Response fetching
+ * \"https://host/path?token=...\""): its path and query may hold the receiver's token, and the
+ * failure is logged and shown in the attempts log. Each URL is cut to its origin.
+ */
+const withOriginsOnly = (message: string) => message.replace(/\bhttps?:\/\/[^\s"'<>]+/gi, (url) => (URL.canParse(url) ? new URL(url).origin : "(a URL)"));

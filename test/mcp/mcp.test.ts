@@ -452,6 +452,11 @@ describe("from source", () => {
     const result = await call(client, "list_inboxes");
     expect(result.isError).toBe(true);
     expect((result.content[0] as { text: string }).text).toStartWith(`inboxd at ${url} did not answer: `);
+    // INBOXD_URL's password stays out of what the agent reads.
+    const withPassword = await overStdio([process.execPath, join(repoRoot, "src/main.ts")], () => url.replace("//", "//agent:UrlPassS3cret@"))("ik_anything");
+    const told = ((await call(withPassword, "list_inboxes")).content[0] as { text: string }).text;
+    expect(told).toStartWith(`inboxd at ${url.replace("//", "//agent:***@")} did not answer: `);
+    expect(told).not.toContain("UrlPassS3cret");
   });
 });
 

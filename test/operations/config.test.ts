@@ -84,6 +84,9 @@ describe("where mail goes", () => {
     expect(refused({ INBOXD_SMTP_RELAY: "smtps://relayuser:Sec@ret@relay.example.net:0" })).toStartWith("INBOXD_SMTP_RELAY: 'smtps://relayuser:***@relay.example.net:0' is not");
     expect(refused({ INBOXD_SMTP_RELAY: "smtp://relayuser:pa ss@relay.example.net:0" })).not.toContain("pa ss");
     expect(refused({ INBOXD_DATABASE_URL: "postgres://u:s3cr@t@127.0.0.1:5432/db?sslmode=verify_full" })).toStartWith("INBOXD_DATABASE_URL: 'postgres://u:***@127.0.0.1:5432/db?sslmode=verify_full' is not");
+    // A slash missing after the scheme, or both.
+    expect(refused({ INBOXD_SMTP_RELAY: "smtp:/relayuser:RelayS3cret@relay.example:587" })).toStartWith("INBOXD_SMTP_RELAY: 'smtp:/relayuser:***@relay.example:587' is not");
+    expect(refused({ INBOXD_DATABASE_URL: "postgres:dbuser:PgS3cret@db.example/inboxd" })).toStartWith("INBOXD_DATABASE_URL: 'postgres:dbuser:***@db.example/inboxd' is not");
   });
 
   test("a PostgreSQL URL's sslmode is one the driver takes, refused at the start rather than at the first connection", () => {

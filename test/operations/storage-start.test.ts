@@ -389,7 +389,22 @@ describe.skipIf(onPostgres)(sqliteOnly("secrets at rest", "reads the SQLite file
     const backupFile = join(freshDir(), "by-hand.db");
     const backup = await runInboxd(["backup", backupFile], withoutKey);
     expect(backup.exitCode).toBe(0);
-    expect(backup.stdout).toContain("its secrets are sealed with a key this command was not given (no INBOXD_SECRET_KEY, no secret.key in the data dir): keep the INBOXD_SECRET_KEY the server runs with beside it");
+    expect(backup.stdout).toContain("its secrets are sealed with a key this command was not given (no INBOXD_SECRET_KEY that opens them, no secret.key in the data dir): keep the INBOXD_SECRET_KEY the server runs with beside it");
     expect(existsSync(`${backupFile}.key`)).toBe(false);
+    // Another key by hand is not the key its secrets open with (it was said to be).
+    const withAnotherKey = await runInboxd(["backup", join(freshDir(), "another-key.db")], { ...withoutKey, INBOXD_SECRET_KEY: randomBytes(32).toString("base64") });
+    expect(withAnotherKey.exitCode).toBe(0);
+    expect(withAnotherKey.stdout).toContain("its secrets are sealed with a key this command was not given (no INBOXD_SECRET_KEY that opens them");
+  }, 30_000);
+
+  test("a backup by hand with an INBOXD_SECRET_KEY that is not the installation's copies the data dir's key beside it, with which it restores", async () => {
+    const { dataDir, env } = await installation();
+    expect(existsSync(join(dataDir, "secret.key"))).toBe(true);
+    const backupFile = join(freshDir(), "wrong-key.db");
+    const backup = await runInboxd(["backup", backupFile], { ...env, INBOXD_SECRET_KEY: randomBytes(32).toString("base64") });
+    expect(backup.exitCode).toBe(0);
+    expect(backup.stdout).toContain(`its secrets open with the key in ${backupFile}.key`);
+    const restored = await runInboxd(["restore", backupFile], testEnv(join(freshDir(), "restored")));
+    expect({ exitCode: restored.exitCode, stderr: restored.stderr }).toEqual({ exitCode: 0, stderr: "" });
   }, 30_000);
 });

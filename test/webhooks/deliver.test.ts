@@ -79,3 +79,28 @@ describe("host checks", () => {
     expect(lookups).toHaveLength(3);
   });
 });
+
+describe("failures", () => {
+  test("a receiver that answers no HTTP: the error names the URL's origin, never its path or query, which may hold the receiver's token", async () => {
+    const garbage = Bun.listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      socket: {
+        data(socket) {
+          socket.write("NOT HTTP AT ALL\r\n\r\n");
+          socket.end();
+        },
+      },
+    });
+    try {
+      const deliver = createDeliverer({ lookup: async () => ["127.0.0.1"], allowPrivate: true, timeoutMs: 2000, now: () => Date.now() });
+      const result = await deliver({ url: `http://127.0.0.1:${garbage.port}/hook?token=RECEIVER-TOKEN-1`, secret: newWebhookSecret(), eventId: "evt_1", body: "{}" });
+      expect(result.statusCode).toBeNull();
+      expect(result.error).toContain(`http://127.0.0.1:${garbage.port}`);
+      expect(result.error).not.toContain("RECEIVER-TOKEN-1");
+      expect(result.error).not.toContain("/hook");
+    } finally {
+      garbage.stop(true);
+    }
+  });
+});

@@ -32,13 +32,24 @@ const sizeOf = (path: string) => (existsSync(path) ? statSync(path).size : 0);
  * command had neither the data dir's key file nor INBOXD_SECRET_KEY (an installation that runs
  * with the setting, backed up by hand without it): the copy is made, and the operator told.
  */
-export async function backupDatabase(dataDir: string, target: string, onProgress: (written: number, estimate: number) => void, options: { secretKeySet: boolean }): Promise<{ bytes: number; keyFile?: string; keyNotGiven: boolean }> {
+/**
+ * `secretKey`: INBOXD_SECRET_KEY, if set. `opensWithSecretKey`: it opens the copy's secrets (a
+ * key that does not, given by hand, was said to: the backup then could not be restored with it).
+ */
+export async function backupDatabase(
+  dataDir: string,
+  target: string,
+  onProgress: (written: number, estimate: number) => void,
+  options: { secretKey?: Buffer },
+): Promise<{ bytes: number; keyFile?: string; opensWithSecretKey: boolean; keyNotGiven: boolean }> {
   const source = databasePath(dataDir);
   if (!existsSync(source)) throw new ConfigError(`INBOXD_DATA_DIR: no database at ${source}`);
   // The copy's secrets open only with the key that sealed them: the key file goes beside it, so a
-  // restore elsewhere (the data dir lost with its key) still works. With INBOXD_SECRET_KEY the key
-  // is the operator's to keep, and the data dir's file, if any, is not the one in use.
-  const keyFile = !options.secretKeySet && existsSync(secretKeyFile(dataDir)) ? backupKeyFile(target) : undefined;
+  // restore elsewhere (the data dir lost with its key) still works. With an INBOXD_SECRET_KEY that
+  // opens them, the key is the operator's to keep, and the data dir's file, if any, is not in use.
+  const probe = sealedProbeOf(source);
+  const opensWithSecretKey = options.secretKey !== undefined && (probe === undefined || opensProbe(secretBox(options.secretKey), probe));
+  const keyFile = !opensWithSecretKey && existsSync(secretKeyFile(dataDir)) ? backupKeyFile(target) : undefined;
   for (const file of [target, keyFile]) if (file && existsSync(file)) throw new ConfigError(`${file} exists already: choose a new file name`);
   const partial = partialFile(target);
   // Made empty first, mode 0600 whatever the umask (the copy holds everything), which VACUUM INTO
@@ -68,13 +79,13 @@ export async function backupDatabase(dataDir: string, target: string, onProgress
   }
   const bytes = sizeOf(target);
   onProgress(bytes, bytes);
-  return { bytes, keyFile, keyNotGiven: !options.secretKeySet && !keyFile && isSealed(target) };
+  return { bytes, keyFile, opensWithSecretKey, keyNotGiven: !opensWithSecretKey && !keyFile && sealedProbeOf(target) !== undefined };
 }
 
-function isSealed(path: string): boolean {
+function sealedProbeOf(path: string): string | undefined {
   const sqlite = new Database(path, { readonly: true });
   try {
-    return sealedProbe(sqlite) !== undefined;
+    return sealedProbe(sqlite);
   } finally {
     sqlite.close();
   }
