@@ -75,7 +75,7 @@ export async function authenticateMessage(
   const rejects = verdicts.some((verdict) => verdict.status.result === "fail" && verdict.policy === "reject");
   const undecided = dns.ranOut() && (rejects || dmarcWord === "temperror");
   const added = verdicts.filter((verdict) => verdict !== result.dmarc).map((verdict) => `;\r\n ${verdict.info}`);
-  const field = result.headers.slice(result.headers.indexOf("Authentication-Results:"));
+  const field = withoutSealersClaims(result.headers.slice(result.headers.indexOf("Authentication-Results:")));
   return {
     authentication: {
       spf: result.spf ? result.spf.status.result : "none",
@@ -89,6 +89,13 @@ export async function authenticateMessage(
     dmarcUndecided: undecided,
   };
 }
+
+/**
+ * mailauth comments `arc=pass` with what the newest sealer said of its own checks (`i=1 spf=pass
+ * dkim=pass dmarc=pass fromdomain=...`). A sender may seal a set of its own: its claims then read
+ * as ours, in our field, beside our own `dmarc=fail`. The result stays; its comment goes.
+ */
+const withoutSealersClaims = (field: string) => field.replace(/(;\r\n )arc=pass \([^]*?\)(?=;\r\n |\r\n$)/, "$1arc=pass");
 
 /** The DMARC results from worst to best: the message's is the worst of its author domains'. */
 const dmarcRanks = ["fail", "temperror", "permerror", "none", "neutral", "pass"];

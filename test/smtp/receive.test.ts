@@ -629,9 +629,15 @@ describe("authentication results", () => {
     const [rsa] = keys;
     dns.set(`${rsa.selector}._domainkey.forwarder.test`, "TXT", [dkimTxtValue(rsa)]);
     const raw = Buffer.from("From: alice@auth.test\r\nTo: bob@inboxd.test\r\nSubject: forwarded\r\n\r\nPassed along.\r\n");
-    const seal = await sealMessage(raw, { signingDomain: "forwarder.test", selector: rsa.selector, privateKey: rsa.privateKeyPem, cv: "none", authResults: "forwarder.test; spf=pass smtp.mailfrom=alice@auth.test" });
+    const seal = await sealMessage(raw, { signingDomain: "forwarder.test", selector: rsa.selector, privateKey: rsa.privateKeyPem, cv: "none", authResults: "forwarder.test; spf=pass smtp.mailfrom=alice@auth.test; dmarc=pass header.from=auth.test" });
     await sendMail(server.smtpPort, { from: "list@forwarder.test", to: ["bob@inboxd.test"], raw: Buffer.concat([seal, raw]) });
-    expect((await findBySubject(bob, "forwarded")).authentication.arc).toBe("pass");
+    const message = await findBySubject(bob, "forwarded");
+    expect(message.authentication.arc).toBe("pass");
+    // What the sealer claimed of its own checks is not repeated in our field as if ours.
+    const ours = (await rawSource(message.id)).split("\r\nReceived:")[0]!;
+    expect(ours).toMatch(/;\r\n arc=pass;\r\n /);
+    expect(ours).not.toContain("fromdomain=auth.test");
+    expect(ours).toMatch(/dmarc=fail[^;]*header\.from=auth\.test/);
   });
 
   test("at most 10 DKIM signatures of a message are checked", async () => {
