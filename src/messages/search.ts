@@ -16,6 +16,18 @@ import { literalRequirement } from "./regex-literals";
 
 /** Longest pattern accepted: RE2 compiles in time linear in the pattern, but the program still grows. */
 export const maxPatternLength = 256;
+/**
+ * Largest compiled program accepted, in re2js's instructions. A test's time is linear in the text
+ * but grows with the program, and past about 2,000 instructions re2js leaves its DFA for a slower
+ * simulation: `(\pL|\s){999}Z` (3,000) took 2.6 s over 64 KiB of prose, held in one call that
+ * no slice interrupts; 1,000 instructions take at most about 30 ms there.
+ */
+const maxProgramSize = 1000;
+/**
+ * A walk tests the first this many characters of a text, as the embedded engine's index holds
+ * them: a test of one text is one call, and a 20 MiB text held the event loop for minutes.
+ */
+export const WALKED_TEXT_CHARS = 65_536;
 /** Rows read per step of a walk: a first page needs few; a selective pattern soon reads more at once. */
 const firstBatch = 40;
 const maxBatch = 1000;
@@ -73,14 +85,22 @@ function compile(pattern: string, flags: string): RE2JS {
     if (!(flag in flagBits)) throw invalid(`query: unknown regular expression flag '${flag}' (known: i, m, s; g and u change nothing)`);
     bits |= flagBits[flag]!;
   }
+  let regex: RE2JS;
   try {
-    return RE2JS.compile(pattern, bits);
+    regex = RE2JS.compile(pattern, bits);
   } catch (e) {
     throw invalid(`query: invalid regular expression: ${(e as Error).message}`);
   }
+  const size = programSize(regex);
+  if (size > maxProgramSize) throw invalid(`query: the regular expression is too large once compiled (${size} steps, at most ${maxProgramSize}): repeat less, or search for a word`);
+  return regex;
 }
 
-const matchesRow = (regex: RE2JS, row: SearchableMessage) => regex.test(row.subject) || regex.test(row.from) || (row.text !== null && regex.test(row.text));
+/** re2js's compiled program, which its typings leave out. */
+const programSize = (regex: RE2JS) => (regex as unknown as { re2(): { prog: { numInst(): number } } }).re2().prog.numInst();
+
+const matchesRow = (regex: RE2JS, row: SearchableMessage) =>
+  regex.test(row.subject) || regex.test(row.from) || (row.text !== null && regex.test(row.text.length > WALKED_TEXT_CHARS ? row.text.slice(0, WALKED_TEXT_CHARS) : row.text));
 
 /** Walks under way per organization id. Ids are unique, so one count serves every app of the process. */
 const walking = new Map<string, number>();

@@ -130,11 +130,25 @@ describe("regular expressions (/pattern/flags, RE2 syntax)", () => {
     ["/a\\1/", "query: invalid regular expression"],
     ["/abc/x", "query: unknown regular expression flag 'x'"],
     [`/${"a".repeat(257)}/`, "query: a regular expression may be at most 256 characters"],
+    ["/(\\pL|\\s){999}Z/", "query: the regular expression is too large once compiled (3000 steps, at most 1000)"],
     ["a".repeat(273), "query: a search is at most 272 characters"],
   ])("%s is 422", async (query, error) => {
     const res = await search(query);
     expect(res.status).toBe(422);
     expect(res.body.error).toStartWith(error);
+  });
+
+  test("a walk tests the first 65,536 characters of a text, as the index holds them: the largest program over a 3 MB text answers within a second", async () => {
+    const long = await newInbox();
+    const id = await receive(long, { subject: "long", text: `Z ${"lorem ipsum dolor sit amet consectetur adipiscing elit\n".repeat(54_000)} past-the-cap` });
+    const started = performance.now();
+    // 993 steps, the most accepted: it matches (160 letters or spaces, then Z) nowhere in the text.
+    const heaviest = await search("/(\\pL|\\s){330}Z/", "", long.id);
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(heaviest).toMatchObject({ status: 200, ids: [] });
+    // Walks (no literal of 3 characters): the text's start is found, its end past the cap is not.
+    expect((await search("/^Z.l/", "", long.id)).ids).toEqual([id]);
+    expect((await search("/c.p$/", "", long.id)).ids).toEqual([]);
   });
 
   test("/(a+)+$/ against a 50 kB message answers within a second", async () => {
