@@ -184,12 +184,15 @@ const foldableSubject = (subject: string) => (hasLongerWord(subject) || subject.
 
 /**
  * `<id>` with no whitespace or control characters inside. Ids read from received mail may lack
- * the brackets or the `@`; they are kept, only made safe. One too long for a line is left out
- * (""): a reply's In-Reply-To and References then name the others.
+ * the brackets; they are kept, only made safe. Left out (""), so that a reply's In-Reply-To and
+ * References name the others: one too long for a line; one without an `@`, which is no msg-id
+ * (RFC 5322 §3.6.4: a References of words, "see previous mail", went out as `<see> <previous>
+ * <mail>`); and one holding non-ASCII, which RFC 6532 allows in internationalized mail only, and
+ * inboxd sends without SMTPUTF8 (RFC 5322 §2.2: header fields are US-ASCII).
  */
 function cleanMessageId(value: string): string {
   const id = value.replace(/[\s\x00-\x1f\x7f<>]+/g, "");
-  return id === "" || id.length > LONGEST_HEADER_WORD ? "" : `<${id}>`;
+  return id === "" || id.length > LONGEST_HEADER_WORD || !id.includes("@") || /[^\x21-\x7e]/.test(id) ? "" : `<${id}>`;
 }
 
 /**

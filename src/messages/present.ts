@@ -110,7 +110,8 @@ export const presentMessage = (row: MessageRecord, attachments: AttachmentRecord
     attachments: attachments.map(presentAttachment),
     externalMessageId: row.externalMessageId,
     status: row.status,
-    authentication: row.authentication,
+    // In the documented order: PostgreSQL's jsonb keeps keys in an order of its own.
+    authentication: row.authentication && { spf: row.authentication.spf, dkim: row.authentication.dkim, dmarc: row.authentication.dmarc, arc: row.authentication.arc },
     deliveries: deliveries.map((delivery) => presentDelivery(delivery, retryDelays)),
     createdAt: iso(row.createdAt),
     updatedAt: iso(row.updatedAt),

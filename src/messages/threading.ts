@@ -22,14 +22,21 @@ const maxReferencesWritten = 20;
  */
 export const MAX_THREAD_MESSAGES = 100;
 
+/**
+ * The longest Message-ID kept: a line's length (RFC 5322 §2.1.1), which a msg-id cannot fold
+ * past. PostgreSQL's index of an inbox's Message-IDs refuses an entry over about 2,700 bytes: a
+ * message with such an id was answered 250, then never stored, and tried again every 2 hours.
+ */
+const MAX_MESSAGE_ID_CHARS = 998;
+
 /** The msg-ids in a header value: `<a@b> <c@d>`; a bare id without brackets is taken whole. */
 export function messageIdsIn(value: string | undefined): string[] {
   if (!value) return [];
   const bracketed = value.match(/<[^<>\s]+>/g);
-  if (bracketed) return bracketed;
   const bare = value.trim();
   // `<>` and the like name no message: no id at all, rather than one that every such message shares.
-  return bare && !/[\s<>]/.test(bare) ? [`<${bare}>`] : [];
+  const ids = bracketed ?? (bare && !/[\s<>]/.test(bare) ? [`<${bare}>`] : []);
+  return ids.filter((id) => id.length <= MAX_MESSAGE_ID_CHARS);
 }
 
 /** The stored form of one Message-ID: `<id>`, or undefined when the value holds none. */

@@ -50,10 +50,18 @@ export async function parseTlsReportMessage(raw: Buffer): Promise<TlsReport | nu
  */
 const POLICY_TYPES = new Set(["tlsa", "sts", "no-policy-found"]);
 
+/**
+ * The longest text field kept, in UTF-8 bytes: a report is kept once per author, report-id,
+ * domain, type and content, and PostgreSQL refuses an entry of that key over about 2,700 bytes.
+ * Counted in characters (1,024 of up to 4 bytes each), a report in a non-Latin script was
+ * answered 451 at every try, and never stored.
+ */
+const MAX_TEXT_BYTES = 1024;
+
 /** §4.4's JSON: its required fields, or null. */
 export function readTlsReport(report: unknown): TlsReport | null {
   const object = (value: unknown) => (value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined);
-  const text = (value: unknown) => (typeof value === "string" && value.length > 0 && value.length <= 1024 ? value : undefined);
+  const text = (value: unknown) => (typeof value === "string" && value.length > 0 && Buffer.byteLength(value) <= MAX_TEXT_BYTES ? value : undefined);
   const count = (value: unknown) => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : undefined);
   const root = object(report);
   const range = object(root?.["date-range"]);

@@ -131,6 +131,14 @@ describe("header injection", () => {
     }
   });
 
+  test("In-Reply-To and References name msg-ids only: not words (RFC 5322 §3.6.4), nor an id in UTF-8, which only SMTPUTF8 mail may carry (RFC 6532)", async () => {
+    const raw = await composeMessage({ ...base, inReplyTo: "<café-1@example.org>", references: ["see", "previous", "mail", "(thanks)", "<café-1@example.org>", "<kept@example.com>", "bare@example.com"] });
+    expect([...raw.toString("latin1")].every((c) => c.charCodeAt(0) < 0x80)).toBe(true);
+    const parsed = await parseMessage(raw);
+    expect(parsed.inReplyTo).toBeUndefined();
+    expect(parsed.references).toEqual(["<kept@example.com>", "<bare@example.com>"]);
+  });
+
   test("RFC 2047 §5: a subject that holds what reads as an encoded word goes out encoded, so readers show its text as given", async () => {
     for (const subject of ["Invoice =?utf-8?B?UGFpZA==?= pending", "=?iso-8859-1?Q?caf=E9?=", "a =? b ?= c"]) {
       for (const extra of [{}, { attachments: [{ filename: "a.bin", content: Buffer.from("x") }] }]) {

@@ -124,6 +124,17 @@ describe("TLS reports", () => {
     expect(JSON.parse(ignored[0]!)[1]).toEqual({ reason: "about a domain we do not serve", count: 800, domains: [0, 1, 2].map((i) => name(i).slice(0, 253)).join(",") });
   });
 
+  test("an author's name and report-id are at most 1,024 bytes: one in a non-Latin script at the edge is stored, one character more is ignored (PostgreSQL refused its key, and the report was tried again for ever)", async () => {
+    const name = (characters: number) => "報".repeat(characters) + "x"; // 3 bytes each, then 1
+    const send = (organizationName: string, reportId: string) =>
+      sendMail(server.smtpPort, { from: "tlsrpt@company-x.example", to: ["tlsrpt@mx.inboxd.test"], raw: reportMessage(gzipSync(JSON.stringify({ ...report(reportId), "organization-name": organizationName }))) });
+    const atTheEdge = `${"報".repeat(340)}long-report-id`.slice(0, 341);
+    expect((await send(name(341), atTheEdge)).response).toStartWith("250");
+    expect(await listedIds()).toContain(atTheEdge);
+    expect((await send(name(342), "one-byte-over")).response).toStartWith("250");
+    expect(await listedIds()).not.toContain("one-byte-over");
+  });
+
   test("RFC 8460 §4.4: a report-id is one author's; another author's report with the same id, and a report's tlsa entry beside its sts one, are kept too; counts past 2^31 are kept", async () => {
     const id = "2026-11-25T00:00:00Z_reports.example";
     const first = report(id);

@@ -2,7 +2,7 @@
 // STARTTLS, the recipient policy, parsing round trips through the API, threading, limits, the
 // SMTP smuggling vectors, and the authentication results with a DNS server on loopback.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { X509Certificate } from "node:crypto";
+import { randomBytes, X509Certificate } from "node:crypto";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { dkimSign, sealMessage } from "mailauth";
@@ -542,6 +542,19 @@ describe("SMTP smuggling (CVE-2023-51764 and the mox and smtpsmug lists)", () =>
   });
 });
 
+describe("Message-IDs", () => {
+  test("one longer than a line (RFC 5322 §2.1.1) is not kept as the message's: the message is stored (on PostgreSQL its index refused it, and the message was tried again every 2 hours)", async () => {
+    // Random, as an index entry is compressed: 3,000 x's are a few bytes in it.
+    const longId = `<${randomBytes(1500).toString("hex")}@sender.test>`;
+    await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: `Message-ID: ${longId}\r\nFrom: alice@sender.test\r\nSubject: long message id\r\n\r\nHi.\r\n` });
+    const message = await findBySubject(bob, "long message id");
+    expect(message).toBeDefined();
+    // Sent again under the same id, it is a message of its own: no id to know it by.
+    await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: `Message-ID: ${longId}\r\nFrom: alice@sender.test\r\nSubject: long message id again\r\n\r\nHi.\r\n` });
+    expect(await findBySubject(bob, "long message id again")).toBeDefined();
+  });
+});
+
 describe("authentication results", () => {
   let keys: Awaited<ReturnType<typeof generateDkimKeys>>;
   beforeAll(async () => {
@@ -558,6 +571,7 @@ describe("authentication results", () => {
     await sendMail(server.smtpPort, { from: "alice@auth.test", to: ["bob@inboxd.test"], raw });
     const message = await findBySubject(bob, "signed");
     expect(message.authentication).toEqual({ spf: "pass", dkim: "pass", dmarc: "pass", arc: "none" });
+    expect(Object.keys(message.authentication)).toEqual(["spf", "dkim", "dmarc", "arc"]);
     const results = (await rawSource(message.id)).split("\r\nReceived:")[0];
     expect(results).toStartWith("Return-Path: <alice@auth.test>\r\nAuthentication-Results: mx.inboxd.test;");
     expect(results.match(/dkim=pass/g)).toHaveLength(2);
