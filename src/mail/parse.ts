@@ -153,7 +153,7 @@ function readableDate(headers: Map<string, string[]>): boolean {
  * such a message: the same conversion mailparser applies, without depending on
  * its html-to-text dependency directly.
  */
-async function htmlToText(html: string): Promise<string | undefined> {
+export async function htmlToText(html: string): Promise<string | undefined> {
   const htmlOnly = Buffer.concat([
     Buffer.from("Content-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"),
     Buffer.from(html.slice(0, MAX_HTML_TO_TEXT_CHARS)),

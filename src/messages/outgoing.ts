@@ -95,6 +95,9 @@ export async function decodeAttachments(list: AttachmentInput[]): Promise<Outgoi
   for (const [i, attachment] of list.entries()) {
     const field = `attachments[${i}]`;
     if (attachment.name !== undefined) assertHeaderSafe(`${field}.name`, attachment.name);
+    // Checked as a name is: a quoted parameter took U+2028 and the C1 controls, went out as
+    // application/octet-stream, and was shown as given.
+    if (attachment.contentType !== undefined) assertHeaderSafe(`${field}.contentType`, attachment.contentType);
     if (attachment.contentType !== undefined && !MEDIA_TYPE.test(attachment.contentType)) {
       throw invalid(`${field}.contentType: must be a media type such as application/pdf`);
     }

@@ -14,6 +14,7 @@ import { invalid, notFound } from "../errors";
 import { newId } from "../ids";
 import { inboxForAddress, requireInbox } from "../inboxes/service";
 import { baseAddress, parseAddress, type Mailbox } from "../mail/address";
+import { htmlToText } from "../mail/parse";
 import { composeMessage, newMessageId } from "../mail/compose";
 import { moveMessage } from "../outbound/outcome";
 import { suppressionRefusal } from "../outbound/suppressions";
@@ -246,6 +247,10 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
     inReplyTo: draft.inReplyTo,
     references: draft.references,
   });
+  // A local recipient's copy of an HTML-only message has the text its HTML makes, as the same
+  // message received over SMTP has (its parse makes one): shown, and searched. Before, such a copy
+  // was found by no word. The sender's own message keeps what was sent.
+  const copyText = draft.text || (draft.html ? await htmlToText(draft.html) : undefined);
   const prepared = await prepareContent(app, [[raw]], draft.attachments);
   const source = prepared.sources[0]!;
   const { attachmentBlobIds } = prepared;
@@ -286,7 +291,7 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
     const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", now));
     const message = presentMessage(rejected ? { ...row, status: "rejected" } : row, attachments, deliveries, app.config.deliveryRetryDelays);
 
-    const copy = receivedCopy(draft, row);
+    const copy = receivedCopy({ ...draft, text: copyText ?? "" }, row);
     for (const recipientInbox of localInboxes.values()) await storeReceivedMessage(app, tx, { inbox: recipientInbox, parsed: copy, raw: source, attachmentBlobIds, fromInboxId: inbox.id, receivedDigest: LOCAL_COPY_DIGEST });
     return { message, rateLimit };
     })
@@ -357,7 +362,7 @@ const receivedCopy = (draft: Draft, sent: MessageRecord): ReceivedContent => ({
   to: addresses(draft.to),
   cc: addresses(draft.cc),
   subject: draft.subject,
-  // As parsing the composed message gives it: no part, no field.
+  // As parsing the composed message gives it: no part, no field (an HTML part makes a text).
   text: draft.text || undefined,
   html: draft.html || undefined,
   attachments: draft.attachments.map((a) => ({ filename: a.name, contentType: a.contentType, content: a.content, inline: false })),

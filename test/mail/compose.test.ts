@@ -131,6 +131,20 @@ describe("header injection", () => {
     }
   });
 
+  test("RFC 2047 §5: a file name that reads as an encoded word goes out encoded, so readers show the name as given, not what it decodes to", async () => {
+    const filename = "=?utf-8?B?aW52b2ljZS5wZGYuZXhl?=";
+    const parsed = await parseMessage(await composeMessage({ ...base, attachments: [{ filename, content: Buffer.from("x") }] }));
+    expect(parsed.attachments.map((attachment) => attachment.filename)).toEqual([filename]);
+  });
+
+  test("RFC 5322 §2.3: a lone CR in a body goes out as a line end, in either composer", async () => {
+    for (const extra of [{}, { html: "<p>a\rb</p>" }, { attachments: [{ filename: "a.txt", content: Buffer.from("x") }] }]) {
+      const raw = (await composeMessage({ ...base, text: "line1\rline2", ...extra })).toString("latin1");
+      expect(raw.replaceAll("\r\n", "")).not.toContain("\r");
+      expect(raw).toContain("line1\r\nline2");
+    }
+  });
+
   test("In-Reply-To and References name msg-ids only: not words (RFC 5322 §3.6.4), nor an id in UTF-8, which only SMTPUTF8 mail may carry (RFC 6532)", async () => {
     const raw = await composeMessage({ ...base, inReplyTo: "<café-1@example.org>", references: ["see", "previous", "mail", "(thanks)", "<café-1@example.org>", "<kept@example.com>", "bare@example.com"] });
     expect([...raw.toString("latin1")].every((c) => c.charCodeAt(0) < 0x80)).toBe(true);

@@ -87,7 +87,7 @@ describe("send to remote recipients", () => {
     expect(raw).toMatch(/filename=invoice\.pdf/);
   });
 
-  test("labels given twice are kept once, in the order first given; an empty text or html is left out, on the sender's message and a local recipient's copy", async () => {
+  test("labels given twice are kept once, in the order first given; an empty text or html is left out of the sender's message; a local recipient's copy has the text its HTML makes, as one received over SMTP", async () => {
     const colleague = await createInbox(server, key, {});
     const sent = await send(validSend({ to: [colleague.email], subject: "Empty text", text: "", html: "<b>only html</b>", labels: ["a", "a", "b", "a"] }));
     expect(sent.status).toBe(201);
@@ -96,8 +96,9 @@ describe("send to remote recipients", () => {
     const copies = (await server.api.get(`/v1/inboxes/${colleague.id}/messages`, key)).body.filter((message: { subject: string }) => message.subject === "Empty text");
     expect(copies).toHaveLength(1);
     const copy = (await server.api.get(`/v1/inboxes/${colleague.id}/messages/${copies[0].id}`, key)).body;
-    expect(copy).not.toHaveProperty("text");
+    expect(copy.text).toBe("only html");
     expect(copy.html).toContain("only html");
+    expect((await server.api.get(`/v1/inboxes/${colleague.id}/messages?query=${encodeURIComponent("only html")}`, key)).body.map((m: { id: string }) => m.id)).toEqual([copy.id]);
     const htmlless = await send(validSend({ to: [colleague.email], subject: "Empty html", text: "only text", html: "" }));
     expect(htmlless.body).not.toHaveProperty("html");
   });
@@ -193,6 +194,8 @@ describe("bad input", () => {
       [validSend({ cc: ["a@example.com\nBcc: victim@example.com"] }), "cc[0]"],
       [validSend({ attachments: [{ content: "QQ==", name: "a.txt\r\nX-Injected: yes" }] }), "attachments[0].name"],
       [validSend({ attachments: [{ content: "QQ==", contentType: "text/plain\r\nX-Injected: yes" }] }), "attachments[0].contentType"],
+      [validSend({ attachments: [{ content: "QQ==", contentType: 'text/plain; x="a\u2028b"' }] }), "attachments[0].contentType"],
+      [validSend({ attachments: [{ content: "QQ==", contentType: 'text/plain; x="a\u0085b"' }] }), "attachments[0].contentType"],
     ] as const;
     for (const [body, field] of attempts) {
       const res = await send(body);
