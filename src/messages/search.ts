@@ -67,16 +67,28 @@ export async function searchMessagePage(store: Store, inboxId: string, options: 
   const phrase = options.query.trim();
   const regex = REGEX_QUERY.exec(phrase);
   const walked = (rows: MessageSummaryRecord[]): Listing<MessageSummaryRecord> => ({ page, items: rows, hasNext: rows.length === page.per });
-  if (regex) return walked(await regexSearch(store, inboxId, compile(regex[1]!, regex[2]!), literalRequirement(regex[1]!), options));
+  // Text the index cannot find in every case (MessageSearchStore.foldsAsRe2) is walked: an index
+  // folds case only as it knows; a walk's RE2 folds it as the docs promise.
+  const indexFolds = (text: string) => store.messageSearch.foldsAsRe2?.(text) ?? true;
+  if (regex) {
+    const requirement = literalRequirement(regex[1]!);
+    // Whatever the flags: `(?i)` in the pattern asks for any case too.
+    const usable = requirement && literalsOf(requirement).every(indexFolds) ? requirement : null;
+    return walked(await regexSearch(store, inboxId, compile(regex[1]!, regex[2]!), usable, options));
+  }
   const characters = [...phrase].length;
   const { minimumLiteralLength, longestPhrase = Infinity } = store.messageSearch;
-  if (characters >= minimumLiteralLength && characters <= longestPhrase) return lookedAhead(page, await store.messageSearch.containing(inboxId, phrase, page.page, page.per, 1, options.label));
+  const indexed = characters >= minimumLiteralLength && indexFolds(phrase);
+  if (indexed && characters <= longestPhrase) return lookedAhead(page, await store.messageSearch.containing(inboxId, phrase, page.page, page.per, 1, options.label));
   // One or two characters are below the trigram index: the same walk as a pattern without a
   // literal. A phrase longer than the index takes whole (longestPhrase): a walk over the index's
   // matches of its start and end.
-  const requirement = characters < minimumLiteralLength ? null : ({ kind: "literal", text: phrase } as const);
+  const requirement = indexed ? ({ kind: "literal", text: phrase } as const) : null;
   return walked(await regexSearch(store, inboxId, RE2JS.compile(RE2JS.quote(phrase), RE2JS.CASE_INSENSITIVE), requirement, options));
 }
+
+/** The literals a requirement names. */
+const literalsOf = (requirement: LiteralRequirement): string[] => (requirement.kind === "literal" ? [requirement.text] : requirement.parts.flatMap(literalsOf));
 
 function compile(pattern: string, flags: string): RE2JS {
   if (pattern.length > maxPatternLength) throw invalid(`query: a regular expression may be at most ${maxPatternLength} characters`);

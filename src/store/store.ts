@@ -616,6 +616,11 @@ export interface MessageSearchStore {
    */
   readonly longestPhrase?: number;
   /**
+   * Whether the index finds `text` in every case RE2's simple case folding matches (undefined:
+   * always); when not, a search of it walks. The embedded engine's index folds with older tables.
+   */
+  foldsAsRe2?(text: string): boolean;
+  /**
    * A page of the inbox's messages whose subject, text or sender holds `text` (any case), newest
    * first; with `extra`, that many more rows past the page (to tell whether another page follows);
    * with `label`, only the messages with that label.

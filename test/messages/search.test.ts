@@ -63,6 +63,17 @@ describe("plain search (FTS5 trigram index)", () => {
     expect((await search("quarterly invoice numbers for the northern region were", "", long.id)).ids).toEqual([]);
   });
 
+  test("Unicode simple case folding where the embedded engine's index folds less (Georgian capitals, Cherokee, Adlam): found in the other case all the same", async () => {
+    const scripts = await newInbox();
+    const georgian = await receive(scripts, { subject: "Mtavruli", text: "ᲗᲑᲘᲚᲘᲡᲘ" });
+    const cherokee = await receive(scripts, { subject: "Cherokee", text: "ᎣᏏᏲ" });
+    const adlam = await receive(scripts, { subject: "Adlam", text: "𞤆𞤵𞤤𞤢𞤪" });
+    for (const [query, id] of [["თბილისი", georgian], ["/თბილისი/i", georgian], ["ꭳꮟᏺ", cherokee], ["/(?i)ꭳꮟᏺ/", cherokee], ["𞤨𞤵𞤤𞤢𞤪", adlam]] as const) {
+      expect({ query, ids: (await search(query, "", scripts.id)).ids }).toEqual({ query, ids: [id] });
+    }
+    expect((await search("ölçü", "", scripts.id)).ids).toEqual([]);
+  });
+
   test("FTS5 query syntax in the text is taken literally", async () => {
     for (const query of ['"quoted', "invoice AND lunch", "(x*", "NEAR(a b)", "subject:hi", "a\"b"]) {
       const res = await search(query);

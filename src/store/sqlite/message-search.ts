@@ -8,6 +8,7 @@
 import { and, count, desc, eq, gte, inArray, lt, sql } from "drizzle-orm";
 import type { SearchableMessage, SearchPosition } from "../store";
 import type { Db } from "./db";
+import { ftsFoldingCheck } from "./fts-folding";
 import { ftsPhrase, LONGEST_PLAIN_PHRASE, MINIMUM_LITERAL_LENGTH } from "./fts-query";
 import { summaryColumns, type MessageSummaryRow } from "./messages";
 import { messages, messagesFts, messagesFtsPending } from "./schema/index";
@@ -74,6 +75,7 @@ export const messageSearchStore = (db: Db) => {
   return {
     minimumLiteralLength: MINIMUM_LITERAL_LENGTH,
     longestPhrase: LONGEST_PLAIN_PHRASE,
+    foldsAsRe2: ftsFoldingCheck(),
     unindexed: (): number => db.select({ n: count() }).from(messagesFtsPending).get()!.n,
     /** Where the first window of a search ends: past the newest message's rowid (0: no message). */
     rowidEnd: (): number => (newest.get()?.rowid ?? -1) + 1,

@@ -37,6 +37,7 @@ export function windowedSearch(statements: Statements, run: Run, caughtUp: () =>
   return {
     minimumLiteralLength: statements.minimumLiteralLength,
     longestPhrase: statements.longestPhrase,
+    foldsAsRe2: statements.foldsAsRe2,
     unindexed: () => run(() => statements.unindexed()),
     summaries: (messageIds) => run(() => statements.summaries(messageIds)),
     async containing(inboxId, text, page, per, extra = 0, label) {
