@@ -16,7 +16,7 @@ import { returnPathFor } from "../../src/outbound/return-path";
 import { loadTlsCertificate } from "../../src/smtp/tls";
 import { RESEND_LOOKUP_COPIES } from "../../src/store/resend-lookup";
 import type { Inbox } from "../../src/inboxes/present";
-import { apiClient, eventually, queryRow, seedOrganization, startTestServer, tempDir, type TestServer } from "../harness";
+import { apiClient, databaseOf, eventually, onPostgres, queryRow, queryRows, seedOrganization, sqliteOnly, startTestServer, tempDir, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { sendMail } from "./mail-client";
 import { openSession, startTransaction } from "./raw-client";
@@ -451,6 +451,27 @@ describe("limits", () => {
     expect(message).toMatchObject({ attachments: [], authentication: { spf: "temperror", dkim: "temperror", dmarc: "temperror" } });
     expect(message.text).toBeUndefined();
     expect(await rawSource(message.id)).toContain("\r\nSubject: too many parts\r\n");
+  });
+
+  test.skipIf(onPostgres)(sqliteOnly("a message analysed at each try and never stored (its database refuses a value) is stored as it came once its tries are spent, not tried again for ever", "the refusal is a SQLite trigger"), async () => {
+    const db = databaseOf(server.app);
+    db.exec("CREATE TRIGGER refuse_message BEFORE INSERT ON messages WHEN NEW.subject = 'refused by its database' BEGIN SELECT RAISE(ABORT, 'simulated refusal'); END");
+    try {
+      const sent = await sendMail(server.smtpPort, { from: "carol@sender.test", to: ["bob@inboxd.test"], raw: "From: carol@sender.test\r\nSubject: refused by its database\r\n\r\nHi.\r\n" });
+      expect(sent.response).toStartWith("250 ");
+      const storedAsItCame = async () => (await messagesOf(bob)).find((message) => message.subject === "" && message.from === "carol@sender.test");
+      // Its tries: at once, then after 1, 5, 30 and 120 minutes; the one after them stores it as it came.
+      for (const minutes of [0, 1, 5, 30, 120, 120]) {
+        server.clock.advance(minutes * 60_000);
+        await server.app.queues.runDueNow("inbound");
+      }
+      const message = await eventually("the message stored as it came", storedAsItCame, (found) => found !== undefined);
+      expect((await server.api.get(`/v1/inboxes/${bob.id}/messages/${message.id}`, apiKey)).body.authentication).toMatchObject({ spf: "temperror", dkim: "temperror", dmarc: "temperror" });
+      expect(await rawSource(message.id)).toContain("\r\nSubject: refused by its database\r\n");
+      expect(await queryRows(server.app, "SELECT id FROM accepted_inbound")).toEqual([]);
+    } finally {
+      db.exec("DROP TRIGGER refuse_message");
+    }
   });
 
   test("a command line over 512 octets closes the connection, buffering nothing more", async () => {
