@@ -26,9 +26,20 @@ type Parser<T> = (raw: string, name: string) => T;
  * A URL's password left out of what is said (`//user:***@host`): errors go to the journal. The
  * password runs to the value's last `@`: a user or password with an `@` not written `%40` (a
  * relay's user is often an address) still parses, and its error is where the value is echoed;
- * so does one after a scheme with one slash or none (`smtp:/user:password@host`), mistyped.
+ * so does one after a mistyped scheme (`smtp:/user:password@host`), or none, or with quotes or
+ * a space before it.
  */
-export const withoutPassword = (text: string) => text.replace(/^([a-z][a-z0-9+.-]*:\/*)([^:/?#]*):.*@/is, "$1$2:***@");
+export function withoutPassword(text: string): string {
+  const at = text.lastIndexOf("@");
+  if (at === -1) return text;
+  const scheme = /^\W*[a-z][a-z0-9+.-]*:\/*/i.exec(text)?.[0] ?? "";
+  // Read as a scheme and a user without a password; else the scheme was a user (`user:password@`).
+  for (const start of [scheme.length, /^\W*/.exec(text)![0].length]) {
+    const colon = text.indexOf(":", start);
+    if (colon !== -1 && colon < at) return `${text.slice(0, colon)}:***${text.slice(at)}`;
+  }
+  return text;
+}
 
 const fail = (name: string, raw: string, expected: string): never => {
   throw new ConfigError(`${name}: '${withoutPassword(raw)}' is not ${expected}`);
@@ -65,7 +76,11 @@ const bool: Parser<boolean> = (raw, name) => {
 };
 const text: Parser<string> = (raw) => raw;
 /** A bearer token as a client sends it (RFC 6750 §2.1): one run of characters without spaces. */
-const bearerTokenSetting: Parser<string> = (raw, name) => (raw === "" || /^\S+$/.test(raw.trim()) ? raw.trim() : fail(name, raw, "a token without spaces"));
+const bearerTokenSetting: Parser<string> = (raw, name) => {
+  if (raw === "" || /^\S+$/.test(raw.trim())) return raw.trim();
+  // Not repeated: it is a secret.
+  throw new ConfigError(`${name}: the value is not a token without spaces (as a client sends it after "Bearer ")`);
+};
 const nonEmptyText: Parser<string> = (raw, name) => (raw.trim() ? raw.trim() : fail(name, raw, "a non-empty value"));
 /** The entries of a comma-separated list, trimmed, empty ones left out. */
 const commaList = (raw: string) => raw.split(",").map((s) => s.trim()).filter(Boolean);

@@ -16,7 +16,22 @@ export interface Logger {
  * domains, a header) is one field of one line, not megabytes of it.
  */
 const MAX_VALUE_CHARS = 4096;
-const bounded = (v: unknown) => (typeof v === "string" && v.length > MAX_VALUE_CHARS ? `${v.slice(0, MAX_VALUE_CHARS)}… (${v.length - MAX_VALUE_CHARS} more characters)` : v);
+const cut = (text: string) => (text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS)}… (${text.length - MAX_VALUE_CHARS} more characters)` : text);
+/**
+ * A failed statement's error (drizzle's "Failed query: ... params: ...") carries the values it
+ * wrote: a message's text, a secret sealed or not. They stay out of the log.
+ */
+const withoutQueryParams = (text: string) => text.replace(/^params: .*$/gm, "params: (left out)");
+/** A value as logged: an error's stack or message, a string, or an object's JSON, each cut. */
+const bounded = (v: unknown): unknown => {
+  if (v instanceof Error) return cut(withoutQueryParams(v.stack ?? v.message));
+  if (typeof v === "string") return cut(v);
+  if (v !== null && typeof v === "object") {
+    const json = JSON.stringify(v);
+    return json !== undefined && json.length > MAX_VALUE_CHARS ? cut(json) : v;
+  }
+  return v;
+};
 /**
  * What JSON leaves raw but a terminal acts on: DEL, the C1 controls (U+009B is CSI, as ESC [) and
  * the line and paragraph separators. Escaped as JSON escapes the C0 controls, so that a value
@@ -26,7 +41,7 @@ const terminalControls = /[\x7f-\x9f\u2028\u2029]/g;
 const escapeControls = (json: string) => json.replace(terminalControls, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
 const renderValue = (v: unknown) => {
-  if (v instanceof Error) return escapeControls(JSON.stringify(v.stack ?? v.message));
+  if (v instanceof Error) return escapeControls(JSON.stringify(bounded(v)));
   const value = bounded(v);
   const s = typeof value === "string" ? value : JSON.stringify(value);
   // A value with a space, quote, = or any control character is written as a JSON string.
@@ -38,7 +53,7 @@ export function createLogger(format: "text" | "json", minLevel: LogLevel | "sile
     if (rank[level] < rank[minLevel]) return;
     const time = new Date().toISOString();
     if (format === "json") {
-      const plain = Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v instanceof Error ? (v.stack ?? v.message) : bounded(v)]));
+      const plain = Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, bounded(v)]));
       write(escapeControls(JSON.stringify({ time, level, event, ...plain })));
     } else {
       const rest = Object.entries(fields).map(([k, v]) => `${k}=${renderValue(v)}`).join(" ");

@@ -11,6 +11,7 @@ import { invalid, ServiceError } from "../errors";
 import { takeTurn } from "../event-loop";
 import { lookedAhead, type Listing, type Page } from "../page";
 import type { MessageSummaryRecord } from "../store/records";
+import { searchedText } from "../store/searched-text";
 import type { LiteralRequirement, SearchableMessage, SearchPosition, Store } from "../store/store";
 import { literalRequirement } from "./regex-literals";
 
@@ -23,11 +24,7 @@ export const maxPatternLength = 256;
  * no slice interrupts; 1,000 instructions take at most about 30 ms there.
  */
 const maxProgramSize = 1000;
-/**
- * A walk tests the first this many characters of a text, as the embedded engine's index holds
- * them: a test of one text is one call, and a 20 MiB text held the event loop for minutes.
- */
-export const WALKED_TEXT_CHARS = 65_536;
+
 /** Rows read per step of a walk: a first page needs few; a selective pattern soon reads more at once. */
 const firstBatch = 40;
 const maxBatch = 1000;
@@ -111,8 +108,7 @@ function compile(pattern: string, flags: string): RE2JS {
 /** re2js's compiled program, which its typings leave out. */
 const programSize = (regex: RE2JS) => (regex as unknown as { re2(): { prog: { numInst(): number } } }).re2().prog.numInst();
 
-const matchesRow = (regex: RE2JS, row: SearchableMessage) =>
-  regex.test(row.subject) || regex.test(row.from) || (row.text !== null && regex.test(row.text.length > WALKED_TEXT_CHARS ? row.text.slice(0, WALKED_TEXT_CHARS) : row.text));
+const matchesRow = (regex: RE2JS, row: SearchableMessage) => regex.test(row.subject) || regex.test(row.from) || (row.text !== null && regex.test(searchedText(row.text)));
 
 /** Walks under way per organization id. Ids are unique, so one count serves every app of the process. */
 const walking = new Map<string, number>();

@@ -14,7 +14,6 @@ import { invalid, notFound } from "../errors";
 import { newId } from "../ids";
 import { inboxForAddress, requireInbox } from "../inboxes/service";
 import { baseAddress, parseAddress, type Mailbox } from "../mail/address";
-import { htmlToText } from "../mail/parse";
 import { composeMessage, newMessageId } from "../mail/compose";
 import { moveMessage } from "../outbound/outcome";
 import { suppressionRefusal } from "../outbound/suppressions";
@@ -249,8 +248,11 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
   });
   // A local recipient's copy of an HTML-only message has the text its HTML makes, as the same
   // message received over SMTP has (its parse makes one): shown, and searched. Before, such a copy
-  // was found by no word. The sender's own message keeps what was sent.
-  const copyText = draft.text || (draft.html ? await htmlToText(draft.html) : undefined);
+  // was found by no word. The sender's own message keeps what was sent. Made only for a send with
+  // a recipient here (the conversion holds the event loop: 40-130 ms for 128 KB of HTML), and
+  // with the parser loaded on demand (the idle process does not hold it: docs/benchmarks.md).
+  const htmlOnly = !draft.text && draft.html;
+  const copyText = htmlOnly && (await hasLocalRecipient(app, draft)) ? await (await import("../mail/parse")).htmlToText(htmlOnly) : draft.text;
   const prepared = await prepareContent(app, [[raw]], draft.attachments);
   const source = prepared.sources[0]!;
   const { attachmentBlobIds } = prepared;
@@ -298,6 +300,12 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
     .finally(() => releasePrepared(app, prepared));
   if (sent.message.deliveries.some((delivery) => delivery.status === "queued")) app.queues.wake("outbound");
   return sent;
+}
+
+/** Whether a recipient is an inbox of this server (looked up again in the send's transaction). */
+async function hasLocalRecipient(app: App, draft: Draft): Promise<boolean> {
+  for (const recipient of uniqueRecipients(draft.to, draft.cc, draft.bcc)) if (await inboxForAddress(app, app.store, recipient)) return true;
+  return false;
 }
 
 function sentRow(inbox: InboxRecord, draft: Draft, threadId: string, messageId: string, now: number): MessageRecord {

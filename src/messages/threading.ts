@@ -23,11 +23,12 @@ const maxReferencesWritten = 20;
 export const MAX_THREAD_MESSAGES = 100;
 
 /**
- * The longest Message-ID kept: a line's length (RFC 5322 §2.1.1), which a msg-id cannot fold
- * past. PostgreSQL's index of an inbox's Message-IDs refuses an entry over about 2,700 bytes: a
- * message with such an id was answered 250, then never stored, and tried again every 2 hours.
+ * The longest Message-ID kept, in UTF-8 bytes: a line's length (RFC 5322 §2.1.1), which a msg-id
+ * cannot fold past. PostgreSQL's index of an inbox's Message-IDs refuses an entry over about
+ * 2,700 bytes: a message with such an id was answered 250, then never stored, and tried again
+ * every 2 hours (999 CJK characters are 2,954 bytes).
  */
-const MAX_MESSAGE_ID_CHARS = 998;
+const MAX_MESSAGE_ID_BYTES = 998;
 
 /** The msg-ids in a header value: `<a@b> <c@d>`; a bare id without brackets is taken whole. */
 export function messageIdsIn(value: string | undefined): string[] {
@@ -36,7 +37,7 @@ export function messageIdsIn(value: string | undefined): string[] {
   const bare = value.trim();
   // `<>` and the like name no message: no id at all, rather than one that every such message shares.
   const ids = bracketed ?? (bare && !/[\s<>]/.test(bare) ? [`<${bare}>`] : []);
-  return ids.filter((id) => id.length <= MAX_MESSAGE_ID_CHARS);
+  return ids.filter((id) => Buffer.byteLength(id) <= MAX_MESSAGE_ID_BYTES);
 }
 
 /** The stored form of one Message-ID: `<id>`, or undefined when the value holds none. */

@@ -45,7 +45,12 @@ export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settin
       identity,
       settings,
       block,
-      parsing.then((parsed) => parsed.from),
+      // A parse that fails fails the analysis through `parsing`: no shown author, and no rejection
+      // left unhandled while mailauth still waits for DNS (it ended the thread).
+      parsing.then(
+        (parsed) => parsed.from,
+        () => undefined,
+      ),
     ).catch(() => temporaryError(settings.authservId)),
   ]);
   return { parsed: storedContent(parsed), raw: withoutForgedTraceFields(raw, settings.authservId, block), receivedDigest: receivedDigest(identity, parsed.subject, raw.subarray(block.end)), ...outcome };

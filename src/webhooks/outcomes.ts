@@ -19,7 +19,11 @@ export async function recordOutcomes(app: App, tx: Transaction, batch: Finished[
   const attemptsAllowed = maxAttempts(config.webhookRetryDelays);
   const outcomes: AttemptOutcome[] = [];
   for (const [webhookId, group] of groupByWebhook(batch)) {
-    await updateWebhookHealth(app, tx, webhookId, group);
+    // Only tries to the webhook's URL of now say how it fares: a try to the URL it left answered
+    // 410 (that endpoint retired) and disabled the webhook at its new one.
+    const webhook = await tx.webhooks.find(group[0]!.attempt.organizationId, webhookId);
+    const toItsUrl = group.filter(({ attempt }) => attempt.url === webhook?.url);
+    if (toItsUrl.length > 0) await updateWebhookHealth(app, tx, webhookId, toItsUrl);
     const enabled = await tx.webhookQueue.isEnabled(webhookId);
     for (const { attempt, result, finishedAt } of group) {
       const success = isSuccess(result);

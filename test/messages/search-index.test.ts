@@ -9,7 +9,7 @@ import { storeReceivedMessage } from "../../src/messages/receive";
 import type { InboxRecord, Store, Transaction } from "../../src/store";
 import { createStore } from "../../src/store/sqlite/index";
 import { migrate } from "../../src/store/sqlite/migrate";
-import { INDEXED_TEXT_CHARS } from "../../src/store/sqlite/search-index";
+import { SEARCHED_TEXT_CHARS } from "../../src/store/searched-text";
 import { databaseOf, onPostgres, seedOrganization, sqliteOnly, startTestServer, type TestServer } from "../harness";
 import { sqliteBeforeMigration } from "../store/sqlite-before-migration";
 import { createInbox } from "./helpers";
@@ -97,9 +97,9 @@ test("a write that fails in a batch takes its message out of the index with it",
 describe("a long text", () => {
   const head = "opening words";
   const tail = "closing words";
-  const longText = `${head} ${"filler ".repeat(Math.ceil(INDEXED_TEXT_CHARS / 7))}${tail}`;
+  const longText = `${head} ${"filler ".repeat(Math.ceil(SEARCHED_TEXT_CHARS / 7))}${tail}`;
 
-  test(`is indexed as far as its first ${INDEXED_TEXT_CHARS} characters: a phrase there is found, one past them is not; its change and deletion leave the index consistent`, async () => {
+  test(`is indexed as far as its first ${SEARCHED_TEXT_CHARS} characters: a phrase there is found, one past them is not; its change and deletion leave the index consistent`, async () => {
     const raw = Buffer.from(`From: sender@example.com\r\nTo: ${inbox.email}\r\nSubject: long text\r\n\r\n${longText}\r\n`);
     const message = await store.transaction((tx) => parseMessage(raw).then((parsed) => storeReceivedMessage(server.app, tx, { inbox, parsed, raw })));
     expect(await found(head)).toEqual(["long text"]);

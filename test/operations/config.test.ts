@@ -87,6 +87,17 @@ describe("where mail goes", () => {
     // A slash missing after the scheme, or both.
     expect(refused({ INBOXD_SMTP_RELAY: "smtp:/relayuser:RelayS3cret@relay.example:587" })).toStartWith("INBOXD_SMTP_RELAY: 'smtp:/relayuser:***@relay.example:587' is not");
     expect(refused({ INBOXD_DATABASE_URL: "postgres:dbuser:PgS3cret@db.example/inboxd" })).toStartWith("INBOXD_DATABASE_URL: 'postgres:dbuser:***@db.example/inboxd' is not");
+    // Quotes or a space before it (a config file's value written with its quotes), or no scheme at all.
+    for (const [name, value] of [
+      ["INBOXD_DATABASE_URL", "'postgres://u:PgS3cret@db.example/inboxd'"],
+      ["INBOXD_DATABASE_URL", " postgres://u:PgS3cret@db.example/inboxd"],
+      ["INBOXD_SMTP_RELAY", "<smtp://relayuser:PgS3cret@relay.example:587>"],
+      ["INBOXD_SMTP_RELAY", "relayuser:PgS3cret@relay.example:587"],
+    ]) {
+      const refusal = refused({ [name!]: value! });
+      expect(refusal).toStartWith(`${name}:`);
+      expect(refusal).not.toContain("PgS3cret");
+    }
   });
 
   test("a PostgreSQL URL's sslmode is one the driver takes, refused at the start rather than at the first connection", () => {
@@ -140,6 +151,8 @@ describe("values that would have acted otherwise than they say", () => {
     expect(loadConfig({ INBOXD_METRICS_TOKEN: "s3cr3t-metrics" }).metricsToken).toBe("s3cr3t-metrics");
     expect(loadConfig({ INBOXD_METRICS_TOKEN: "" }).metricsToken).toBe("");
     for (const token of ["abc def", " "]) expect(refused({ INBOXD_METRICS_TOKEN: token })).toStartWith("INBOXD_METRICS_TOKEN:");
+    // A secret: not said back.
+    expect(refused({ INBOXD_METRICS_TOKEN: "s3cr3t metrics" })).not.toContain("s3cr3t");
   });
 
   test("the reserved local parts add to postmaster, abuse and the certificate authorities' names, never replace them", () => {

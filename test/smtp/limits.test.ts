@@ -136,6 +136,7 @@ describe("DMARC enforcement (INBOXD_DMARC_ENFORCE=1)", () => {
   test.each([
     ["a second mailbox in From", "From: ceo@strict.test, a@sender.test"],
     ["the address in encoded words", "From: CEO <=?utf-8?B?Y2VvQHN0cmljdC50ZXN0?=>"],
+    ["more author domains than are judged", `From: ${Array.from({ length: 11 }, (_, i) => `a@d${i}.test`).join(", ")}, ceo@strict.test`],
   ])("so is one whose From hides the p=reject domain behind %s (it got 250, judged by no policy)", async (shape, from) => {
     const subject = `hidden ceo: ${shape}`;
     const error = await sendMail(server.smtpPort, { from: "a@sender.test", to: ["bob@inboxd.test"], raw: `${from}\r\nSubject: ${subject}\r\n\r\nPay now.\r\n` }).catch((e) => e);

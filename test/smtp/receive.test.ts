@@ -573,6 +573,10 @@ describe("Message-IDs", () => {
     // Sent again under the same id, it is a message of its own: no id to know it by.
     await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: `Message-ID: ${longId}\r\nFrom: alice@sender.test\r\nSubject: long message id again\r\n\r\nHi.\r\n` });
     expect(await findBySubject(bob, "long message id again")).toBeDefined();
+    // Counted in bytes: 980 CJK characters, under a line's 998, are 2,940 of them (random, as before).
+    const wide = Array.from(randomBytes(980), (byte, i) => String.fromCodePoint(0x4e00 + byte * 64 + (i % 64))).join("");
+    await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: Buffer.from(`Message-ID: <${wide}@sender.test>\r\nFrom: alice@sender.test\r\nSubject: wide message id\r\n\r\nHi.\r\n`) });
+    expect(await findBySubject(bob, "wide message id")).toBeDefined();
   });
 });
 
@@ -622,6 +626,14 @@ describe("authentication results", () => {
     if (shownFrom) expect(message.from).toBe(shownFrom);
     expect(message.authentication.dmarc).toBe("fail");
     expect((await rawSource(message.id)).split("\r\nReceived:")[0]).toMatch(/dmarc=fail[^;]*header\.from=strict\.test/);
+  });
+
+  test("a From of more author domains than are judged (10) is dmarc=permerror, judged by no look-up, and refused under enforcement", async () => {
+    const from = `From: ${Array.from({ length: 11 }, (_, i) => `a@d${i}.test`).join(", ")}, ceo@strict.test`;
+    await sendMail(server.smtpPort, { from: "a@sender.test", to: ["bob@inboxd.test"], raw: `${from}\r\nTo: bob@inboxd.test\r\nSubject: many authors\r\n\r\nPay now.\r\n` });
+    const message = await findBySubject(bob, "many authors");
+    expect(message.authentication.dmarc).toBe("permerror");
+    expect((await rawSource(message.id)).split("\r\nReceived:")[0]).toContain("dmarc=permerror (more than 10 author domains)");
   });
 
   test("RFC 8301 §3.1: an rsa-sha1 signature does not pass, nor make DMARC pass", async () => {

@@ -21,7 +21,8 @@ const receiver = Bun.serve({
     const path = new URL(request.url).pathname;
     arrivals.push({ path, eventId: ((await request.json()) as { id: string }).id });
     if (path.endsWith("/old")) await held;
-    return new Response("ok");
+    // An endpoint being retired.
+    return path === "/retired/old" ? new Response("gone", { status: 410 }) : new Response("ok");
   },
 });
 
@@ -101,5 +102,19 @@ describe("a webhook changed while deliveries are claimed ahead for it", () => {
     await eventually("every new delivery sent", () => to("/reused/new").length, (n) => n === 1 + perUrl);
     const deliveries = await queryRows<{ status: string; attempts: number }>(server.app, `SELECT status, attempts FROM webhook_deliveries WHERE webhook_id = '${witness.body.id}'`);
     expect(deliveries).toEqual(Array(1 + perUrl).fill({ status: "succeeded", attempts: 1 }));
+  });
+
+  test("a try in flight to the URL it left that answers 410 Gone does not disable it at its new one", async () => {
+    const organization = await seedOrganization(server.app);
+    const created = await server.api.post("/v1/webhooks", { url: url("/retired/old"), events: ["inbox.created"] }, organization.apiKey);
+    held = new Promise((resolve) => (release = resolve));
+    await createInboxes(organization.organizationId, 1);
+    await eventually("the try at the old URL", () => to("/retired/old").length, (n) => n === 1);
+    expect((await server.api.patch(`/v1/webhooks/${created.body.id}`, { url: url("/retired/new") }, organization.apiKey)).status).toBe(200);
+    release();
+    await server.app.queues.runDueNow("webhooks");
+    expect((await server.api.get(`/v1/webhooks/${created.body.id}`, organization.apiKey)).body.enabled).toBe(true);
+    await createInboxes(organization.organizationId, 1);
+    await eventually("the next event at the new URL", () => to("/retired/new").length, (n) => n === 1);
   });
 });

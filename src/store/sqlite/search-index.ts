@@ -9,13 +9,7 @@
  * own messages before its commit.
  */
 import type { Database } from "bun:sqlite";
-
-/**
- * Characters of a message's text the index holds (migration 0250, whose triggers name the same
- * number): FTS5 reads every position of a token in a candidate row, so an 8 MB text held a phrase
- * search for 8 s; capped, a row costs a search a few milliseconds at most.
- */
-export const INDEXED_TEXT_CHARS = 65_536;
+import { SEARCHED_TEXT_CHARS } from "../searched-text";
 
 /** Messages indexed per transaction at most, and bytes of their subjects and texts (at least one message). */
 export const SEARCH_INDEX_BATCH = 64;
@@ -31,9 +25,9 @@ export const searchIndexStore = (sqlite: Database) => {
   const oldest = sqlite.query<{ rowid: number; bytes: number }, [number]>(
     "SELECT p.message_rowid AS rowid, octet_length(m.subject) + coalesce(octet_length(m.text), 0) AS bytes FROM messages_fts_pending p JOIN messages m ON m.rowid = p.message_rowid ORDER BY p.message_rowid LIMIT ?1",
   );
-  // The text as far as INDEXED_TEXT_CHARS, as the triggers of migration 0250 take it out again.
+  // The text as far as SEARCHED_TEXT_CHARS, as the triggers of migration 0250 take it out again.
   const indexUpTo = sqlite.query<never, [number]>(
-    `INSERT INTO messages_fts (rowid, subject, text, from_address) SELECT rowid, subject, substr(text, 1, ${INDEXED_TEXT_CHARS}), from_address FROM messages WHERE rowid IN (SELECT message_rowid FROM messages_fts_pending WHERE message_rowid <= ?1)`,
+    `INSERT INTO messages_fts (rowid, subject, text, from_address) SELECT rowid, subject, substr(text, 1, ${SEARCHED_TEXT_CHARS}), from_address FROM messages WHERE rowid IN (SELECT message_rowid FROM messages_fts_pending WHERE message_rowid <= ?1)`,
   );
   const clearUpTo = sqlite.query<never, [number]>("DELETE FROM messages_fts_pending WHERE message_rowid <= ?1");
   /** Indexes the noted messages up to `rowid`, in the caller's transaction; how many. */
