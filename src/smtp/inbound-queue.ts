@@ -322,7 +322,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
       // Tries spent, each analysed and then not stored (a value its database refused): stored as
       // it came, with none of the fields read from it. A message with a Message-ID PostgreSQL's
       // index refused was tried again every 2 hours, for ever.
-      if (claim.attempts > maxAttempts) throw new StoreRefusedError();
+      if (claim.attempts > maxAttempts) throw new Error("analysed at each try, and never stored");
       // Lost with its thread, replaced for another message's deadline: not this message's doing,
       // so tried once more at once, its bytes read again (the first try took them over), rather
       // than failed with the culprit and delayed a minute.
@@ -331,7 +331,7 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
         return analyse();
       });
     } catch (error) {
-      const hopeless = error instanceof StoreRefusedError || (error as Error).name === "MessageLimitError" || claim.attempts >= maxAttempts;
+      const hopeless = (error as Error).name === "MessageLimitError" || claim.attempts >= maxAttempts;
       log.warn(hopeless ? "inbound message could not be analysed; stored as it came" : "inbound message not analysed; tried again later", { transaction: envelope.transaction, attempts: claim.attempts, error: (error as Error).message });
       if (!hopeless) return { claim };
       try {
@@ -391,12 +391,4 @@ export function startInboundQueue(app: App, analysis: AnalysisPool, analysisThre
     nextDueAfter: (after) => store.acceptedInbound.nextDueAfter(after),
     release: releaseWaiting,
   });
-}
-
-/** Every try of a message analysed it, and none could store it. */
-class StoreRefusedError extends Error {
-  override readonly name = "StoreRefusedError";
-  constructor() {
-    super("analysed at each try, and not stored: stored as it came");
-  }
 }
