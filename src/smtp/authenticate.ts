@@ -70,16 +70,8 @@ export async function authenticateMessage(
     rejectRsaSha1: true,
   });
   const judged = await dmarcOfEveryAuthor(result, await shownAuthor, dns.resolve);
-  const verdicts = judged === tooManyAuthors ? [] : judged;
-  const weakest = verdicts.reduce<DMARCResult | undefined>((worst, verdict) => (worst && dmarcRank(worst) <= dmarcRank(verdict) ? worst : verdict), undefined);
-  // Past the author domains judged, none is: as if each had failed under p=reject.
-  const dmarcWord = judged === tooManyAuthors ? "permerror" : weakest ? weakest.status.result : "none";
-  const rejects = judged === tooManyAuthors || verdicts.some((verdict) => verdict.status.result === "fail" && verdict.policy === "reject");
+  const { dmarcWord, rejects, added } = judged === tooManyAuthors ? tooManyAuthorsOutcome : dmarcOutcome(judged, result.dmarc);
   const undecided = dns.ranOut() && (rejects || dmarcWord === "temperror");
-  const added =
-    judged === tooManyAuthors
-      ? [`;\r\n dmarc=permerror (more than ${MAX_AUTHOR_DOMAINS} author domains)`]
-      : verdicts.filter((verdict) => verdict !== result.dmarc).map((verdict) => `;\r\n ${verdict.info}`);
   const field = withoutSealersClaims(result.headers.slice(result.headers.indexOf("Authentication-Results:")));
   return {
     authentication: {
@@ -102,6 +94,19 @@ export async function authenticateMessage(
  */
 const withoutSealersClaims = (field: string) => field.replace(/(;\r\n )arc=pass \([^]*?\)(?=;\r\n |\r\n$)/, "$1arc=pass");
 
+/**
+ * The message's DMARC: the worst of its verdicts; refused when one fails under p=reject; the
+ * verdicts mailauth did not write added to the Authentication-Results field.
+ */
+function dmarcOutcome(verdicts: DMARCResult[], mailauths: DMARCResult | false) {
+  const weakest = verdicts.reduce<DMARCResult | undefined>((worst, verdict) => (worst && dmarcRank(worst) <= dmarcRank(verdict) ? worst : verdict), undefined);
+  return {
+    dmarcWord: weakest ? weakest.status.result : "none",
+    rejects: verdicts.some((verdict) => verdict.status.result === "fail" && verdict.policy === "reject"),
+    added: verdicts.filter((verdict) => verdict !== mailauths).map((verdict) => `;\r\n ${verdict.info}`),
+  };
+}
+
 /** The DMARC results from worst to best: the message's is the worst of its author domains'. */
 const dmarcRanks = ["fail", "temperror", "permerror", "none", "neutral", "pass"];
 const dmarcRank = (verdict: DMARCResult) => {
@@ -121,6 +126,13 @@ const authorDomainOf = (address: string | undefined) => {
  */
 const MAX_AUTHOR_DOMAINS = 10;
 const tooManyAuthors = Symbol("more author domains than are judged");
+
+/** Past the author domains judged, none is: as if each had failed under p=reject. */
+const tooManyAuthorsOutcome = {
+  dmarcWord: "permerror",
+  rejects: true,
+  added: [`;\r\n dmarc=permerror (more than ${MAX_AUTHOR_DOMAINS} author domains)`],
+};
 
 /**
  * DMARC of every author domain, not only of the one mailauth judges. It judges none when the
