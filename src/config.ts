@@ -24,21 +24,18 @@ type Parser<T> = (raw: string, name: string) => T;
 
 /**
  * A URL's password left out of what is said (`//user:***@host`): errors go to the journal. The
- * password runs to the value's last `@`: a user or password with an `@` not written `%40` (a
- * relay's user is often an address) still parses, and its error is where the value is echoed;
- * so does one after a mistyped scheme (`smtp:/user:password@host`), or none, or with quotes or
- * a space before it.
+ * password runs to the last `@` before the query: a user or password with an `@` not written
+ * `%40` (a relay's user is often an address) still parses, and its error is where the value is
+ * echoed. After `scheme:/` or `scheme://` it starts at the user's colon; with no slash (a scheme
+ * mistyped, or none: `user:password@host`) at the first colon, which may be the scheme's: all
+ * after it is hidden either way. Quotes or a space before the scheme change nothing.
  */
 export function withoutPassword(text: string): string {
-  const at = text.lastIndexOf("@");
-  if (at === -1) return text;
-  const scheme = /^\W*[a-z][a-z0-9+.-]*:\/*/i.exec(text)?.[0] ?? "";
-  // Read as a scheme and a user without a password; else the scheme was a user (`user:password@`).
-  for (const start of [scheme.length, /^\W*/.exec(text)![0].length]) {
-    const colon = text.indexOf(":", start);
-    if (colon !== -1 && colon < at) return `${text.slice(0, colon)}:***${text.slice(at)}`;
-  }
-  return text;
+  const scheme = /^\W*[a-z][a-z0-9+.-]*:\/+/i.exec(text)?.[0] ?? "";
+  const query = text.slice(scheme.length).search(/[?#]/);
+  const at = text.lastIndexOf("@", query === -1 ? text.length : scheme.length + query);
+  const colon = text.indexOf(":", scheme.length);
+  return at !== -1 && colon !== -1 && colon < at ? `${text.slice(0, colon)}:***${text.slice(at)}` : text;
 }
 
 const fail = (name: string, raw: string, expected: string): never => {

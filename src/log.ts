@@ -21,7 +21,7 @@ const cut = (text: string) => (text.length > MAX_VALUE_CHARS ? `${text.slice(0, 
  * A failed statement's error (drizzle's "Failed query: ... params: ...") carries the values it
  * wrote: a message's text, a secret sealed or not. They stay out of the log.
  */
-const withoutQueryParams = (text: string) => text.replace(/^params: .*$/gm, "params: (left out)");
+const withoutQueryParams = (text: string) => text.replace(/^params: [^]*?(?=\n\s+at |(?![^]))/m, "params: (left out)");
 /** A value as logged: an error's stack or message, a string, or an object's JSON, each cut. */
 const bounded = (v: unknown): unknown => {
   if (v instanceof Error) return cut(withoutQueryParams(v.stack ?? v.message));

@@ -252,7 +252,7 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
   // a recipient here (the conversion holds the event loop: 40-130 ms for 128 KB of HTML), and
   // with the parser loaded on demand (the idle process does not hold it: docs/benchmarks.md).
   const htmlOnly = !draft.text && draft.html;
-  const copyText = htmlOnly && (await hasLocalRecipient(app, draft)) ? await (await import("../mail/parse")).htmlToText(htmlOnly) : draft.text;
+  const textMade = htmlOnly && (await hasLocalRecipient(app, draft)) ? await textOfHtml(htmlOnly) : undefined;
   const prepared = await prepareContent(app, [[raw]], draft.attachments);
   const source = prepared.sources[0]!;
   const { attachmentBlobIds } = prepared;
@@ -293,6 +293,8 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
     const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", now));
     const message = presentMessage(rejected ? { ...row, status: "rejected" } : row, attachments, deliveries, app.config.deliveryRetryDelays);
 
+    // An inbox made since the look-up before the transaction: its copy's text made now.
+    const copyText = draft.text || textMade || (htmlOnly && localInboxes.size > 0 ? await textOfHtml(htmlOnly) : undefined);
     const copy = receivedCopy({ ...draft, text: copyText ?? "" }, row);
     for (const recipientInbox of localInboxes.values()) await storeReceivedMessage(app, tx, { inbox: recipientInbox, parsed: copy, raw: source, attachmentBlobIds, fromInboxId: inbox.id, receivedDigest: LOCAL_COPY_DIGEST });
     return { message, rateLimit };
@@ -301,6 +303,8 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
   if (sent.message.deliveries.some((delivery) => delivery.status === "queued")) app.queues.wake("outbound");
   return sent;
 }
+
+const textOfHtml = async (html: string) => (await import("../mail/parse")).htmlToText(html);
 
 /** Whether a recipient is an inbox of this server (looked up again in the send's transaction). */
 async function hasLocalRecipient(app: App, draft: Draft): Promise<boolean> {

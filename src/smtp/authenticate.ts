@@ -71,7 +71,8 @@ export async function authenticateMessage(
   });
   const judged = await dmarcOfEveryAuthor(result, await shownAuthor, dns.resolve);
   const { dmarcWord, rejects, added } = judged === tooManyAuthors ? tooManyAuthorsOutcome : dmarcOutcome(judged, result.dmarc);
-  const undecided = dns.ranOut() && (rejects || dmarcWord === "temperror");
+  // Too many author domains is decided without a look-up, whatever the budget left.
+  const undecided = judged !== tooManyAuthors && dns.ranOut() && (rejects || dmarcWord === "temperror");
   const field = withoutSealersClaims(result.headers.slice(result.headers.indexOf("Authentication-Results:")));
   return {
     authentication: {

@@ -64,8 +64,10 @@ export async function updateWebhook(app: App, organizationId: string, id: string
   const now = app.clock.now();
   const { updated, redirected } = await app.store.transaction(async (tx) => {
     const current = await findWebhook(tx, organizationId, id);
-    // Re-enabling starts the 5-day count of failures again.
+    // Re-enabling starts the 5-day count of failures again; so does another URL, whose failures
+    // the old one's are not (one 503 from the new URL disabled it for 5 days of the old one's).
     if (input.enabled === true && !current.enabled) Object.assign(changes, { enabled: true, disabledReason: null, firstFailureAt: null });
+    if (changes.url !== undefined && changes.url !== current.url) changes.firstFailureAt = null;
     if (input.enabled === false) await tx.webhooks.disable(current.id, disabledByUserReason, now);
     const redirected = input.enabled === false || (changes.url !== undefined && changes.url !== current.url);
     return { updated: await tx.webhooks.update(current.id, changes, now), redirected };

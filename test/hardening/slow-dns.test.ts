@@ -136,6 +136,9 @@ test("with INBOXD_DMARC_ENFORCE, a message whose DMARC the spent budget left und
     expect(undecided.code).toBe(451);
     // At the end of the DNS budget, not at the analysis deadline (which answered 451 too, replacing the thread).
     expect(undecided.ms).toBeLessThan(ANALYSIS_TIMEOUT_MS / 2);
+    // More author domains than are judged is decided without a look-up: refused, whatever the budget left.
+    const authors = `${Array.from({ length: 11 }, (_, i) => `a@d${i}.test`).join(", ")}, ceo@strict.test`;
+    expect((await timedSend(server, "ceo@slow.test", inbox.email, message(authors, inbox.email, "many authors, slowly"))).code).toBe(550);
   } finally {
     await server.cleanup();
   }

@@ -84,15 +84,21 @@ describe("where mail goes", () => {
     expect(refused({ INBOXD_SMTP_RELAY: "smtps://relayuser:Sec@ret@relay.example.net:0" })).toStartWith("INBOXD_SMTP_RELAY: 'smtps://relayuser:***@relay.example.net:0' is not");
     expect(refused({ INBOXD_SMTP_RELAY: "smtp://relayuser:pa ss@relay.example.net:0" })).not.toContain("pa ss");
     expect(refused({ INBOXD_DATABASE_URL: "postgres://u:s3cr@t@127.0.0.1:5432/db?sslmode=verify_full" })).toStartWith("INBOXD_DATABASE_URL: 'postgres://u:***@127.0.0.1:5432/db?sslmode=verify_full' is not");
+    // Nothing is hidden where there is no password; a query's @ is not the host's.
+    expect(refused({ INBOXD_SMTP_RELAY: "smtp://relay@relay.example:0" })).toStartWith("INBOXD_SMTP_RELAY: 'smtp://relay@relay.example:0' is not");
+    expect(refused({ INBOXD_DATABASE_URL: "postgres://u:PgS3cret@db.example:5432/inboxd?sslmode=bogus&application_name=a@b" })).toStartWith(
+      "INBOXD_DATABASE_URL: 'postgres://u:***@db.example:5432/inboxd?sslmode=bogus&application_name=a@b' is not",
+    );
     // A slash missing after the scheme, or both.
     expect(refused({ INBOXD_SMTP_RELAY: "smtp:/relayuser:RelayS3cret@relay.example:587" })).toStartWith("INBOXD_SMTP_RELAY: 'smtp:/relayuser:***@relay.example:587' is not");
-    expect(refused({ INBOXD_DATABASE_URL: "postgres:dbuser:PgS3cret@db.example/inboxd" })).toStartWith("INBOXD_DATABASE_URL: 'postgres:dbuser:***@db.example/inboxd' is not");
+    expect(refused({ INBOXD_DATABASE_URL: "postgres:dbuser:PgS3cret@db.example/inboxd" })).toStartWith("INBOXD_DATABASE_URL: 'postgres:***@db.example/inboxd' is not");
     // Quotes or a space before it (a config file's value written with its quotes), or no scheme at all.
     for (const [name, value] of [
       ["INBOXD_DATABASE_URL", "'postgres://u:PgS3cret@db.example/inboxd'"],
       ["INBOXD_DATABASE_URL", " postgres://u:PgS3cret@db.example/inboxd"],
       ["INBOXD_SMTP_RELAY", "<smtp://relayuser:PgS3cret@relay.example:587>"],
       ["INBOXD_SMTP_RELAY", "relayuser:PgS3cret@relay.example:587"],
+      ["INBOXD_SMTP_RELAY", "relayuser:Pg:S3cret@relay.example:587"],
     ]) {
       const refusal = refused({ [name!]: value! });
       expect(refusal).toStartWith(`${name}:`);

@@ -36,10 +36,13 @@ describe("log lines", () => {
 
   test.each(["text", "json"] as const)("%s: an error's stack and an object's JSON are cut too, and a failed statement's values left out", (format) => {
     const body = "message body ".repeat(100_000);
-    const failed = new Error(`Failed query: insert into "messages" values (?, ?)\nparams: msg_1,${body}`);
+    const failed = new Error(`Failed query: insert into "messages" values (?, ?)\nparams: msg_1,${body}\nthe wire code is 4471-SECRET\n${body}`);
     const line = lineOf(format, { error: failed, nested: { domains: "d".repeat(100_000) } });
     expect(line.length).toBeLessThan(2 * 4_300);
     expect(line).toContain("params: (left out)");
     expect(line).not.toContain("message body");
+    expect(line).not.toContain("4471-SECRET");
+    // The stack stays: where the statement failed.
+    if (format === "text") expect(line).toContain("at ");
   });
 });

@@ -21,8 +21,9 @@ const receiver = Bun.serve({
     const path = new URL(request.url).pathname;
     arrivals.push({ path, eventId: ((await request.json()) as { id: string }).id });
     if (path.endsWith("/old")) await held;
-    // An endpoint being retired.
-    return path === "/retired/old" ? new Response("gone", { status: 410 }) : new Response("ok");
+    // An endpoint being retired; endpoints that fail.
+    if (path === "/retired/old") return new Response("gone", { status: 410 });
+    return path.startsWith("/failing/") ? new Response("down", { status: 503 }) : new Response("ok");
   },
 });
 
@@ -116,5 +117,19 @@ describe("a webhook changed while deliveries are claimed ahead for it", () => {
     expect((await server.api.get(`/v1/webhooks/${created.body.id}`, organization.apiKey)).body.enabled).toBe(true);
     await createInboxes(organization.organizationId, 1);
     await eventually("the next event at the new URL", () => to("/retired/new").length, (n) => n === 1);
+  });
+
+  test("another URL starts its failures' count anew: one failure at the new URL does not disable it for the old URL's five days", async () => {
+    const organization = await seedOrganization(server.app);
+    const created = await server.api.post("/v1/webhooks", { url: url("/failing/old"), events: ["inbox.created"] }, organization.apiKey);
+    await createInboxes(organization.organizationId, 1);
+    await eventually("a failure at the old URL", () => to("/failing/old").length, (n) => n === 1);
+    await server.app.queues.runDueNow("webhooks");
+    expect((await server.api.patch(`/v1/webhooks/${created.body.id}`, { url: url("/failing/new") }, organization.apiKey)).status).toBe(200);
+    server.clock.advance(5 * 24 * 60 * 60_000 + 60_000);
+    await createInboxes(organization.organizationId, 1);
+    await server.app.queues.runDueNow("webhooks");
+    expect(to("/failing/new").length).toBeGreaterThan(0);
+    expect((await server.api.get(`/v1/webhooks/${created.body.id}`, organization.apiKey)).body).toMatchObject({ enabled: true });
   });
 });

@@ -10,6 +10,7 @@
  */
 import { and, desc, eq, inArray, or, sql, type SQL } from "drizzle-orm";
 import type { LiteralRequirement, MessageSearchStore, SearchableMessage, SearchPosition } from "../store";
+import { SEARCHED_TEXT_CHARS } from "../searched-text";
 import { walkStepOf } from "../walk-step";
 import { likeContaining, type PgDb } from "./db";
 import { summaryColumns } from "./messages";
@@ -85,7 +86,8 @@ export function messageSearchStore(db: PgDb): MessageSearchStore {
       const literals = requirement ? meeting(requirement) : undefined;
       const page = (db: PgDb) =>
         db
-          .select({ id: messages.id, createdAt: messages.createdAt, subject: messages.subject, text: messages.text, from: messages.from })
+          // The text as far as a walk tests it (../searched-text.ts): a 20 MiB text is not read whole.
+          .select({ id: messages.id, createdAt: messages.createdAt, subject: messages.subject, text: sql<string | null>`substr(${messages.text}, 1, ${sql.raw(String(SEARCHED_TEXT_CHARS))})`, from: messages.from })
           .from(messages)
           .where(
             and(

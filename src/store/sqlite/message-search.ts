@@ -8,6 +8,7 @@
 import { and, count, desc, eq, gte, inArray, lt, sql } from "drizzle-orm";
 import type { SearchableMessage, SearchPosition } from "../store";
 import type { Db } from "./db";
+import { SEARCHED_TEXT_CHARS } from "../searched-text";
 import { ftsFoldingCheck } from "./fts-folding";
 import { ftsPhrase, LONGEST_PLAIN_PHRASE, MINIMUM_LITERAL_LENGTH } from "./fts-query";
 import { summaryColumns, type MessageSummaryRow } from "./messages";
@@ -26,7 +27,8 @@ export interface RowidWindow {
 }
 
 const rowid = sql<number>`messages.rowid`;
-const walkColumns = { id: messages.id, rowid, createdAt: messages.createdAt, subject: messages.subject, text: messages.text, from: messages.from };
+// The text as far as a walk tests it (../searched-text.ts): a 20 MiB text is not read whole.
+const walkColumns = { id: messages.id, rowid, createdAt: messages.createdAt, subject: messages.subject, text: sql<string | null>`substr(${messages.text}, 1, ${sql.raw(String(SEARCHED_TEXT_CHARS))})`, from: messages.from };
 const matches = sql`messages_fts MATCH ${sql.placeholder("match")}`;
 const sameRow = sql`messages.rowid = messages_fts.rowid`;
 const start: Position = { createdAt: Number.MAX_SAFE_INTEGER, rowid: Number.MAX_SAFE_INTEGER };
