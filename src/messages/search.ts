@@ -11,7 +11,6 @@ import { invalid, ServiceError } from "../errors";
 import { takeTurn } from "../event-loop";
 import { lookedAhead, type Listing, type Page } from "../page";
 import type { MessageSummaryRecord } from "../store/records";
-import { searchedText } from "../store/searched-text";
 import type { LiteralRequirement, SearchableMessage, SearchPosition, Store } from "../store/store";
 import { literalRequirement } from "./regex-literals";
 
@@ -108,7 +107,7 @@ function compile(pattern: string, flags: string): RE2JS {
 /** re2js's compiled program, which its typings leave out. */
 const programSize = (regex: RE2JS) => (regex as unknown as { re2(): { prog: { numInst(): number } } }).re2().prog.numInst();
 
-const matchesRow = (regex: RE2JS, row: SearchableMessage) => regex.test(row.subject) || regex.test(row.from) || (row.text !== null && regex.test(searchedText(row.text)));
+const matchesRow = (regex: RE2JS, row: SearchableMessage) => regex.test(row.subject) || regex.test(row.from) || (row.text !== null && regex.test(row.text));
 
 /** Walks under way per organization id. Ids are unique, so one count serves every app of the process. */
 const walking = new Map<string, number>();

@@ -595,6 +595,7 @@ export type SearchPosition = { readonly engine: unknown };
 export interface SearchableMessage {
   id: string;
   subject: string;
+  /** Its first SEARCHED_TEXT_CHARS code points (./searched-text.ts), as far as a walk tests it. */
   text: string | null;
   from: string;
   position: SearchPosition;
