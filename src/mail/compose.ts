@@ -94,7 +94,7 @@ export function prepareMessage(input: ComposeInput): PreparedMessage {
     text: input.text === undefined ? undefined : withoutLoneCr(input.text),
     html: input.html === undefined ? undefined : withoutLoneCr(input.html),
     attachments: (input.attachments ?? []).map((attachment) => ({
-      filename: attachment.filename === undefined ? undefined : literalFilename(cleanHeaderText(attachment.filename)),
+      filename: attachment.filename === undefined ? undefined : cleanHeaderText(attachment.filename),
       contentType: cleanContentType(attachment.contentType),
       content: attachment.content,
       ...(attachment.cid !== undefined && isContentId(attachment.cid) ? { cid: attachment.cid } : {}),
@@ -181,13 +181,6 @@ function hasLongerWord(text: string): boolean {
  * the sender's. A non-ASCII one the composer encodes and cuts itself.
  */
 const foldableSubject = (subject: string) => (hasLongerWord(subject) || subject.includes("=?") ? encodeWord(subject, "B", 52) : subject);
-
-/**
- * A file name holding "=?" goes out encoded, for the same reason: readers decode what reads as an
- * encoded word in a `name=` (mailparser does), so `=?utf-8?B?aW52b2ljZS5wZGYuZXhl?=` was shown as
- * `invoice.pdf.exe`.
- */
-const literalFilename = (filename: string) => (filename.includes("=?") ? encodeWord(filename, "B", 52) : filename);
 
 /** RFC 5322 §2.3: CR only before LF. Each composer ends lines in CRLF, and left a lone CR as it was. */
 const withoutLoneCr = (body: string) => body.replace(/\r(?!\n)/g, "\n");

@@ -132,9 +132,16 @@ describe("header injection", () => {
   });
 
   test("RFC 2047 §5: a file name that reads as an encoded word goes out encoded, so readers show the name as given, not what it decodes to", async () => {
-    const filename = "=?utf-8?B?aW52b2ljZS5wZGYuZXhl?=";
-    const parsed = await parseMessage(await composeMessage({ ...base, attachments: [{ filename, content: Buffer.from("x") }] }));
-    expect(parsed.attachments.map((attachment) => attachment.filename)).toEqual([filename]);
+    for (const filename of ["=?utf-8?B?aW52b2ljZS5wZGYuZXhl?=", "=?utf-8?B?SGk=?=.txt"]) {
+      const raw = (await composeMessage({ ...base, attachments: [{ filename, contentType: "application/octet-stream", content: Buffer.from("x") }] })).toString("latin1");
+      // RFC 2231 readers take filename* as written, its sections joined and percent-decoded.
+      const sections = [...raw.replace(/\r\n /g, " ").matchAll(/filename\*(\d+)\*?=(?:utf-8'')?([^;\s]+)/g)];
+      expect(decodeURIComponent(sections.sort((a, b) => Number(a[1]) - Number(b[1])).map((section) => section[2]).join(""))).toBe(filename);
+      expect((await parseMessage(Buffer.from(raw, "latin1"))).attachments.map((attachment) => attachment.filename)).toEqual([filename]);
+      // The name= beside it, read alone, shows the same name.
+      const withNameOnly = raw.replace(/Content-Disposition: attachment;(\r\n .*)+\r\n/, "");
+      expect((await parseMessage(Buffer.from(withNameOnly, "latin1"))).attachments.map((attachment) => attachment.filename)).toEqual([filename]);
+    }
   });
 
   test("RFC 5322 §2.3: a lone CR in a body goes out as a line end, in either composer", async () => {

@@ -26,6 +26,22 @@ describe("parseMessage: encodings", () => {
     }
   });
 
+  test("a file name in an RFC 2231 parameter is taken as written, never read again for encoded words (RFC 2047 section 5); a plain name= still is", async () => {
+    const encodedWord = "=?utf-8?B?aW52b2ljZS5wZGYuZXhl?="; // reads as invoice.pdf.exe
+    const part = (headers: string) => `--m\n${headers}\nContent-Transfer-Encoding: base64\n\nAAEC\n`;
+    const parsed = await parseMessage(
+      message(
+        "From: a@example.com\nContent-Type: multipart/mixed; boundary=m\n\n",
+        part("Content-Type: application/octet-stream\nContent-Disposition: attachment; filename*=utf-8''%3D%3Futf-8%3FB%3FaW52b2ljZS5wZGYuZXhl%3F%3D"),
+        part("Content-Type: application/octet-stream; name*0*=utf-8''%3D%3Futf-8%3FB%3F; name*1*=aW52b2ljZS5wZGYuZXhl%3F%3D"),
+        part(`Content-Type: application/octet-stream\nContent-Disposition: attachment; filename*0="=?utf-8?B?"; filename*1="${Buffer.from(encodedWord).toString("base64")}?="`),
+        part(`Content-Type: application/octet-stream; name="${encodedWord}"`),
+        "--m--\n",
+      ),
+    );
+    expect(parsed.attachments.map((attachment) => attachment.filename)).toEqual([encodedWord, encodedWord, encodedWord, "invoice.pdf.exe"]);
+  });
+
   test("ISO-8859-1 body, 8bit and quoted-printable", async () => {
     const eightBit = await parseMessage(
       message("From: a@example.com\nContent-Type: text/plain; charset=ISO-8859-1\nContent-Transfer-Encoding: 8bit\n\n", latin1("Grüße aus Köln, Señor.\r\n")),
