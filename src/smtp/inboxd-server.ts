@@ -36,6 +36,17 @@ export interface ConnectionRules {
   sessionTimeoutMs: number;
 }
 
+/**
+ * The addresses of MAIL and RCPT commands whose path held bytes past ASCII on the wire. smtp-server
+ * turns an IDN domain's A-labels (`xn--...`, ASCII) into U-labels before the handlers see the
+ * address, so only the command line tells them from a domain sent in UTF-8, which needs SMTPUTF8
+ * (RFC 6531 §3.3).
+ */
+const sentInUtf8 = new WeakSet<object>();
+
+/** Whether this MAIL or RCPT address was written in UTF-8 on the wire, its domain or its local part. */
+export const wasSentInUtf8 = (address: object): boolean => sentInUtf8.has(address);
+
 // RFC 3463 §2: class.subject.detail at the start of a reply text.
 const ENHANCED_STATUS = /^[245]\.\d{1,3}\.\d{1,3} /;
 const SHUTTING_DOWN = "4.3.2 Server shutting down, try again later";
@@ -200,6 +211,16 @@ class InboxdConnection extends SMTPConnection {
 
   private sessionLimitText(): string {
     return `4.4.2 ${this.name} Timeout: session time limit reached, closing connection`;
+  }
+
+  override _parseAddressCommand(name: string, command: Buffer | string): ReturnType<SMTPConnection["_parseAddressCommand"]> {
+    const parsed = super._parseAddressCommand(name, command);
+    if (parsed) {
+      const line = Buffer.isBuffer(command) ? command : Buffer.from(command);
+      const path = line.subarray(line.indexOf("<"), line.indexOf(">") + 1);
+      if (path.some((byte) => byte >= 0x80)) sentInUtf8.add(parsed);
+    }
+    return parsed;
   }
 
   /** The library's parser wiring, with a parser that accepts command lines ending in CRLF only and reports when a command line is under way. */

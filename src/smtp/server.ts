@@ -14,7 +14,7 @@ import type { RunningPart } from "../running-part";
 import { peerGroup } from "../net/peer-group";
 import { createAnalysisPool } from "./analysis-pool";
 import { InboundPace, startInboundQueue } from "./inbound-queue";
-import { InboxdSmtpServer } from "./inboxd-server";
+import { InboxdSmtpServer, wasSentInUtf8 } from "./inboxd-server";
 import { memorySpentClosing, memorySpentReply, readMessageData, receiveMessage, type Receiver, type Recipient } from "./receive";
 import { routeRecipient } from "./recipients";
 import { SmtpReply } from "./replies";
@@ -269,18 +269,17 @@ function unsupportedParameter(address: SMTPServerAddress, session: SMTPServerSes
 const usesSmtpUtf8 = (mailFrom: SMTPServerAddress | false) => mailFrom !== false && (mailFrom.args as Record<string, unknown>).SMTPUTF8 === true;
 
 /**
- * RFC 5321 §4.1.2: without SMTPUTF8 an address is ASCII; with it, UTF-8 (RFC 6531 §3.3). Bytes
- * that are not UTF-8 reach the server as U+FFFD, and would be stored so: the sender shown would
- * not be the one sent. Only the local part is looked at for SMTPUTF8: smtp-server turns an IDN
- * domain's A-labels (xn--...), plain ASCII on the wire, into U-labels before this sees them.
+ * RFC 5321 §4.1.2: without SMTPUTF8 an address is ASCII, its domain in A-labels; with it, UTF-8
+ * (RFC 6531 §3.3). Bytes that are not UTF-8 reach the server as U+FFFD, and would be stored so:
+ * the sender shown would not be the one sent. What was sent is judged by the command line
+ * (wasSentInUtf8): smtp-server shows an IDN domain's A-labels as U-labels.
  * `syntaxStatus`: 5.1.7 for the sender, 5.1.3 for a recipient (RFC 3463).
  */
 function addressEncodingRefusal(address: SMTPServerAddress, smtpUtf8: boolean, syntaxStatus: "5.1.7" | "5.1.3"): SmtpReply | undefined {
   if (address.address.includes("\ufffd")) return new SmtpReply(501, syntaxStatus, "Bad address syntax: not UTF-8");
   const at = address.address.lastIndexOf("@");
-  const localPart = address.address.slice(0, Math.max(0, at));
   if (at >= 0 && !isHostName(address.address.slice(at + 1))) return new SmtpReply(501, syntaxStatus, "Bad address syntax: the domain is no host name");
-  return smtpUtf8 || /^[\x00-\x7f]*$/.test(localPart) ? undefined : new SmtpReply(553, "5.6.7", "A non-ASCII address needs the SMTPUTF8 parameter of MAIL (RFC 6531 section 3.4)");
+  return smtpUtf8 || !wasSentInUtf8(address) ? undefined : new SmtpReply(553, "5.6.7", "A non-ASCII address needs the SMTPUTF8 parameter of MAIL (RFC 6531 section 3.4)");
 }
 
 /**

@@ -181,6 +181,10 @@ describe("delivery", () => {
     expect((await plain.command("MAIL FROM:<alice@xn--mller-kva.example>")).code).toBe(250);
     expect((await plain.command("RCPT TO:<bob@xn--bcher-kva.example>")).text).toStartWith("550 5.7.1 ");
     expect((await plain.command("RCPT TO:<bøb@inboxd.test>")).text).toStartWith("553 5.6.7 ");
+    // A domain in UTF-8 on the wire (U-labels, or full-width letters that IDNA maps to ASCII) is no ASCII address either.
+    expect((await plain.command("RCPT TO:<bob@ｉｎｂｏｘｄ.test>")).text).toStartWith("553 5.6.7 ");
+    expect((await plain.command("RSET")).code).toBe(250);
+    expect((await plain.command("MAIL FROM:<joe@bücher.example>")).text).toStartWith("553 5.6.7 ");
     plain.end();
   });
 
