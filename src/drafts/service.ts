@@ -49,7 +49,7 @@ export async function createDraft(app: App, organizationId: string, inboxId: str
   if (input.inReplyToMessageId !== undefined) {
     const original = await app.store.messages.find(organizationId, inboxId, input.inReplyToMessageId);
     if (!original) throw invalid("inReplyToMessageId: no message with this id in the inbox");
-    const recipients = replyRecipients(inbox, original, input.replyAll ?? false);
+    const recipients = replyRecipients(inbox, original, input.replyAll ?? false, "inReplyToMessageId");
     const addresses = (list: { address: string }[]) => list.map((mailbox) => mailbox.address);
     reply = { threadId: original.threadId, inReplyToMessageId: original.id, to: addresses(recipients.to), cc: addresses(recipients.cc), subject: replySubject(original.subject) };
   } else if (input.replyAll !== undefined) {

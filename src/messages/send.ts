@@ -150,7 +150,7 @@ function validRecipientLists(input: { to: string[]; cc?: string[]; bcc?: string[
 export async function replyToMessage(app: App, organizationId: string, inboxId: string, messageId: string, input: ReplyInput): Promise<Sent> {
   const inbox = await requireInbox(app.store, organizationId, inboxId);
   const original = await requireMessage(app, organizationId, inboxId, messageId);
-  const { to, cc } = replyRecipients(inbox, original, input.replyAll ?? false);
+  const { to, cc } = replyRecipients(inbox, original, input.replyAll ?? false, "messageId");
   return dispatch(app, organizationId, {
     inbox,
     threadId: original.threadId,
@@ -170,11 +170,12 @@ export async function replyToMessage(app: App, organizationId: string, inboxId: 
 /**
  * Whom a reply to `original` goes to: its sender, or, for a message the inbox sent, its original
  * recipients; with `replyAll`, for a received message, also its To (in To) and Cc (in Cc), less
- * the inbox's own address (any `+tag` of it), each address once. 422 when there is no one. The
+ * the inbox's own address (any `+tag` of it), each address once. 422 when there is no one, naming
+ * `originalField`, the request's field that named the original. The
  * sender is where the author asks replies to go, its Reply-To addresses when it names any (RFC
  * 5322 §3.6.2: a web form's notification, a mailing list), else its From, as mail clients do.
  */
-export function replyRecipients(inbox: InboxRecord, original: MessageRecord, replyAll: boolean): { to: Mailbox[]; cc: Mailbox[] } {
+export function replyRecipients(inbox: InboxRecord, original: MessageRecord, replyAll: boolean, originalField: "messageId" | "inReplyToMessageId"): { to: Mailbox[]; cc: Mailbox[] } {
   const answersOwn = original.status !== "received";
   const mailboxes = (addresses: string[]): Mailbox[] => addresses.map((address) => ({ address }));
   const from: Mailbox[] = original.from ? [original.fromName ? { address: original.from, name: original.fromName } : { address: original.from }] : [];
@@ -186,10 +187,10 @@ export function replyRecipients(inbox: InboxRecord, original: MessageRecord, rep
     const others = (addresses: string[]) => mailboxes(addresses).filter((mailbox) => baseAddress(mailbox.address) !== self);
     [to, cc] = onceEach([...to, ...others(original.to)], others(original.cc));
   }
-  if (to.length === 0) throw invalid("messageId: the message has no sender address to reply to");
+  if (to.length === 0) throw invalid(`${originalField}: the message has no sender address to reply to`);
   // Received mail may name addresses with a local part in UTF-8 (RFC 6532), shown as written.
   const unsendable = [...to, ...cc].find((mailbox) => !parseAddress(mailbox.address));
-  if (unsendable) throw invalid(`messageId: inboxd cannot send to ${unsendable.address}: a local part in UTF-8 needs SMTPUTF8 (RFC 6531), which inboxd does not send with`);
+  if (unsendable) throw invalid(`${originalField}: inboxd cannot send to ${unsendable.address}: a local part in UTF-8 needs SMTPUTF8 (RFC 6531), which inboxd does not send with`);
   assertRecipientCount(to, cc);
   return { to, cc };
 }

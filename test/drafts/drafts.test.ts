@@ -227,6 +227,18 @@ describe("sending a draft", () => {
     expect(reply.status).toBe(201);
     expect(reply.body.subject).toBe("Re: Quarterly report");
   });
+
+  test("a reply draft to a sender it cannot send to is 422 naming inReplyToMessageId, the draft's field, as the reply route names messageId", async () => {
+    const { app } = server;
+    const raw = Buffer.from(`From: jöe@example.com\r\nTo: ${inbox.email}\r\nSubject: Grüße\r\n\r\nHallo.\r\n`);
+    const record = (await app.store.inboxes.find(organizationId, inbox.id))!;
+    const incoming = await app.store.transaction(async (tx) => storeReceivedMessage(app, tx, { inbox: record, parsed: await parseMessage(raw), raw }));
+    const draft = await create({ inReplyToMessageId: incoming.id, text: "Danke." });
+    expect(draft.status).toBe(422);
+    expect(draft.body.error).toStartWith("inReplyToMessageId: inboxd cannot send to jöe@example.com");
+    const reply = await server.api.post(`/v1/inboxes/${inbox.id}/messages/${incoming.id}/reply`, { text: "Danke.", html: "" }, key);
+    expect(reply.body.error).toStartWith("messageId: inboxd cannot send to jöe@example.com");
+  });
 });
 
 describe("scheduled send", () => {
