@@ -27,14 +27,14 @@ export interface AccessEntry {
 }
 
 /**
- * The stored form of an entry: a bare address (lower-case, its domain in A-labels) or a domain
- * name (lower-case A-labels, no root dot); null for anything else (a display name, a wildcard, a
- * URL, a lone label).
+ * The stored form of an entry: a bare address (lower-case, its domain in A-labels; a local part in
+ * UTF-8 in NFC, as a received sender's is shown) or a domain name (lower-case A-labels, no root
+ * dot); null for anything else (a display name, a wildcard, a URL, a lone label).
  */
 export function normalizeRuleValue(input: string): { kind: RuleValueKind; value: string } | null {
   const trimmed = input.trim();
   if (trimmed.includes("@")) {
-    const parsed = parseAddress(trimmed);
+    const parsed = parseAddress(trimmed) ?? parseInternationalAddress(trimmed);
     return parsed ? { kind: "address", value: parsed.address.toLowerCase() } : null;
   }
   const domain = normalizeDomainName(trimmed);

@@ -134,10 +134,11 @@ export function normalizeAddress(input: string): string | null {
 /**
  * Normalised address without its subaddress: `a+news@d` → `a@d`
  * (RFC 5233 §1 "detail" after the `+` separator). A quoted local part is left
- * whole, as is one that starts with `+` and would otherwise become empty.
+ * whole, as is one that starts with `+` and would otherwise become empty. A received address
+ * with a local part in UTF-8 (parseInternationalAddress) has one too.
  */
 export function baseAddress(input: string): string | null {
-  const parsed = parseAddress(input);
+  const parsed = parseAddress(input) ?? parseInternationalAddress(input);
   if (!parsed) return null;
   const local = parsed.local.toLowerCase();
   const plus = local.startsWith('"') ? -1 : local.indexOf("+");

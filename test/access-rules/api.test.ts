@@ -31,6 +31,10 @@ describe("the decision", () => {
     expect(entryMatches("example.com", "x@badexample.com")).toBe(false);
     expect(entryMatches("example.com", "x@example.com.evil.net")).toBe(false);
     expect(entryMatches("example.com", "")).toBe(false);
+    // A sender with a local part in UTF-8 (RFC 6531), as inboxd shows it: NFC, any case.
+    expect(entryMatches("jörg@xn--mnchen-3ya.example", "Jörg@xn--mnchen-3ya.example")).toBe(true);
+    expect(entryMatches("jörg@xn--mnchen-3ya.example", "jörg+news@xn--mnchen-3ya.example")).toBe(true);
+    expect(entryMatches("jörg@xn--mnchen-3ya.example", "jorg@xn--mnchen-3ya.example")).toBe(false);
   });
 
   test("block wins over allow; allow entries let only what they match through; no entries pass everything", () => {
@@ -50,6 +54,9 @@ describe("the decision", () => {
     expect(normalizeRuleValue(" Ada@Example.COM ")).toEqual({ kind: "address", value: "ada@example.com" });
     expect(normalizeRuleValue("Example.COM.")).toEqual({ kind: "domain", value: "example.com" });
     expect(normalizeRuleValue("bücher.example")).toEqual({ kind: "domain", value: "xn--bcher-kva.example" });
+    // The address of a received sender as shown, whose local part is in UTF-8; written in NFD and a U-label too.
+    expect(normalizeRuleValue("Jörg@xn--mnchen-3ya.example")).toEqual({ kind: "address", value: "jörg@xn--mnchen-3ya.example" });
+    expect(normalizeRuleValue("jo\u0308rg@münchen.example")).toEqual({ kind: "address", value: "jörg@xn--mnchen-3ya.example" });
     for (const bad of ["", "localhost", "*.example.com", "Ada <ada@example.com>", "https://example.com", "ada@", "@example.com", "exa mple.com", "a\r\n@example.com"]) {
       expect(normalizeRuleValue(bad)).toBeNull();
     }

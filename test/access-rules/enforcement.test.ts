@@ -36,7 +36,8 @@ async function transact(mailFrom: string, rcptTo: string[], data: string): Promi
   const session: RawSession = await openSession(world.server.smtpPort);
   try {
     expect((await session.command("EHLO client.example")).code).toBe(250);
-    expect((await session.command(`MAIL FROM:<${mailFrom}>`)).code).toBe(250);
+    const smtpUtf8 = /^[\x00-\x7f]*$/.test(mailFrom) ? "" : " SMTPUTF8";
+    expect((await session.command(`MAIL FROM:<${mailFrom}>${smtpUtf8}`)).code).toBe(250);
     const rcpt = [];
     for (const to of rcptTo) rcpt.push((await session.command(`RCPT TO:<${to}>`)).text);
     if (!rcpt.some((reply) => reply.startsWith("250"))) return { rcpt };
@@ -93,6 +94,14 @@ describe("receiving", () => {
     for (const from of ["Spammer <pé@spoof.example>", `=?utf-8?B?${Buffer.from("Spammer <pé@spoof.example>").toString("base64")}?=`]) {
       expect({ from, reply: (await transact("bounces@esp.example", [world.inbox.email], message(from, "International From"))).data }).toEqual({ from, reply: expect.stringMatching(/^550 5\.7\.1 /) });
     }
+    await removeRule(blocked.id);
+  });
+
+  test("an address entry names a sender whose local part is in UTF-8, as its messages show it: refused by envelope and by From", async () => {
+    const blocked = await rule({ direction: "receive", action: "block", value: "pé@spoof.example", inboxId: world.inbox.id });
+    expect((await transact("bounces@esp.example", [world.inbox.email], message("Spammer <pé@spoof.example>", "International From"))).data).toMatch(/^550 5\.7\.1 /);
+    expect((await transact("pé@spoof.example", [world.inbox.email], message("Other <other@spoof.example>", "By its envelope"))).rcpt).toEqual([expect.stringMatching(/^550 5\.7\.1 /)]);
+    expect((await transact("other@spoof.example", [world.inbox.email], message("Other <other@spoof.example>", "Someone else"))).data).toMatch(/^250 /);
     await removeRule(blocked.id);
   });
 
