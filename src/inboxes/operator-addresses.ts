@@ -5,6 +5,8 @@
  */
 import type { App } from "../app";
 import { isHostedDomain } from "../domains/hosted";
+import { TLS_REPORT_LOCAL_PART } from "../mta-sts/tls-reports";
+import { RETURN_PATH_LOCAL_PART } from "../outbound/return-path";
 import type { Aggregates, InboxRecord } from "../store";
 
 const localAndDomain = (address: string) => {
@@ -25,6 +27,20 @@ const localAndDomain = (address: string) => {
 export function isReservedAddress(app: App, base: string): boolean {
   const { local, domain } = localAndDomain(base);
   return domain === app.config.mailDomain.toLowerCase() && app.config.reservedLocalParts.includes(local);
+}
+
+/**
+ * What the server itself receives at `base` (a normalised address without its subaddress), when
+ * it does: the reports of its deliveries at `bounces+...` and TLS reports at `tlsrpt`, both at
+ * INBOXD_HOSTNAME. The SMTP server takes such mail before any inbox is looked for, so an inbox
+ * there, on a host name that is also a hosted domain, would have its mail read as reports.
+ */
+export function serverAddressUse(app: App, base: string): string | undefined {
+  const { local, domain } = localAndDomain(base);
+  if (domain !== app.config.hostname.toLowerCase()) return undefined;
+  if (local === RETURN_PATH_LOCAL_PART) return "the return path of its deliveries, where bounces come back";
+  if (local === TLS_REPORT_LOCAL_PART) return "where TLS reports come (RFC 8460)";
+  return undefined;
 }
 
 /**

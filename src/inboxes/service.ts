@@ -7,7 +7,7 @@ import { baseAddress, normalizeAddress, parseAddress, type ParsedAddress } from 
 import { isHeaderSafe } from "../mail/header-text";
 import { withTotal, type Listing, type Page } from "../page";
 import type { Aggregates, InboxRecord, Transaction } from "../store";
-import { isOperatorAddress, isReservedAddress, operatorInbox } from "./operator-addresses";
+import { isOperatorAddress, isReservedAddress, operatorInbox, serverAddressUse } from "./operator-addresses";
 import { presentInbox, presentInboxWithCounts, type Inbox, type InboxWithCounts } from "./present";
 
 /** A random, unguessable local part (80 bits) on the service's own mail domain. */
@@ -47,6 +47,8 @@ function assertCreatableAddress(app: App, parsed: ParsedAddress, address: string
   if (isReservedAddress(app, address)) {
     throw invalid(`email: ${address} is reserved for the operator of ${parsed.domain} (a role address of RFC 2142, or one that certificate authorities use to validate the domain); choose another name, or an address on a domain of your own`);
   }
+  const serverUse = serverAddressUse(app, address);
+  if (serverUse) throw invalid(`email: ${address} is this server's own address, ${serverUse}; choose another name`);
   // Were it deleted, another organization could otherwise recreate it and receive the operator's mail.
   if (address === app.config.postmasterInbox) throw invalid(`email: ${address} is reserved for the operator's postmaster mail`);
 }

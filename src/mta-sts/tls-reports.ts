@@ -7,9 +7,9 @@ import type { App } from "../app";
 import { iso } from "../clock";
 import { newId, sha256Hex } from "../ids";
 
-const LOCAL_PART = "tlsrpt";
+export const TLS_REPORT_LOCAL_PART = "tlsrpt";
 
-export const tlsReportAddress = (hostname: string) => `${LOCAL_PART}@${hostname.toLowerCase()}`;
+export const tlsReportAddress = (hostname: string) => `${TLS_REPORT_LOCAL_PART}@${hostname.toLowerCase()}`;
 
 export const isTlsReportAddress = (app: App, address: string) => address.toLowerCase().replace(/\.$/, "") === tlsReportAddress(app.config.hostname);
 

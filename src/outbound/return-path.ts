@@ -12,7 +12,9 @@
 import { timingSafeEqual } from "node:crypto";
 import type { App } from "../app";
 
-const PREFIX = "bounces+";
+/** The local part of every return path, before its "+": no inbox may take it at INBOXD_HOSTNAME (src/inboxes/operator-addresses.ts). */
+export const RETURN_PATH_LOCAL_PART = "bounces";
+const PREFIX = `${RETURN_PATH_LOCAL_PART}+`;
 /** 80 bits: a tag cannot be guessed over SMTP, and the local part stays within RFC 5321 §4.5.3.1.1's 64 octets. */
 const TAG_HEX_DIGITS = 20;
 // Delivery ids are a lower-case prefix, "_", and hex (src/ids.ts); the tag is hex.

@@ -198,3 +198,20 @@ describe("postmaster over SMTP (RFC 5321 §4.5.1)", () => {
     expect((await rcpt(server, "abuse@bare.example")).text).toBe("550 5.1.1 No such user here");
   });
 });
+
+describe("a host name that is also the mail domain", () => {
+  test("the server's own addresses there, tlsrpt@ (TLS reports) and bounces@ (return paths), are 422: their mail is read as reports, never an inbox's", async () => {
+    const sameHost = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address, INBOXD_HOSTNAME: "inboxd.test" } });
+    try {
+      const tenant = await seedOrganization(sameHost.app, "Tenant");
+      const created = async (email: string) => sameHost.api.post("/v1/inboxes", { email }, tenant.apiKey);
+      expect((await created("TLSRPT@inboxd.test")).body).toEqual({ error: "email: tlsrpt@inboxd.test is this server's own address, where TLS reports come (RFC 8460); choose another name" });
+      expect((await created("bounces@inboxd.test")).body.error).toStartWith("email: bounces@inboxd.test is this server's own address, the return path of its deliveries");
+      expect((await created("tlsrpt-team@inboxd.test")).status).toBe(201);
+    } finally {
+      await sameHost.cleanup();
+    }
+    // Where the host name is another name, they are names like any other on the mail domain.
+    expect((await create("tlsrpt@inboxd.test")).status).toBe(201);
+  });
+});
