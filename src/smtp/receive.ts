@@ -118,14 +118,19 @@ export async function receiveMessage(receiver: Receiver, session: SMTPServerSess
   const overLimit = headerOverLimit(data.raw, app.config.smtpMaxHeaderLines);
   if (overLimit) throw new SmtpReply(552, "5.3.4", `Message header too large: ${overLimit}`);
 
-  const returnPaths = new Set(recipients.flatMap(({ target }) => (target.kind === "returnPath" ? [target.deliveryId] : [])));
-  if (returnPaths.size > 0) await processReturnedReport(app, [...returnPaths], data.raw);
-  if (recipients.some(({ target }) => target.kind === "tlsReport")) await receiveTlsReport(app, data.raw);
   const envelope = envelopeOf(app, session, recipients);
-  if (envelope.recipients.length === 0) return "Report accepted";
   envelope.recipients = await admittedRecipients(app, envelope, data.raw);
-  if (app.config.dmarcEnforce) await analyseAndStore(receiver, envelope, data.raw);
-  else await acceptForAnalysis(receiver, envelope, data.raw);
+  // With DMARC enforced the analysis decides the reply, and takes the raw bytes over.
+  const analysis = envelope.recipients.length > 0 && app.config.dmarcEnforce ? await analyseForReply(receiver, envelope, data.raw) : undefined;
+  const raw = analysis?.raw ?? data.raw;
+  // A report sent along with mail the inboxes refuse is refused with it (RFC 5321 §6.1: until its
+  // 250, a message is the sender's), so it is applied only once nothing else can refuse it.
+  const returnPaths = new Set(recipients.flatMap(({ target }) => (target.kind === "returnPath" ? [target.deliveryId] : [])));
+  if (returnPaths.size > 0) await processReturnedReport(app, [...returnPaths], raw);
+  if (recipients.some(({ target }) => target.kind === "tlsReport")) await receiveTlsReport(app, raw);
+  if (envelope.recipients.length === 0) return "Report accepted";
+  if (analysis) await storeAnalysed(app, envelope, analysis);
+  else await acceptForAnalysis(receiver, envelope, raw);
   return `Message accepted as ${envelope.transaction}`;
 }
 
@@ -143,9 +148,8 @@ async function acceptForAnalysis({ app, pace }: Receiver, envelope: InboundEnvel
   app.queues.wake("inbound");
 }
 
-/** Analysis before the reply: a message the sender's DMARC policy rejects is refused, the others stored at once. */
-async function analyseAndStore(receiver: Receiver, envelope: InboundEnvelope, raw: Buffer): Promise<void> {
-  const { app } = receiver;
+/** Analysis before the reply: a message the sender's DMARC policy rejects is refused (thrown); else its analysis, to be stored before the 250. */
+async function analyseForReply(receiver: Receiver, envelope: InboundEnvelope, raw: Buffer): Promise<Analysis> {
   // The analysis takes the raw bytes over (a worker thread gets them without a copy): from here on, `analysis.raw`.
   const analysis = await analyze(receiver, envelope, raw);
   // RFC 7489 §6.6.3 leaves temporary DNS failures to the receiver. When our own budget made them
@@ -153,6 +157,11 @@ async function analyseAndStore(receiver: Receiver, envelope: InboundEnvelope, ra
   // through nor refusing it for good would be sure: the sender tries again.
   if (analysis.dmarcUndecided) throw new SmtpReply(451, "4.3.0", "Message not accepted: the DNS look-ups of its authentication took too long, please try again later");
   if (analysis.dmarcRejects) throw new SmtpReply(550, "5.7.1", "Rejected by the DMARC policy of the sender's domain");
+  return analysis;
+}
+
+/** The copies of a message analysed before its reply, stored at once. */
+async function storeAnalysed(app: App, envelope: InboundEnvelope, analysis: Analysis): Promise<void> {
   const prepared = await prepareCopies(app, envelope, analysis);
   // Sessions whose messages are ready together share one commit; the 250 waits until it is on disk.
   const stored = await app.store.transactionBatched((tx) => storeCopies(app, tx, envelope, analysis, prepared)).finally(() => releasePrepared(app, prepared));

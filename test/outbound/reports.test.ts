@@ -182,6 +182,27 @@ describe("bounce reports (DSN)", () => {
   });
 });
 
+describe("a report sent along with mail for an inbox", () => {
+  test("refused with that mail (its inbox's receive rules take no such sender): 550, and the report is not acted on", async () => {
+    const original = await delivered(["vic@remote.test"]);
+    const rule = await w.server.api.post("/v1/access-rules", { direction: "receive", action: "allow", value: "friend@remote.test", inboxId: w.inbox.id }, w.apiKey);
+    expect(rule.status).toBe(201);
+    const smtp = w.server.running.parts.find((part) => part.name === "smtp")!;
+    const client = new SMTPConnection({ host: "127.0.0.1", port: smtp.address!.port, ignoreTLS: true, logger: false });
+    await new Promise<void>((resolve, reject) => {
+      client.once("error", reject);
+      client.connect(() => resolve());
+    });
+    const report = dsn(original, [{ address: "vic@remote.test", action: "failed", status: "5.1.1" }]);
+    const refused = await new Promise<{ response?: string }>((resolve) => client.send({ from: "", to: [original.returnPath, w.inbox.email] }, report, (error) => resolve(error as { response?: string })));
+    client.quit();
+    expect(refused?.response).toStartWith("550 5.7.1");
+    expect((await w.message(original.messageId)).status).toBe("delivered");
+    expect((await suppressed()).map((entry) => entry.address)).not.toContain("vic@remote.test");
+    expect((await w.server.api.delete(`/v1/access-rules/${rule.body.id}`, w.apiKey)).status).toBe(200);
+  });
+});
+
 describe("what a return path takes", () => {
   test("over SMTP, a return path that names no delivery of ours is refused at RCPT, before any data", async () => {
     const smtp = w.server.running.parts.find((part) => part.name === "smtp")!;
