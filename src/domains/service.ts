@@ -4,7 +4,7 @@ import { dkimSelector, generateDkimKeys, type DkimKey } from "../dkim/keys";
 import { conflict, invalid, notFound } from "../errors";
 import { newId } from "../ids";
 import { presentTlsReport } from "../mta-sts/present";
-import { removeInbox } from "../inboxes/service";
+import { deleteMessagesInSlices, removeInbox } from "../inboxes/service";
 import { pageOfAll, withTotal, type Page } from "../page";
 import type { Aggregates, DkimKeyRecord, DomainRecord, Transaction } from "../store";
 import { isSameOrSubdomain, normalizeDomainName } from "./name";
@@ -53,6 +53,7 @@ export async function createDomain(app: App, organizationId: string, input: { na
   const provenClaimId = proven ? held.id : undefined;
   claimToTake(app, held, organizationId, name, provenClaimId);
   const keys = await generateDkimKeys(app.clock.date());
+  if (held && provenClaimId) await deleteMessagesOfInboxesOnDomain(app, held.organizationId, name);
   return app.store.transaction(async (tx) => {
     // Again: another request may have claimed the name while the keys were being generated.
     const taken = claimToTake(app, await tx.domains.findByName(name), organizationId, name, provenClaimId);
@@ -151,7 +152,8 @@ export async function rotateDkimKeys(app: App, organizationId: string, idOrName:
  * Deletes the domain and its keys. Inboxes on it would lose their mail: refused while any exist,
  * unless `force`, which deletes them too (each with its messages, and an inbox.deleted event).
  */
-export function deleteDomain(app: App, organizationId: string, idOrName: string, options: { force?: boolean } = {}) {
+export async function deleteDomain(app: App, organizationId: string, idOrName: string, options: { force?: boolean } = {}) {
+  if (options.force) await deleteMessagesOfInboxesOnDomain(app, organizationId, (await findDomain(app.store, organizationId, idOrName)).name);
   return app.store.transaction(async (tx) => {
     const row = await findDomain(tx, organizationId, idOrName);
     const inboxes = await tx.domains.inboxesOnDomain(organizationId, row.name);
@@ -162,6 +164,11 @@ export function deleteDomain(app: App, organizationId: string, idOrName: string,
     await removeDomain(app, tx, row, inboxes);
     return domain;
   });
+}
+
+/** The messages of the organization's inboxes on the domain, deleted a slice at a time before the transaction that deletes them (deleteMessagesInSlices). */
+async function deleteMessagesOfInboxesOnDomain(app: App, organizationId: string, name: string): Promise<void> {
+  for (const inbox of await app.store.domains.inboxesOnDomain(organizationId, name)) await deleteMessagesInSlices(app, organizationId, inbox.id);
 }
 
 /** Deletes the domain (its keys go with it) and the given inboxes of its organization, in the caller's transaction. */

@@ -2,6 +2,7 @@
 import type { App } from "../app";
 import { assertUsableInboxDomain } from "../domains/hosted";
 import { conflict, invalid, notFound } from "../errors";
+import { takeTurn } from "../event-loop";
 import { newId, randomToken } from "../ids";
 import { baseAddress, normalizeAddress, parseAddress, type ParsedAddress } from "../mail/address";
 import { isHeaderSafe } from "../mail/header-text";
@@ -119,8 +120,29 @@ export function updateInbox(app: App, organizationId: string, inboxId: string, i
 }
 
 /** Deletes the inbox with its threads and messages; returns it as it was, which `inbox.deleted` carries. */
-export function deleteInbox(app: App, organizationId: string, inboxId: string): Promise<Inbox> {
+export async function deleteInbox(app: App, organizationId: string, inboxId: string): Promise<Inbox> {
+  await deleteMessagesInSlices(app, organizationId, inboxId);
   return app.store.transaction((tx) => removeInbox(app, tx, organizationId, inboxId));
+}
+
+/**
+ * Messages deleted per transaction before an inbox is (about 50 µs each on the embedded engine,
+ * with their sources, attachments and search index rows): deleted in one statement with the
+ * inbox, 20,000 held the event loop, every organization's requests and SMTP greetings, 0.9 s.
+ */
+const MESSAGES_PER_SLICE = 64;
+
+/**
+ * Deletes an inbox's messages a slice per transaction and turn of the event loop, so that the
+ * transaction that deletes the inbox (removeInbox) has little left to take. Meanwhile the inbox
+ * is still shown, its messages going and its threads' counts as they were. Not waiting for the
+ * disk: the inbox's own commit does, and a crash before it leaves an inbox with fewer messages,
+ * whose delete the client repeats.
+ */
+export async function deleteMessagesInSlices(app: App, organizationId: string, inboxId: string): Promise<void> {
+  while ((await app.store.transaction((tx) => tx.inboxes.deleteMessages(organizationId, inboxId, MESSAGES_PER_SLICE), { waitForDisk: false })) === MESSAGES_PER_SLICE) {
+    await takeTurn();
+  }
 }
 
 /** deleteInbox in the caller's transaction. */

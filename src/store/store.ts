@@ -534,6 +534,12 @@ export interface InboxesStore {
   /** Each inbox's message and unread totals, in the order given. */
   counts(inboxIds: string[]): Promise<InboxCountsRecord[]>;
   rename(organizationId: string, id: string, name: string | null, now: number): Promise<InboxRecord | undefined>;
+  /**
+   * Deletes at most `limit` of the inbox's messages, with their sources, attachments and
+   * deliveries; returns how many. Its threads stay, their counters as they were: the slices of
+   * deleting a large inbox, which `delete` then ends.
+   */
+  deleteMessages(organizationId: string, id: string, limit: number): Promise<number>;
   /** Its threads, messages, sources, attachments and deliveries go with it. */
   delete(organizationId: string, id: string): Promise<InboxRecord | undefined>;
 }

@@ -67,6 +67,10 @@ export function inboxesStore(db: PgDb, inTransaction: boolean): InboxesStore {
       return row;
     },
     /** Its threads, messages, sources, attachments and deliveries go with it (ON DELETE CASCADE). */
+    async deleteMessages(organizationId, id, limit) {
+      const deleted = await rowsOf<{ id: string }>(db, sql`DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE organization_id = ${organizationId} AND inbox_id = ${id} LIMIT ${limit}) RETURNING id`);
+      return deleted.length;
+    },
     async delete(organizationId, id) {
       const [row] = await db.delete(inboxes).where(inOrganization(organizationId, id)).returning();
       return row;

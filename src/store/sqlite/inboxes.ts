@@ -22,6 +22,9 @@ export const inboxesStore = (db: Db) => {
      FROM json_each($inboxIds) AS ids`,
   );
   const inOrganization = db.$client.query<{ n: number }, { organizationId: string }>("SELECT count(*) AS n FROM inboxes WHERE organization_id = $organizationId");
+  const someMessages = db.$client.query<never, { organizationId: string; id: string; limit: number }>(
+    "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE organization_id = $organizationId AND inbox_id = $id LIMIT $limit)",
+  );
 
   return {
     insert(row: InboxRow): boolean {
@@ -47,6 +50,9 @@ export const inboxesStore = (db: Db) => {
     },
     rename(organizationId: string, id: string, name: string | null, now: number): InboxRow | undefined {
       return db.update(inboxes).set({ name, updatedAt: now }).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).returning().get();
+    },
+    deleteMessages(organizationId: string, id: string, limit: number): number {
+      return someMessages.run({ organizationId, id, limit }).changes;
     },
     /** Its threads, messages, sources, attachments and deliveries go with it (ON DELETE CASCADE). */
     delete(organizationId: string, id: string): InboxRow | undefined {
