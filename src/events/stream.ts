@@ -113,6 +113,15 @@ export class EventStreams {
     for (const streams of this.open.values()) for (const stream of streams) stream.wake();
   }
 
+  /**
+   * One of the organization's keys was revoked: each of its streams looks its own key up again at
+   * once, and the revoked key's end. A revoked key's stream went on for a poll interval, showing
+   * new mail to whoever held the key; streams on other nodes still see it at their next poll.
+   */
+  keyRevoked(organizationId: string): void {
+    for (const stream of this.open.get(organizationId) ?? []) stream.checkKeyNow();
+  }
+
   /** How many streams the organization holds open. */
   count(organizationId: string): number {
     return this.open.get(organizationId)?.size ?? 0;
@@ -299,6 +308,13 @@ class EventStream {
     this.waiting?.();
   }
 
+  checkKeyNow() {
+    this.authorizedAt = -Infinity;
+    // One in line for a place looks its key up when woken, without reading its page again.
+    if (!this.awaitingPlace) this.due = true;
+    this.waiting?.();
+  }
+
   placeGranted() {
     this.place = "granted";
     this.awaitingPlace = false;
@@ -384,18 +400,23 @@ class EventStream {
     return stillAuthorized();
   }
 
-  /** Until woken, the poll, or the heartbeat (measured from the last write, on the real clock: it is about sockets). */
+  /**
+   * Until woken, the poll, or the heartbeat (measured from the last write, on the real clock: it is
+   * about sockets). The poll falls a poll interval after the key's last look-up, not after the last
+   * event: restarted at each, it let a revoked key's stream go on for nearly two.
+   */
   private sleep(): Promise<"woken" | "heartbeat"> {
     const heartbeatIn = this.heartbeatMs - (performance.now() - this.lastWriteAt);
+    const pollIn = this.pollMs - (performance.now() - this.authorizedAt);
     return new Promise((resolve) => {
       const timer = setTimeout(
         () => {
           this.waiting = undefined;
           // A poll either way (but for a place, which only this process gives back); after the heartbeat, once the ping is written.
           if (!this.awaitingPlace) this.due = true;
-          resolve(heartbeatIn <= this.pollMs ? "heartbeat" : "woken");
+          resolve(heartbeatIn <= pollIn ? "heartbeat" : "woken");
         },
-        Math.max(0, Math.min(heartbeatIn, this.pollMs)),
+        Math.max(0, Math.min(heartbeatIn, pollIn)),
       );
       this.waiting = () => {
         clearTimeout(timer);

@@ -264,13 +264,16 @@ describe("a stream filtered by an inbox", () => {
 });
 
 describe("credentials", () => {
-  test("a stream ends once its key is revoked", async () => {
+  test("a stream ends once its key is revoked, at once: it shows nothing that happens after the revocation", async () => {
     const created = await server.api.post("/v1/api_keys", { name: "streaming" }, owner.apiKey);
     expect(created.status).toBe(201);
     const stream = await open("/v1/events", created.body.key);
     expect(stream.status).toBe(200);
     expect((await server.api.delete(`/v1/api_keys/${created.body.id}`, owner.apiKey)).status).toBe(200);
+    // Before, the key was looked up again only a poll interval (5 s) after its last look-up.
+    await createInbox();
     await stream.ended;
+    expect(stream.events).toEqual([]);
     await openStreamsReach(owner.organizationId, 0);
   });
 });
