@@ -2,6 +2,7 @@
 import { Clock } from "./clock";
 import type { Config } from "./config";
 import { EventStreams } from "./events/stream";
+import { exitOnceWritten } from "./exit";
 import { configuredResolver, type Resolver } from "./dns/resolver";
 import { createLogger, type Logger } from "./log";
 import { inFlightBudget, type InFlightBudget } from "./memory/in-flight";
@@ -29,7 +30,12 @@ export interface App {
   close(): void;
 }
 
-export async function openApp(config: Config, options: { clock?: Clock; log?: Logger; onMigrated?: (versions: string[]) => void } = {}): Promise<App> {
+/**
+ * `stopOnFailedSync`, for the server: when commits the embedded engine made could not be synced
+ * to disk, the process stops (exit 1, restarted by its service manager) and the next start
+ * recovers what the disk holds, rather than tell anyone that what they saw committed failed.
+ */
+export async function openApp(config: Config, options: { clock?: Clock; log?: Logger; onMigrated?: (versions: string[]) => void; stopOnFailedSync?: boolean } = {}): Promise<App> {
   const clock = options.clock ?? new Clock();
   const log = options.log ?? createLogger(config.logFormat, config.logLevel);
   const queues = new RunningQueues();
@@ -39,6 +45,7 @@ export async function openApp(config: Config, options: { clock?: Clock; log?: Lo
     clock,
     log,
     onMigrated: options.onMigrated,
+    onSyncFailed: options.stopOnFailedSync ? stopOnce((error) => log.error("the database's commits could not be synced to disk: stopping; the next start recovers what the disk holds", { error })) : undefined,
     onCommitted: (seconds) => metrics.commitDuration.observe(seconds),
     onEventsCommitted: () => {
       queues.wake("webhooks");
@@ -51,4 +58,15 @@ export async function openApp(config: Config, options: { clock?: Clock; log?: Lo
   const messageMemory = inFlightBudget(config.messageMemoryMb * 1024 * 1024);
   const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), inboundBacklog: () => store.acceptedInbound.backlog(), unindexedMessages: () => store.messageSearch.unindexed(), messageBytesInFlight: () => messageMemory.inUse(), now: () => clock.now() });
   return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, eventStreams, shutdown: new ShutdownDeadline(config.shutdownTimeoutMs), close: () => store.close() };
+}
+
+/** Tells `why` and exits with 1, the first time only: each sync that fails after it calls again. */
+function stopOnce(why: (error: unknown) => void): (error: unknown) => void {
+  let stopping = false;
+  return (error) => {
+    if (stopping) return;
+    stopping = true;
+    why(error);
+    exitOnceWritten(1);
+  };
 }

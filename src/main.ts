@@ -186,7 +186,7 @@ async function main(argv: string[]): Promise<number> {
 
 async function serve(config: Config, _args: string[], flags: Record<string, string>): Promise<number> {
   await checkBeforeStart(config);
-  const app = await openApp(config);
+  const app = await openApp(config, { stopOnFailedSync: true });
   // With the flags: a file given with --config is checked as one given with INBOXD_CONFIG.
   for (const warning of configWarnings(config, process.env, flags)) app.log.warn(warning);
   // Taken before anything starts: a stop asked for during the start (systemd stopping the unit

@@ -23,7 +23,9 @@ const postgresEngine = () => import("./postgres/index");
 
 /** The configured engine's store, migrated, with its secrets: for the running server and the commands that write. */
 export async function openStore(config: Config, options: Parameters<typeof openSqliteStore>[1] & Pick<PostgresStoreOptions, "onWake">): Promise<Store> {
-  if (config.databaseUrl) return (await postgresEngine()).openPostgresStore(config, options);
+  // A PostgreSQL commit is on disk when the server answers it: no sync of inboxd's own to fail.
+  const { onSyncFailed: _onSyncFailed, ...shared } = options;
+  if (config.databaseUrl) return (await postgresEngine()).openPostgresStore(config, shared);
   // Other nodes' wake-ups exist on a shared database only: one process holds an embedded one.
   const { onWake: _onWake, ...embedded } = options;
   return openSqliteStore(config, embedded);

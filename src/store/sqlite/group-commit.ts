@@ -10,7 +10,7 @@
  * row (a queue's turn that found nothing to do) has nothing to sync.
  */
 import type { Database } from "bun:sqlite";
-import { closeSync, fdatasync, openSync } from "node:fs";
+import { closeSync, existsSync, fdatasync, fstatSync, openSync, statSync } from "node:fs";
 
 /** How one write of a batch ended. */
 export type BatchOutcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -31,17 +31,17 @@ export interface GroupCommitOptions<Tx> {
    */
   commitBatch: (writes: ((tx: Tx) => Promise<unknown>)[]) => Promise<BatchOutcome[]>;
   /**
-   * Defaults to an fdatasync of the database's WAL. A database that is not in WAL mode (an
-   * in-memory one) commits as its connection is set up, and needs no sync of its own.
+   * An fdatasync of the database's WAL (walSync). A database that is not in WAL mode (an
+   * in-memory one) commits as its connection is set up, and needs no sync of its own: undefined.
    */
-  syncCommits?: SyncCommits;
+  syncCommits: SyncCommits | undefined;
   /** Told each batch's commit time, from the transaction's start until it is on disk (metrics). */
   onCommitted?: (seconds: number) => void;
   /** Told as a batch's sync starts; the function it returns, once the sync succeeded. */
   syncStarting?: () => () => void;
 }
 
-export function groupCommit<Tx>(sqlite: Database, { commitBatch, syncCommits = walSync(sqlite), onCommitted = () => {}, syncStarting = () => () => {} }: GroupCommitOptions<Tx>) {
+export function groupCommit<Tx>(sqlite: Database, { commitBatch, syncCommits, onCommitted = () => {}, syncStarting = () => () => {} }: GroupCommitOptions<Tx>) {
   let queued: Job<Tx>[] = [];
   /** A batch is scheduled, or committed and waiting for its sync. */
   let busy = false;
@@ -91,24 +91,77 @@ export function groupCommit<Tx>(sqlite: Database, { commitBatch, syncCommits = w
     });
 }
 
+/** The WAL's sync, and the descriptor it holds to give back when the database closes. */
+export interface WalSync {
+  sync: SyncCommits;
+  close(): void;
+}
+
 /**
  * fdatasync of the WAL file: it covers every frame written before it, so every commit made so far.
  * A checkpoint that copies frames into the database file syncs the WAL first and the database after
  * (SQLite's order), and the WAL starts over only once all of it is in the database, so a commit
  * never leaves the WAL before it is on disk. Undefined when the database has no WAL.
+ *
+ * The WAL is opened once and kept: opened for each sync, a process out of descriptors failed the
+ * sync of commits already made. SQLite truncates its WAL but keeps the file while a connection is
+ * open (one opened anew is opened again here); a database file or WAL deleted from under the
+ * running server still takes writes and syncs, and is gone at the next start: no commit is durable
+ * there, so the sync fails.
  */
-export function walSync(sqlite: Database): SyncCommits | undefined {
+export function walSync(sqlite: Database): WalSync | undefined {
   const mode = sqlite.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()?.journal_mode;
   if (mode !== "wal") return undefined;
   const walPath = `${sqlite.filename}-wal`;
+  const databaseInode = statSync(sqlite.filename).ino;
+  let wal: { fd: number; inode: number } | undefined;
+  const openWal = () => {
+    const fd = openSync(walPath, "r");
+    wal = { fd, inode: fstatSync(fd).ino };
+    return wal;
+  };
+  const closeWal = () => {
+    if (wal) closeSync(wal.fd);
+    wal = undefined;
+  };
+  const syncedWal = () => {
+    const onDisk = statSync(walPath, { throwIfNoEntry: false });
+    if (!onDisk || statSync(sqlite.filename, { throwIfNoEntry: false })?.ino !== databaseInode) {
+      throw new Error(`${onDisk ? sqlite.filename : walPath} was deleted or replaced while inboxd runs: what it commits there is lost at the next start`);
+    }
+    if (wal?.inode === onDisk.ino) return wal;
+    closeWal();
+    return openWal();
+  };
+  if (existsSync(walPath)) openWal();
+  return {
+    sync: () =>
+      new Promise<void>((resolve, reject) => {
+        let fd: number;
+        try {
+          fd = syncedWal().fd;
+        } catch (error) {
+          return reject(error);
+        }
+        fdatasync(fd, (error) => (error ? reject(error) : resolve()));
+      }),
+    close: closeWal,
+  };
+}
+
+/**
+ * A sync that fails leaves commits made, and seen by every reader, that may not be on disk: no
+ * caller may be told they failed (a send's retry would go out twice) nor that they are durable.
+ * With `onFailure` (the server's: it stops, and the next start recovers what the disk holds, as
+ * PostgreSQL does after a failed fsync), their callers are never answered; without, the failure
+ * is theirs.
+ */
+export function stoppingOnFailedSync(sync: SyncCommits | undefined, onFailure: ((error: unknown) => void) | undefined): SyncCommits | undefined {
+  if (!sync || !onFailure) return sync;
   return () =>
-    new Promise<void>((resolve, reject) => {
-      const fd = openSync(walPath, "r");
-      fdatasync(fd, (error) => {
-        closeSync(fd);
-        if (error) reject(error);
-        else resolve();
-      });
+    sync().catch((error: unknown) => {
+      onFailure(error);
+      return new Promise<void>(() => {});
     });
 }
 

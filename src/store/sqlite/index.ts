@@ -29,7 +29,7 @@ import { tlsReportsStore } from "./tls-reports";
 import { domainsStore } from "./domains";
 import { eventsStore } from "./events";
 import { eventWatermark, type CommitDurability } from "./event-watermark";
-import { groupCommit, oneSyncAtATime, walSync, type BatchOutcome, type SyncCommits } from "./group-commit";
+import { groupCommit, oneSyncAtATime, stoppingOnFailedSync, walSync, type BatchOutcome, type SyncCommits } from "./group-commit";
 import { inboxesStore } from "./inboxes";
 import { loginThrottlesStore } from "./login-throttles";
 import { messageSearchStore } from "./message-search";
@@ -65,6 +65,8 @@ export interface StoreOptions {
   onCommitted?: (seconds: number) => void;
   /** How batched commits are made durable; an fdatasync of the WAL unless given (tests). */
   syncCommits?: SyncCommits;
+  /** Told when commits already made could not be made durable; the process is to stop (stoppingOnFailedSync). */
+  onSyncFailed?: (error: unknown) => void;
   /** Told after each commit that recorded events: their webhook deliveries are there to claim. */
   onEventsCommitted?: () => void;
 }
@@ -76,7 +78,8 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
   const searchIndex = searchIndexStore(sqlite);
   const subscriptions = new WebhookSubscriptions(sqlite);
   let eventsInTransaction = false;
-  const syncCommits = oneSyncAtATime(options.syncCommits ?? walSync(sqlite));
+  const wal = options.syncCommits ? undefined : walSync(sqlite);
+  const syncCommits = oneSyncAtATime(stoppingOnFailedSync(options.syncCommits ?? wal?.sync, options.onSyncFailed));
   const watermark = eventWatermark(sqlite, syncCommits, () => options.onEventsCommitted?.());
   const eventRecorded = (id: string) => {
     watermark.emitted(id);
@@ -204,7 +207,10 @@ export function createStore(sqlite: Database, options: StoreOptions = {}): Store
     },
     tag: (purpose, value) => secrets.tag(purpose, value),
     startMaintenance: async (log) => runningTogether("database maintenance", [startCheckpoints(sqlite, dirname(sqlite.filename), log), startSearchIndexing(searchIndexing, log)]),
-    close: () => sqlite.close(),
+    close: () => {
+      sqlite.close();
+      wal?.close();
+    },
   };
 }
 
@@ -238,7 +244,7 @@ function asynced<T extends object>(aggregate: T, run: <R>(statements: () => R) =
  */
 export function openSqliteStore(
   config: Config,
-  { clock, log, onMigrated, ...storeOptions }: { clock: Clock; log: Logger; onMigrated?: (versions: string[]) => void } & Pick<StoreOptions, "onCommitted" | "onEventsCommitted">,
+  { clock, log, onMigrated, ...storeOptions }: { clock: Clock; log: Logger; onMigrated?: (versions: string[]) => void } & Pick<StoreOptions, "onCommitted" | "onEventsCommitted" | "onSyncFailed">,
 ): Store {
   const database = openDatabase(config.dataDir, { cacheMb: config.dbCacheMb });
   let secrets: SecretBox;
@@ -267,7 +273,14 @@ export function openSqliteStore(
       else log.error("the database check found damage: stop inboxd and restore the last backup (inboxd restore FILE --force)", { database: path, finding });
     });
   }
-  return { ...createStore(database.sqlite, { secrets, ...storeOptions }), close: () => database.close() };
+  const store = createStore(database.sqlite, { secrets, ...storeOptions });
+  return {
+    ...store,
+    close: () => {
+      store.close();
+      database.close();
+    },
+  };
 }
 
 /**
