@@ -22,9 +22,22 @@ const cut = (text: string) => (text.length > MAX_VALUE_CHARS ? `${text.slice(0, 
  * wrote: a message's text, a secret sealed or not. They stay out of the log.
  */
 const withoutQueryParams = (text: string) => text.replace(/^params: [^]*?(?=\n\s+at |(?![^]))/m, "params: (left out)");
-/** A value as logged: an error's stack or message, a string, or an object's JSON, each cut. */
+/**
+ * The errors an error wraps, a line each with its code: drizzle's "Failed query" says only which
+ * statement failed, its cause why (PostgreSQL's "canceling statement due to statement timeout",
+ * "relation ... does not exist").
+ */
+function causesOf(error: Error): string {
+  let text = "";
+  for (let e = error.cause, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const codes = [(e as { code?: unknown }).code, (e as { errno?: unknown }).errno].filter((c) => typeof c === "string" || typeof c === "number");
+    text += `\ncaused by: ${e.message}${codes.length ? ` (${codes.join(", ")})` : ""}`;
+  }
+  return text;
+}
+/** A value as logged: an error's stack or message and its causes, a string, or an object's JSON, each cut. */
 const bounded = (v: unknown): unknown => {
-  if (v instanceof Error) return cut(withoutQueryParams(v.stack ?? v.message));
+  if (v instanceof Error) return cut(withoutQueryParams((v.stack ?? v.message) + causesOf(v)));
   if (typeof v === "string") return cut(v);
   if (v !== null && typeof v === "object") {
     const json = JSON.stringify(v);
@@ -96,6 +109,22 @@ export function failureRun(everyMs = 60_000): FailureRun {
       run = undefined;
       return failures;
     },
+  };
+}
+
+/**
+ * A FailureRun of refusals for one cause (the database out of reach, its storage failing) across
+ * requests and SMTP sessions, whose successes nothing reports: a refusal after `gapMs` without
+ * one starts another run. One line per refusal, each with the failed statement, was thousands
+ * of lines in a few minutes of an outage.
+ */
+export function refusalRun(gapMs = 10 * 60_000): FailureRun["failed"] {
+  const run = failureRun();
+  let lastAt = -Infinity;
+  return (write) => {
+    if (performance.now() - lastAt > gapMs) run.succeeded();
+    lastAt = performance.now();
+    run.failed(write);
   };
 }
 

@@ -1,8 +1,8 @@
 /** The one error mapper: every failure leaves as `{error: string}` with its status; 5xx are logged, never detailed. */
 import { ValidationError } from "elysia";
 import { ServiceError, type ErrorKind } from "../errors";
-import { failureRun, type Logger } from "../log";
-import { isStoreFull, isStoreUnavailable, STORE_FULL_RETRY_AFTER_SECONDS, STORE_RETRY_AFTER_SECONDS } from "../store/unavailable";
+import { refusalRun, type Logger } from "../log";
+import { driverReason, isStoreFailing, isStoreFull, isStoreUnavailable, STORE_FULL_RETRY_AFTER_SECONDS, STORE_RETRY_AFTER_SECONDS } from "../store/unavailable";
 
 const statusOf: Record<ErrorKind, number> = {
   malformed: 400,
@@ -58,21 +58,18 @@ export function toErrorReply(code: string | number, error: unknown, log: Logger,
   if (code === "NOT_FOUND") return { status: 404, error: "Not found" };
   if (code === "PARSE") return { status: 400, error: "Malformed JSON body" };
   if (isStoreUnavailable(error)) {
-    log.warn("request failed: the database is unreachable", { route, error: (error as Error).message });
+    unreachable((failedRequests) => log.warn("request failed: the database is unreachable", { route, error: (error as Error).message, ...(failedRequests ? { failedRequests } : {}) }));
     return { status: 503, error: "The database is unreachable for a moment; try again shortly", headers: { "retry-after": String(STORE_RETRY_AFTER_SECONDS) } };
   }
-  if (isStoreFull(error)) {
-    // A refusal long after the last one is another episode (space was freed, then filled again).
-    if (performance.now() - lastDiskFullAt > DISK_FULL_EPISODE_GAP_MS) diskFull.succeeded();
-    lastDiskFullAt = performance.now();
-    diskFull.failed((failedRequests) => log.error("request failed: the database's disk is full", { route, error: (error as Error).message, ...(failedRequests ? { failedRequests } : {}) }));
+  if (isStoreFailing(error)) {
+    const why = isStoreFull(error) ? "the database's disk is full" : "the database's storage failed";
+    storageFailing((failedRequests) => log.error(`request failed: ${why}`, { route, error: driverReason(error), ...(failedRequests ? { failedRequests } : {}) }));
     return { status: 503, error: "The server cannot store anything right now; try again later", headers: { "retry-after": String(STORE_FULL_RETRY_AFTER_SECONDS) } };
   }
   log.error("request failed", { route, error });
   return { status: 500, error: "Internal server error" };
 }
 
-/** Requests refused for a full disk: the first logged, then one line a minute with their count (each with a stack was thousands of lines). */
-const diskFull = failureRun();
-let lastDiskFullAt = -Infinity;
-const DISK_FULL_EPISODE_GAP_MS = 10 * 60_000;
+/** Requests refused while the database is out of reach, or its storage failing (a full disk): the first logged, then one line a minute with their count. */
+const unreachable = refusalRun();
+const storageFailing = refusalRun();

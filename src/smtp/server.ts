@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
 import { listenError } from "../config";
+import { refusalRun } from "../log";
 import { discard } from "../memory/in-flight";
 import { normalizeAddress } from "../mail/address";
 import type { RunningPart } from "../running-part";
@@ -18,7 +19,7 @@ import { InboxdSmtpServer, wasSentInUtf8 } from "./inboxd-server";
 import { memorySpentClosing, memorySpentReply, readMessageData, receiveMessage, type Receiver, type Recipient } from "./receive";
 import { routeRecipient } from "./recipients";
 import { SmtpReply } from "./replies";
-import { isStoreUnavailable } from "../store/unavailable";
+import { driverReason, isStoreFailing, isStoreFull, isStoreUnavailable } from "../store/unavailable";
 import type { ServedCertificates } from "../certs/served";
 
 /** RFC 5321 §4.5.3.1.8: a server must accept at least 100 recipients per message; more get 452. */
@@ -295,13 +296,23 @@ function isHostName(domain: string): boolean {
   return ascii !== "" && ascii.split(".").every((label) => label !== "");
 }
 
+/** Messages refused while the database is out of reach, or its storage failing: the first logged, then one line a minute with their count. */
+const unreachable = refusalRun();
+const storageFailing = refusalRun();
+
 /** The reply to a message that was not accepted: a policy refusal as decided, anything else as a temporary failure. */
-function replyFor(app: App, error: unknown, remoteAddress: string): SmtpReply {
+export function replyFor(app: App, error: unknown, remoteAddress: string): SmtpReply {
   if (error instanceof SmtpReply) return error;
   // RFC 5321 §4.2.5: a 4yz reply leaves the message with the client, which tries again later.
   if (isStoreUnavailable(error)) {
-    app.log.warn("smtp: the database is unreachable; answered 451", { remoteAddress, error: (error as Error).message });
+    unreachable((refusedMessages) => app.log.warn("smtp: the database is unreachable; answered 451", { remoteAddress, error: (error as Error).message, ...(refusedMessages ? { refusedMessages } : {}) }));
     return new SmtpReply(451, "4.3.0", "Temporary local problem (storage unreachable), please try again later");
+  }
+  if (isStoreFailing(error)) {
+    const full = isStoreFull(error);
+    storageFailing((refusedMessages) => app.log.error(`smtp: the database's ${full ? "disk is full" : "storage failed"}; answered ${full ? 452 : 451}`, { remoteAddress, error: driverReason(error), ...(refusedMessages ? { refusedMessages } : {}) }));
+    // RFC 3463 X.3.1: mail system full; RFC 5321 §4.2.2 452: insufficient system storage.
+    return full ? new SmtpReply(452, "4.3.1", "Insufficient system storage, please try again later") : new SmtpReply(451, "4.3.0", "Temporary local problem (storage failing), please try again later");
   }
   app.log.error("smtp message not accepted", { error, remoteAddress });
   return new SmtpReply(451, "4.3.0", "Temporary local problem, please try again later");

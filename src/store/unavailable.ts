@@ -9,8 +9,22 @@ export class StoreUnavailableError extends Error {
   override name = "StoreUnavailableError";
 
   constructor(cause: unknown) {
-    super(`the database is unreachable: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    super(`the database is unreachable: ${driverReason(cause)}`, { cause });
   }
+}
+
+/**
+ * The driver's own words for a failure: the innermost error's message and code. The errors around
+ * it (drizzle's "Failed query: ... params: ...") carry the statement's values: a key's hash, an
+ * address, a message's text.
+ */
+export function driverReason(error: unknown): string {
+  let innermost = error;
+  for (let depth = 0; innermost instanceof Error && innermost.cause instanceof Error && depth < 5; depth++) innermost = innermost.cause;
+  if (!(innermost instanceof Error)) return String(innermost);
+  const { code, errno } = innermost as { code?: unknown; errno?: unknown };
+  const codes = [code, errno].filter((value) => typeof value === "string" || typeof value === "number");
+  return `${innermost.message}${codes.length ? ` (${codes.join(", ")})` : ""}`;
 }
 
 /** How long clients are told to wait before they try again while the database is unreachable. */
@@ -30,9 +44,23 @@ export function isStoreUnavailable(error: unknown): boolean {
  * is freed; a temporary condition, not the server's fault.
  */
 export function isStoreFull(error: unknown): boolean {
+  return someCause(error, (code, errno) => code === "SQLITE_FULL" || code === "53100" || errno === "53100");
+}
+
+/**
+ * Whether `error` is the database's storage failing a statement: full, or an I/O error, read-only
+ * or out of descriptors (SQLite's SQLITE_IOERR_*, SQLITE_READONLY_*, SQLITE_CANTOPEN; the system's
+ * EIO, ENOSPC, EMFILE, ENFILE). The statement did nothing, and may succeed once the operator has
+ * seen to the machine: the same answer as a full disk, not a 500.
+ */
+export function isStoreFailing(error: unknown): boolean {
+  return isStoreFull(error) || someCause(error, (code) => typeof code === "string" && /^(SQLITE_(IOERR|READONLY|CANTOPEN)\w*|EIO|ENOSPC|EMFILE|ENFILE)$/.test(code));
+}
+
+function someCause(error: unknown, matches: (code: unknown, errno: unknown) => boolean): boolean {
   for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     const { code, errno } = e as { code?: unknown; errno?: unknown };
-    if (code === "SQLITE_FULL" || code === "53100" || errno === "53100") return true;
+    if (matches(code, errno)) return true;
   }
   return false;
 }

@@ -45,4 +45,12 @@ describe("log lines", () => {
     // The stack stays: where the statement failed.
     if (format === "text") expect(line).toContain("at ");
   });
+
+  test.each(["text", "json"] as const)("%s: an error's causes follow it with their codes (why the statement failed), its values still left out", (format) => {
+    const driver = Object.assign(new Error("canceling statement due to statement timeout"), { errno: "57014" });
+    const failed = new Error('Failed query: select "id" from "inboxes" for no key update\nparams: org_1,inb_2', { cause: driver });
+    const line = lineOf(format, { error: failed });
+    expect(line).toContain("caused by: canceling statement due to statement timeout (57014)");
+    expect(line).not.toContain("inb_2");
+  });
 });

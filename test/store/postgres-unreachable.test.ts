@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as net from "node:net";
 import { SQL } from "bun";
 import { CONNECT_TIMEOUT_SECONDS } from "../../src/store/postgres/connection";
+import { ANSWER_DEADLINE_SECONDS } from "../../src/store/postgres/unavailable";
 import { eventually, register, startTestServer, type Registered, type TestServer } from "../harness";
 import { createInbox } from "../messages/helpers";
 import { postgresMissing, postgresTestsSkipped, startPostgresCluster, type PostgresCluster } from "../peers/postgres";
@@ -168,4 +169,52 @@ describe.skipIf(Boolean(skipped))("PostgreSQL unreachable", () => {
       await behindProxy.cleanup();
     }
   }, 60_000);
+
+  test("a server that stops answering on open connections (a partition, a frozen host): 503 and 451 within the answer deadline, not for as long as it lasts; then recovery", async () => {
+    // A TCP proxy in front of the cluster: while `frozen`, what either side sends is held, on connections that stay open.
+    const target = new URL(await cluster.createDatabase());
+    let frozen = false;
+    const held: (() => void)[] = [];
+    const sockets: net.Socket[] = [];
+    const forward = (from: net.Socket, to: net.Socket) => from.on("data", (chunk) => (frozen ? held.push(() => to.write(chunk)) : to.write(chunk)));
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(target.port), target.hostname);
+      sockets.push(client, upstream);
+      for (const socket of [client, upstream]) socket.on("error", () => {});
+      client.on("close", () => upstream.destroy());
+      upstream.on("close", () => client.destroy());
+      forward(client, upstream);
+      forward(upstream, client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const proxied = new URL(target);
+    proxied.port = String((proxy.address() as net.AddressInfo).port);
+    const partitioned = await startTestServer({ env: { INBOXD_DATABASE_URL: proxied.toString() } });
+    try {
+      const registered = await register(partitioned.api);
+      frozen = true;
+      const started = performance.now();
+      const [api, smtp] = await Promise.all([
+        // Not through the test client, which first runs the inbound queue (on the database).
+        fetch(`${partitioned.api.baseUrl}/v1/inboxes`, { headers: { authorization: `Bearer ${registered.apiKey.key}` } }).then((reply) => ({ status: reply.status, retryAfter: reply.headers.get("retry-after"), seconds: (performance.now() - started) / 1000 })),
+        sendMail(partitioned.smtpPort, { from: "load@example.net", to: [registered.inbox.email], raw: "Subject: partitioned\r\n\r\nHello.\r\n", socketTimeoutMs: 60_000 }).then(
+          (info) => info.response,
+          (error: { response?: string }) => error.response,
+        ),
+      ]);
+      expect({ status: api.status, retryAfter: api.retryAfter }).toEqual({ status: 503, retryAfter: "5" });
+      expect(api.seconds).toBeLessThan(ANSWER_DEADLINE_SECONDS * 2);
+      expect(smtp).toStartWith("451 4.3.0");
+      expect((performance.now() - started) / 1000).toBeLessThan(ANSWER_DEADLINE_SECONDS * 3);
+      frozen = false;
+      for (const write of held.splice(0)) write();
+      await eventually("the API answering again", () => fetch(`${partitioned.api.baseUrl}/v1/inboxes`, { headers: { authorization: `Bearer ${registered.apiKey.key}` } }).then((reply) => reply.status), (status) => status === 200, 30_000, 200);
+    } finally {
+      frozen = false;
+      for (const write of held.splice(0)) write();
+      await partitioned.cleanup();
+      for (const socket of sockets) socket.destroy();
+      proxy.close();
+    }
+  }, 90_000);
 });

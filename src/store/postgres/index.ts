@@ -30,7 +30,7 @@ import { loginThrottlesStore } from "./login-throttles";
 import { messageSearchStore } from "./message-search";
 import { messagesStore } from "./messages";
 import { migrate } from "./migrate";
-import { aggregatesReportingUnavailable, reportingUnavailable, unavailableOr } from "./unavailable";
+import { aggregatesReportingUnavailable, answeredInTime, reportingUnavailable, unavailableOr } from "./unavailable";
 import { hasSecretBox, openSecrets } from "./secrets";
 import { sendWindowsStore } from "./send-windows";
 import { threadsStore } from "./threads";
@@ -133,13 +133,16 @@ export function createPostgresStore(client: BunSql, options: PostgresStoreOption
 
   async function transaction<T>(work: (tx: Transaction) => Promise<T>, { waitForDisk = true }: TransactionOptions = {}): Promise<T> {
     let recordedEvents = false;
-    const value = await db
-      .transaction(async (tx) => {
+    const value = await answeredInTime((deadline) =>
+      db.transaction(async (tx) => {
+        deadline.assertInTime();
         // The commit survives a crash of the server process, not of its machine, until the next durable one.
         if (!waitForDisk) await tx.execute(sql`SET LOCAL synchronous_commit = off`);
-        return work(transactionOn(tx, () => (recordedEvents = true)));
-      })
-      .catch((error: unknown) => Promise.reject(unavailableOr(error)));
+        const value = await work(transactionOn(tx, () => (recordedEvents = true)));
+        deadline.committing();
+        return value;
+      }),
+    ).catch((error: unknown) => Promise.reject(unavailableOr(error)));
     if (recordedEvents) onEvents();
     return value;
   }
