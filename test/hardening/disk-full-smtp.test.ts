@@ -1,34 +1,19 @@
 // A full disk over SMTP: the sender is told the mail system is full and to try again (452 4.3.1,
 // RFC 3463 X.3.1), and a run of refusals is logged once, not one line with a stack per message.
-import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
-import { join } from "node:path";
 import type { App } from "../../src/app";
 import { createLogger } from "../../src/log";
 import { replyFor } from "../../src/smtp/server";
 import { scratch } from "../harness";
+import { diskFullError } from "../store/disk-full-error";
 
 const { dir: freshDir } = scratch();
 
-/** What SQLite throws when its file cannot grow: max_page_count stands in for a full disk. */
-function diskFullError(): Error {
-  const sqlite = new Database(join(freshDir(), "full.db"));
-  try {
-    sqlite.exec("CREATE TABLE t (b BLOB)");
-    sqlite.exec(`PRAGMA max_page_count = ${sqlite.query<{ page_count: number }, []>("PRAGMA page_count").get()!.page_count}`);
-    sqlite.query("INSERT INTO t VALUES (?)").run(Buffer.alloc(64 * 1024));
-  } catch (error) {
-    return error as Error;
-  } finally {
-    sqlite.close();
-  }
-  throw new Error("the insert did not fail");
-}
 
 test("a full disk: each message 452 4.3.1, one log line for the run; other storage failures 451 4.3.0", () => {
   const lines: { level: string; event: string }[] = [];
   const app = { log: createLogger("json", "debug", (line) => lines.push(JSON.parse(line))) } as unknown as App;
-  const full = diskFullError();
+  const full = diskFullError(freshDir());
   const said = (reply: { responseCode: number; message: string }) => `${reply.responseCode} ${reply.message}`;
   for (let i = 0; i < 3; i++) expect(said(replyFor(app, new Error("wrapper", { cause: full }), "192.0.2.1"))).toStartWith("452 4.3.1 ");
   expect(lines.map(({ level, event }) => ({ level, event }))).toEqual([{ level: "error", event: "smtp: the database's disk is full; answered 452" }]);

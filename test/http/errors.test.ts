@@ -1,34 +1,18 @@
 // How the API answers a failure it did not expect of the request (src/http/errors.ts): a full disk
 // is a temporary condition, answered 503 with Retry-After and logged once a minute, not 500 with a
 // stack per request.
-import { Database } from "bun:sqlite";
 import { expect, test } from "bun:test";
-import { join } from "node:path";
 import { toErrorReply } from "../../src/http/errors";
 import { createLogger } from "../../src/log";
 import { isStoreFull, StoreUnavailableError } from "../../src/store/unavailable";
 import { scratch } from "../harness";
+import { diskFullError } from "../store/disk-full-error";
 
 const { dir: freshDir } = scratch();
 
-/** What SQLite throws when its file cannot grow: max_page_count stands in for a full disk. */
-function diskFullError(): Error {
-  const sqlite = new Database(join(freshDir(), "full.db"));
-  try {
-    sqlite.exec("CREATE TABLE t (b BLOB)");
-    const pages = sqlite.query<{ page_count: number }, []>("PRAGMA page_count").get()!.page_count;
-    sqlite.exec(`PRAGMA max_page_count = ${pages}`);
-    sqlite.query("INSERT INTO t VALUES (?)").run(Buffer.alloc(64 * 1024));
-  } catch (error) {
-    return error as Error;
-  } finally {
-    sqlite.close();
-  }
-  throw new Error("the insert did not fail");
-}
 
 test("a full disk is 503 with Retry-After (nothing was written: the same request may succeed later), logged once, not per request", () => {
-  const error = diskFullError();
+  const error = diskFullError(freshDir());
   expect(isStoreFull(error)).toBe(true);
   expect(isStoreFull(new Error("wrapper", { cause: error }))).toBe(true);
   const lines: { level: string; event: string }[] = [];
