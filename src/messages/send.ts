@@ -322,7 +322,9 @@ function sentRow(inbox: InboxRecord, draft: Draft, threadId: string, messageId: 
     fromInboxId: inbox.id,
     toInboxId: null,
     from: inbox.email,
-    fromName: inbox.name || null,
+    // The name the message was composed with: the inbox renamed meanwhile, the API showed the new
+    // name where the From field sent and kept had the old one.
+    fromName: draft.inbox.name || null,
     to: addresses(draft.to),
     cc: addresses(draft.cc),
     bcc: addresses(draft.bcc),

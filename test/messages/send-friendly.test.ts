@@ -83,6 +83,23 @@ describe("display names", () => {
     expect(received.raw.toString()).not.toContain("Secret Person");
   });
 
+  test("an inbox renamed while a send is composed: the message shows the name its From field was sent with", async () => {
+    const renamed = await createInbox("Before");
+    const store = w.server.app.store;
+    const transactionBatched = store.transactionBatched;
+    // The rename lands between the composition and the transaction that stores the message.
+    store.transactionBatched = async (work) => {
+      store.transactionBatched = transactionBatched;
+      expect((await w.server.api.patch(`/v1/inboxes/${renamed.id}`, { name: "After" }, w.apiKey)).status).toBe(200);
+      return transactionBatched(work);
+    };
+    const res = await send({ to: ["ada@remote.test"], subject: "Renamed meanwhile" }, renamed);
+    expect(res.status).toBe(201);
+    expect(headersOf(await storedSource(res.body.id))).toStartWith(`From: Before <${renamed.email}>\r\n`);
+    expect(res.body.fromName).toBe("Before");
+    expect((await get(path(renamed, `/${res.body.id}`))).fromName).toBe("Before");
+  });
+
   test("a non-ASCII display name is sent as an encoded word and read back as written", async () => {
     const res = await send({ to: ["Zoë Müller <zoe@remote.test>"], subject: "Umlauts" });
     expect(res.status).toBe(201);
