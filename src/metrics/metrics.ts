@@ -26,35 +26,46 @@ export function createMetrics(sources: MetricSources) {
   // heap, 40-55 ms of the event loop at every scrape. The heap's total and used sizes stay.
   for (const kind of ["total", "used", "available"]) registry.removeSingleMetric(`inboxd_nodejs_heap_space_size_${kind}_bytes`);
   const registers = [registry];
-  const backlogGauges = (queue: string, read: (sources: MetricSources) => Promise<QueueBacklog>) => {
+  // Read once per scrape (scrape() below), shared by the gauges that show them.
+  let scraped: Promise<StoreReadings> = Promise.resolve({ up: false });
+  const readings = () => scraped;
+  const backlogGauges = (queue: string, read: (readings: StoreReadings) => QueueBacklog | undefined) => {
     new Gauge({
       name: `inboxd_${queue}_queue_depth`,
-      help: `${queue} deliveries waiting for a try (due or scheduled)`,
+      help: `${queue} deliveries waiting for a try (due or scheduled); NaN while the database does not answer`,
       registers,
       async collect() {
-        this.set((await read(sources)).depth);
+        this.set(read(await readings())?.depth ?? NaN);
       },
     });
     new Gauge({
       name: `inboxd_${queue}_queue_oldest_age_seconds`,
-      help: `age of the oldest ${queue} delivery still waiting (0 when none)`,
+      help: `age of the oldest ${queue} delivery still waiting (0 when none); NaN while the database does not answer`,
       registers,
       async collect() {
-        const { oldestCreatedAt } = await read(sources);
-        this.set(oldestCreatedAt === null ? 0 : Math.max(0, sources.now() - oldestCreatedAt) / 1000);
+        const backlog = read(await readings());
+        this.set(!backlog ? NaN : backlog.oldestCreatedAt === null ? 0 : Math.max(0, sources.now() - backlog.oldestCreatedAt) / 1000);
       },
     });
   };
-  backlogGauges("outbound", (s) => s.outboundBacklog());
-  backlogGauges("webhook", (s) => s.webhookBacklog());
+  backlogGauges("outbound", (r) => r.outbound);
+  backlogGauges("webhook", (r) => r.webhook);
   // Inbound mail accepted (250 sent) and not analysed yet.
-  backlogGauges("inbound", (s) => s.inboundBacklog());
+  backlogGauges("inbound", (r) => r.inbound);
   new Gauge({
     name: "inboxd_search_index_backlog",
-    help: "messages stored and not in the search index yet (indexed in the background; a search indexes them first)",
+    help: "messages stored and not in the search index yet (indexed in the background; a search indexes them first); NaN while the database does not answer",
     registers,
     async collect() {
-      this.set(await sources.unindexedMessages());
+      this.set((await readings()).unindexed ?? NaN);
+    },
+  });
+  new Gauge({
+    name: "inboxd_database_up",
+    help: "1 when the database answered this scrape's reads within 2 s, else 0 (PostgreSQL out of reach, the embedded engine's storage failing)",
+    registers,
+    async collect() {
+      this.set((await readings()).up ? 1 : 0);
     },
   });
   new Gauge({
@@ -68,6 +79,11 @@ export function createMetrics(sources: MetricSources) {
 
   return {
     registry,
+    /** The exposition text of every metric, the store's readings taken once for it. */
+    scrape(): Promise<string> {
+      scraped = storeReadings(sources);
+      return registry.metrics();
+    },
     httpRequests: new Counter({ name: "inboxd_http_requests_total", help: "HTTP requests answered, by route pattern and status", labelNames: ["method", "route", "status"] as const, registers }),
     httpDuration: new Histogram({ name: "inboxd_http_request_duration_seconds", help: "time to answer an HTTP request", labelNames: ["method", "route"] as const, buckets: LATENCY_BUCKETS, registers }),
     smtpConnections: new Counter({ name: "inboxd_smtp_connections_total", help: "inbound SMTP connections accepted", registers }),
@@ -81,3 +97,27 @@ export function createMetrics(sources: MetricSources) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** What a scrape reads from the store: a reading the store did not give in time is absent. */
+interface StoreReadings {
+  outbound?: QueueBacklog;
+  webhook?: QueueBacklog;
+  inbound?: QueueBacklog;
+  unindexed?: number;
+  up: boolean;
+}
+
+/** How long a scrape waits for the store's readings: a database that does not answer must not take the process's own metrics with it. */
+const STORE_READINGS_MS = 2_000;
+
+/**
+ * The store's readings for one scrape, each given up on after STORE_READINGS_MS. Before, one
+ * failed read failed the whole scrape: while the database was out of reach, /metrics answered
+ * 503, and the counters that showed the outage (the 451s, the 503s) were lost with it.
+ */
+async function storeReadings(sources: MetricSources): Promise<StoreReadings> {
+  const inTime = <T>(read: () => Promise<T>): Promise<T | undefined> =>
+    Promise.race([read().catch(() => undefined), new Promise<undefined>((resolve) => setTimeout(resolve, STORE_READINGS_MS).unref())]);
+  const [outbound, webhook, inbound, unindexed] = await Promise.all([inTime(sources.outboundBacklog), inTime(sources.webhookBacklog), inTime(sources.inboundBacklog), inTime(sources.unindexedMessages)]);
+  return { outbound, webhook, inbound, unindexed, up: [outbound, webhook, inbound, unindexed].every((reading) => reading !== undefined) };
+}

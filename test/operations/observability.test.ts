@@ -9,6 +9,7 @@ import { startSmtpSink, type SmtpSink } from "../peers/smtp-sink";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
 import { openSession } from "../smtp/raw-client";
 import { rawRequest, withoutUsableHost } from "../http/raw-request";
+import { StoreUnavailableError } from "../../src/store/unavailable";
 
 const METRICS_TOKEN = "metrics-secret-for-tests";
 
@@ -222,11 +223,32 @@ describe("metrics", () => {
     expect(value("inboxd_webhook_queue_depth")).toBeGreaterThanOrEqual(1);
     expect(value("inboxd_commit_duration_seconds_count")).toBeGreaterThanOrEqual(2);
     expect(samples.some((s) => s.name === "inboxd_search_index_backlog")).toBe(true);
+    expect(value("inboxd_database_up")).toBe(1);
     expect(value("inboxd_process_resident_memory_bytes")).toBeGreaterThan(10_000_000);
     expect(samples.some((s) => s.name === "inboxd_nodejs_eventloop_lag_seconds")).toBe(true);
     expect(value("inboxd_nodejs_heap_size_used_bytes")).toBeGreaterThan(0);
     // Made up by a walk of the whole heap under Bun at every scrape (src/metrics/metrics.ts).
     expect(samples.filter((s) => s.name.startsWith("inboxd_nodejs_heap_space_size_"))).toEqual([]);
+  });
+
+  test("while the database does not answer, the scrape still answers: the process's own metrics, inboxd_database_up 0 and the store's readings NaN", async () => {
+    const server = await startTestServer({ env: { INBOXD_METRICS_TOKEN: METRICS_TOKEN } });
+    try {
+      const deliveries = server.app.store.deliveries;
+      const backlog = deliveries.backlog;
+      deliveries.backlog = () => Promise.reject(new StoreUnavailableError(new Error("Connection closed")));
+      const scraped = await server.api.get("/metrics", METRICS_TOKEN);
+      deliveries.backlog = backlog;
+      expect(scraped.status).toBe(200);
+      const text = scraped.body as string;
+      expect(text).toContain("\ninboxd_database_up 0\n");
+      expect(text).toMatch(/\ninboxd_outbound_queue_depth NaN\n/i);
+      expect(text).toContain("\ninboxd_webhook_queue_depth 0\n");
+      expect(text).toContain("inboxd_http_requests_total");
+      expect((await server.api.get("/metrics", METRICS_TOKEN)).body).toContain("\ninboxd_database_up 1\n");
+    } finally {
+      await server.cleanup();
+    }
   });
 
   test("without INBOXD_METRICS_TOKEN there is no /metrics on the API port", async () => {

@@ -8,7 +8,7 @@ import { bytes, failures } from "../schemas";
 
 /** The Prometheus scrape: text format, the registry's content type. */
 export async function metricsResponse(app: App): Promise<Response> {
-  return new Response(await app.metrics.registry.metrics(), { headers: { "content-type": app.metrics.registry.contentType } });
+  return new Response(await app.metrics.scrape(), { headers: { "content-type": app.metrics.registry.contentType } });
 }
 
 const sameSecret = (given: string, expected: string) => {
