@@ -11,6 +11,7 @@
  * A pool on demand (startOnDemandPool) runs no thread while it has no request.
  */
 import type { Logger } from "../log";
+import { roomForAThread } from "./descriptors";
 
 /** What the two sides of a pool say: the setup each new thread gets first, then requests and their replies. */
 export interface WorkerProtocol {
@@ -70,7 +71,8 @@ export function startWorkerPool<P extends WorkerProtocol, Notes = undefined>(opt
     const message = threads.length ? `one ${options.name} worker could not start; the others do its work` : `${options.name} workers cannot start; the main thread does their work`;
     options.log.error(message, { reason });
   };
-  for (let i = 0; i < options.threads; i++) threads.push(new PoolThread(options, drop));
+  if (options.threads > 0 && !roomForAThread()) options.log.warn(`${options.name} workers not started: the process is near its limit of open files; the main thread does their work`);
+  else for (let i = 0; i < options.threads; i++) threads.push(new PoolThread(options, drop));
   return {
     run(request) {
       if (threads.length === 0) return request.here();
@@ -195,9 +197,14 @@ class PoolThread<P extends WorkerProtocol, Notes> {
       for (const job of jobs) job.here().then(job.resolve, job.reject);
       return;
     }
-    this.options.log.error(`${this.options.name} worker stopped; starting a new one`, { reason });
     const lost = new Error(`the ${this.options.name} worker stopped: ${reason}`);
     for (const job of jobs) job.reject(lost);
+    if (!roomForAThread()) {
+      this.ended = true;
+      this.drop(this, `${reason}; not replaced: the process is near its limit of open files`);
+      return;
+    }
+    this.options.log.error(`${this.options.name} worker stopped; starting a new one`, { reason });
     this.start();
   }
 
@@ -206,7 +213,11 @@ class PoolThread<P extends WorkerProtocol, Notes> {
     this.options.log.warn(`${this.options.name} over its deadline; replacing its worker`, { timeoutMs: deadline.ms, others: this.inFlight.size - 1 });
     const old = this.worker;
     const jobs = this.takeInFlight();
-    this.start();
+    if (roomForAThread()) this.start();
+    else {
+      this.ended = true;
+      this.drop(this, "ended for a request past its deadline; not replaced: the process is near its limit of open files");
+    }
     old.terminate();
     job.reject(deadline.error());
     const replaced = new WorkerReplacedError(`the ${this.options.name} worker was replaced`);
