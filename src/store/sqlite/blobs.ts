@@ -7,7 +7,7 @@
  * big messages cost ten times as many turns, not ten times as long a turn). Those commits do not
  * wait for the disk: the message's own transaction claims the blob, and the WAL sync of its
  * commit (group commit) makes every frame written before it durable with it. Unclaimed blobs are discarded by the writer that gave up on
- * them, or at the next start after a crash.
+ * them (by the next large value when that failed too), or at the next start after a crash.
  */
 import type { Database } from "bun:sqlite";
 import { commitWithoutWaitingForDisk } from "./open";
@@ -47,6 +47,21 @@ export function blobStore(sqlite: Database, inConnectionTurn: <T>(write: () => T
         .immediate(),
     );
 
+  /**
+   * Blobs whose discard failed as their write had (a full disk fails both): discarded with the next
+   * large value, once the disk takes writes again. They stayed until the next start, a few MB for
+   * each large message a sender retried while the disk was full.
+   */
+  const leftBehind = new Set<string>();
+  const discardOrLeave = async (blobId: string) => {
+    try {
+      await inConnectionTurn(() => discard(blobId));
+      leftBehind.delete(blobId);
+    } catch {
+      leftBehind.add(blobId);
+    }
+  };
+
   return {
     /**
      * The bytes of `parts`, one after the other, as they will be stored: in their row when small,
@@ -56,6 +71,7 @@ export function blobStore(sqlite: Database, inConnectionTurn: <T>(write: () => T
     async prepare(parts: Uint8Array[], now: number): Promise<StoredBytes> {
       const size = parts.reduce((sum, part) => sum + part.byteLength, 0);
       if (size <= STAGE_THRESHOLD) return { bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts), blobId: null };
+      for (const earlier of [...leftBehind]) await discardOrLeave(earlier);
       const blobId = newId("blob");
       try {
         await inTurn(() => insertStaged.run(blobId, now));
@@ -65,7 +81,7 @@ export function blobStore(sqlite: Database, inConnectionTurn: <T>(write: () => T
           await inTurn(() => insertChunk.run(blobId, n, chunk));
         }
       } catch (error) {
-        await inConnectionTurn(() => discard(blobId));
+        await discardOrLeave(blobId);
         throw error;
       }
       return { bytes: EMPTY, blobId };
