@@ -140,7 +140,13 @@ const MESSAGES_PER_SLICE = 64;
  * whose delete the client repeats.
  */
 export async function deleteMessagesInSlices(app: App, organizationId: string, inboxId: string): Promise<void> {
-  while ((await app.store.transaction((tx) => tx.inboxes.deleteMessages(organizationId, inboxId, MESSAGES_PER_SLICE), { waitForDisk: false })) === MESSAGES_PER_SLICE) {
+  const slice = async (tx: Transaction) => {
+    // The organization's events before any row, as removeInbox: the outbound queue's turn takes
+    // them before the deliveries and messages a slice deletes (on PostgreSQL they deadlocked).
+    await tx.events.holdOrder([organizationId]);
+    return tx.inboxes.deleteMessages(organizationId, inboxId, MESSAGES_PER_SLICE);
+  };
+  while ((await app.store.transaction(slice, { waitForDisk: false })) === MESSAGES_PER_SLICE) {
     await takeTurn();
   }
 }

@@ -1,7 +1,8 @@
 import { Database } from "bun:sqlite";
 import { afterAll, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { walSync } from "../../src/store/sqlite/group-commit";
 import { createStore, type StoreOptions } from "../../src/store/sqlite/index";
 import type { Store } from "../../src/store/store";
 import { migrate } from "../../src/store/sqlite/migrate";
@@ -211,4 +212,27 @@ test("a batch's events are shown after the batch's own sync, the one sync it mak
   } finally {
     close();
   }
+});
+
+test("the WAL deleted under the server, then made anew at its path by another opener: the sync fails, the commits being in the deleted file", async () => {
+  const { sqlite, close, dir } = walDatabase();
+  const wal = walSync(sqlite)!;
+  sqlite.exec("INSERT INTO t VALUES ('a')");
+  await wal.sync();
+  rmSync(join(dir, "inboxd.db-wal"));
+  sqlite.exec("INSERT INTO t VALUES ('b')");
+  await expect(wal.sync()).rejects.toThrow("was deleted or replaced");
+  // Another connection (a shell, a backup) opens the database: a WAL is at the path again.
+  const other = new Database(join(dir, "inboxd.db"));
+  try {
+    other.query("SELECT count(*) FROM t").get();
+  } catch {
+    // It may find the database in a state it cannot read: its open is what matters.
+  }
+  other.close();
+  expect(existsSync(join(dir, "inboxd.db-wal"))).toBe(true);
+  sqlite.exec("INSERT INTO t VALUES ('c')");
+  await expect(wal.sync()).rejects.toThrow("was deleted or replaced");
+  wal.close();
+  close();
 });

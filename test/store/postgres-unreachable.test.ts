@@ -194,14 +194,20 @@ describe.skipIf(Boolean(skipped))("PostgreSQL unreachable", () => {
       const registered = await register(partitioned.api);
       frozen = true;
       const started = performance.now();
-      const [api, smtp] = await Promise.all([
+      const [api, smtp, staging] = await Promise.all([
         // Not through the test client, which first runs the inbound queue (on the database).
         fetch(`${partitioned.api.baseUrl}/v1/inboxes`, { headers: { authorization: `Bearer ${registered.apiKey.key}` } }).then((reply) => ({ status: reply.status, retryAfter: reply.headers.get("retry-after"), seconds: (performance.now() - started) / 1000 })),
         sendMail(partitioned.smtpPort, { from: "load@example.net", to: [registered.inbox.email], raw: "Subject: partitioned\r\n\r\nHello.\r\n", socketTimeoutMs: 60_000 }).then(
           (info) => info.response,
           (error: { response?: string }) => error.response,
         ),
+        // A large message's chunks, staged before its transaction, each a transaction bounded alike.
+        partitioned.app.store.blobs.prepare([new Uint8Array(1024 * 1024)], Date.now()).then(
+          () => "staged",
+          (error: Error) => error.name,
+        ),
       ]);
+      expect(staging).toBe("StoreUnavailableError");
       expect({ status: api.status, retryAfter: api.retryAfter }).toEqual({ status: 503, retryAfter: "5" });
       expect(api.seconds).toBeLessThan(ANSWER_DEADLINE_SECONDS * 2);
       expect(smtp).toStartWith("451 4.3.0");
@@ -209,6 +215,12 @@ describe.skipIf(Boolean(skipped))("PostgreSQL unreachable", () => {
       frozen = false;
       for (const write of held.splice(0)) write();
       await eventually("the API answering again", () => fetch(`${partitioned.api.baseUrl}/v1/inboxes`, { headers: { authorization: `Bearer ${registered.apiKey.key}` } }).then((reply) => reply.status), (status) => status === 200, 30_000, 200);
+      // The staging cut off left nothing: rolled back, or discarded with the next large value.
+      const next = await partitioned.app.store.blobs.prepare([new Uint8Array(1024 * 1024)], Date.now());
+      await partitioned.app.store.blobs.release([next.blobId!]);
+      const database = new SQL(target.toString(), { max: 1 });
+      expect(await database`SELECT (SELECT count(*) FROM staged_blobs)::int + (SELECT count(*) FROM blob_chunks)::int AS n`).toEqual([{ n: 0 }]);
+      await database.close();
     } finally {
       frozen = false;
       for (const write of held.splice(0)) write();

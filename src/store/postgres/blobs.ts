@@ -12,6 +12,7 @@ import { newId } from "../../ids";
 import { chunkedParts, headThenBlob, STAGE_THRESHOLD } from "../chunks";
 import type { StoredBytes } from "../store";
 import { firstRow, likePrefix, rowsOf, type PgDb } from "./db";
+import { transactionInTime } from "./unavailable";
 
 const EMPTY = new Uint8Array(0);
 
@@ -59,8 +60,9 @@ export const withContent =
 
 /** Staging and its clean-up, on the pool: each write is a transaction of its own; `holder` is this run of this node (../leases.ts). */
 export function blobStaging(db: PgDb, holder: string) {
+  // Each bounded (transactionInTime): one the server does not answer in time is rolled back, and its value discarded.
   const quickly = (write: (tx: PgDb) => Promise<unknown>) =>
-    db.transaction(async (tx) => {
+    transactionInTime(db, async (tx) => {
       await tx.execute(sql`SET LOCAL synchronous_commit = off`);
       await write(tx);
     });
@@ -69,11 +71,22 @@ export function blobStaging(db: PgDb, holder: string) {
       await tx.execute(sql`DELETE FROM staged_blobs WHERE blob_id = ${blobId}`);
       await tx.execute(sql`DELETE FROM blob_chunks WHERE blob_id = ${blobId}`);
     });
+  /** Values whose discard failed as their write had (the database out of reach): discarded with the next large value (../sqlite/blobs.ts does the same). */
+  const leftBehind = new Set<string>();
+  const discardOrLeave = async (blobId: string) => {
+    try {
+      await discard(blobId);
+      leftBehind.delete(blobId);
+    } catch {
+      leftBehind.add(blobId);
+    }
+  };
 
   return {
     async prepare(parts: Uint8Array[], now: number): Promise<StoredBytes> {
       const size = parts.reduce((sum, part) => sum + part.byteLength, 0);
       if (size <= STAGE_THRESHOLD) return { bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts), blobId: null };
+      for (const earlier of [...leftBehind]) await discardOrLeave(earlier);
       const blobId = newId("blob");
       try {
         await quickly((tx) => tx.execute(sql`INSERT INTO staged_blobs (blob_id, staged_by, created_at) VALUES (${blobId}, ${holder}, ${now})`));
@@ -83,7 +96,7 @@ export function blobStaging(db: PgDb, holder: string) {
           await quickly((tx) => tx.execute(sql`INSERT INTO blob_chunks (blob_id, seq, bytes) VALUES (${blobId}, ${n}, ${Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)})`));
         }
       } catch (error) {
-        await discard(blobId);
+        await discardOrLeave(blobId);
         throw error;
       }
       return { bytes: EMPTY, blobId };

@@ -9,7 +9,7 @@
 import { SQL } from "bun";
 
 /** Connections per node: each transaction holds one from BEGIN to COMMIT. */
-const POOL_SIZE = 20;
+export const POOL_SIZE = 20;
 /**
  * Seconds a new connection may take to be ready. Behind a pooler or proxy whose server is gone,
  * connections are accepted and never answered: with the driver's 30 s, every request and SMTP

@@ -18,7 +18,7 @@ import type { AggregateContext } from "./index";
 const EVENT_ID = /^evt_([0-9a-f]{24})$/;
 
 /** The advisory lock of an organization's events (lockKeys hashes it as the emit does). */
-const eventsLockKey = (organizationId: string) => `events:${organizationId}`;
+export const eventsLockKey = (organizationId: string) => `events:${organizationId}`;
 
 /** An event id after `newest` (ids are `evt_` and 24 hex digits, src/ids.ts): the next one in order. */
 function idAfter(newest: string | undefined): string {

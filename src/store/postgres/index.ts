@@ -30,7 +30,7 @@ import { loginThrottlesStore } from "./login-throttles";
 import { messageSearchStore } from "./message-search";
 import { messagesStore } from "./messages";
 import { migrate } from "./migrate";
-import { aggregatesReportingUnavailable, answeredInTime, reportingUnavailable, unavailableOr } from "./unavailable";
+import { aggregatesReportingUnavailable, reportingUnavailable, transactionInTime, unavailableOr } from "./unavailable";
 import { hasSecretBox, openSecrets } from "./secrets";
 import { sendWindowsStore } from "./send-windows";
 import { threadsStore } from "./threads";
@@ -133,16 +133,11 @@ export function createPostgresStore(client: BunSql, options: PostgresStoreOption
 
   async function transaction<T>(work: (tx: Transaction) => Promise<T>, { waitForDisk = true }: TransactionOptions = {}): Promise<T> {
     let recordedEvents = false;
-    const value = await answeredInTime((deadline) =>
-      db.transaction(async (tx) => {
-        deadline.assertInTime();
-        // The commit survives a crash of the server process, not of its machine, until the next durable one.
-        if (!waitForDisk) await tx.execute(sql`SET LOCAL synchronous_commit = off`);
-        const value = await work(transactionOn(tx, () => (recordedEvents = true)));
-        deadline.committing();
-        return value;
-      }),
-    ).catch((error: unknown) => Promise.reject(unavailableOr(error)));
+    const value = await transactionInTime(db, async (tx) => {
+      // The commit survives a crash of the server process, not of its machine, until the next durable one.
+      if (!waitForDisk) await tx.execute(sql`SET LOCAL synchronous_commit = off`);
+      return work(transactionOn(tx, () => (recordedEvents = true)));
+    }).catch((error: unknown) => Promise.reject(unavailableOr(error)));
     if (recordedEvents) onEvents();
     return value;
   }
@@ -156,7 +151,8 @@ export function createPostgresStore(client: BunSql, options: PostgresStoreOption
       options.onCommitted?.((performance.now() - started) / 1000);
       return value;
     },
-    blobs: reportingUnavailable({ prepare: (parts: Uint8Array[], now: number) => staging.prepare(parts, now), release: (blobIds: string[]) => staging.release(blobIds) }),
+    // Each chunk's transaction is bounded (transactionInTime), not the whole value's staging: a 25 MB value is a hundred of them.
+    blobs: reportingUnavailable({ prepare: (parts: Uint8Array[], now: number) => staging.prepare(parts, now), release: (blobIds: string[]) => staging.release(blobIds) }, { inTime: false }),
     tag: (purpose, value) => secrets.tag(purpose, value),
     // The server runs its own maintenance (autovacuum, checkpoints); a node renews its queue
     // claims and listens for the other nodes' wake-ups.

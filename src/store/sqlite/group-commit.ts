@@ -105,9 +105,8 @@ export interface WalSync {
  *
  * The WAL is opened once and kept: opened for each sync, a process out of descriptors failed the
  * sync of commits already made. SQLite truncates its WAL but keeps the file while a connection is
- * open (one opened anew is opened again here); a database file or WAL deleted from under the
- * running server still takes writes and syncs, and is gone at the next start: no commit is durable
- * there, so the sync fails.
+ * open; a database file or WAL deleted (or replaced) under the running server still takes writes
+ * and syncs, and is gone at the next start: no commit is durable there, so the sync fails.
  */
 export function walSync(sqlite: Database): WalSync | undefined {
   const mode = sqlite.query<{ journal_mode: string }, []>("PRAGMA journal_mode").get()?.journal_mode;
@@ -129,9 +128,12 @@ export function walSync(sqlite: Database): WalSync | undefined {
     if (!onDisk || statSync(sqlite.filename, { throwIfNoEntry: false })?.ino !== databaseInode) {
       throw new Error(`${onDisk ? sqlite.filename : walPath} was deleted or replaced while inboxd runs: what it commits there is lost at the next start`);
     }
-    if (wal?.inode === onDisk.ino) return wal;
-    closeWal();
-    return openWal();
+    if (!wal) return openWal();
+    // SQLite keeps its WAL's file while the connection is open (a checkpoint truncates it): another
+    // file there was made by another opener after this one was deleted, and this connection's
+    // commits still go to the deleted one.
+    if (wal.inode !== onDisk.ino) throw new Error(`${walPath} was deleted or replaced while inboxd runs: what it commits there is lost at the next start`);
+    return wal;
   };
   if (existsSync(walPath)) openWal();
   return {
