@@ -133,11 +133,11 @@ export async function deleteInbox(app: App, organizationId: string, inboxId: str
 const MESSAGES_PER_SLICE = 64;
 
 /**
- * Deletes an inbox's messages a slice per transaction and turn of the event loop, so that the
- * transaction that deletes the inbox (removeInbox) has little left to take. Meanwhile the inbox
- * is still shown, its messages going and its threads' counts as they were. Not waiting for the
- * disk: the inbox's own commit does, and a crash before it leaves an inbox with fewer messages,
- * whose delete the client repeats.
+ * Deletes an inbox's messages a slice per transaction and turn of the event loop, a thread at a
+ * time (InboxesStore.deleteMessages), so that the transaction that deletes the inbox (removeInbox)
+ * has little left to take. Meanwhile the inbox is still shown, with fewer messages and threads,
+ * its counts right. Not waiting for the disk: the inbox's own commit does, and a crash before it
+ * leaves an inbox with fewer messages, whose delete the client repeats.
  */
 export async function deleteMessagesInSlices(app: App, organizationId: string, inboxId: string): Promise<void> {
   const slice = async (tx: Transaction) => {
@@ -146,7 +146,7 @@ export async function deleteMessagesInSlices(app: App, organizationId: string, i
     await tx.events.holdOrder([organizationId]);
     return tx.inboxes.deleteMessages(organizationId, inboxId, MESSAGES_PER_SLICE);
   };
-  while ((await app.store.transaction(slice, { waitForDisk: false })) === MESSAGES_PER_SLICE) {
+  while ((await app.store.transaction(slice, { waitForDisk: false })) > 0) {
     await takeTurn();
   }
 }

@@ -535,9 +535,11 @@ export interface InboxesStore {
   counts(inboxIds: string[]): Promise<InboxCountsRecord[]>;
   rename(organizationId: string, id: string, name: string | null, now: number): Promise<InboxRecord | undefined>;
   /**
-   * Deletes at most `limit` of the inbox's messages, with their sources, attachments and
-   * deliveries; returns how many. Its threads stay, their counters as they were: the slices of
-   * deleting a large inbox, which `delete` then ends.
+   * Deletes at most `limit` of the inbox's messages (with their sources, attachments and
+   * deliveries), a thread at a time, in at most `limit` threads: a thread left without messages
+   * goes, one left with some counts them. The slices of deleting a large inbox, which `delete`
+   * then ends: cut off between two (a crash), the inbox's counts stay right. Returns how many
+   * messages and threads it deleted: 0 when none is left.
    */
   deleteMessages(organizationId: string, id: string, limit: number): Promise<number>;
   /** Its threads, messages, sources, attachments and deliveries go with it. */

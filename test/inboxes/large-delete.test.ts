@@ -20,15 +20,18 @@ afterAll(() => server.cleanup());
 
 const messagesIn = async (inboxId: string) => Number((await queryRow<{ n: number }>(server.app, "SELECT count(*) AS n FROM messages WHERE inbox_id = ?", inboxId))!.n);
 
-test(`an inbox of ${MESSAGES} messages is deleted a slice at a time: others see it emptying, then gone with its threads`, async () => {
+/** An inbox of `MESSAGES` messages: the first 100 one thread (each a reply to the first), every other one a thread of its own. */
+async function largeInbox(name: string) {
   const { app } = server;
-  const { organizationId, apiKey } = await seedOrganization(app, "Large");
+  const { organizationId, apiKey } = await seedOrganization(app, name);
   const inbox = await createInbox(server, apiKey);
   const record = (await app.store.inboxes.find(organizationId, inbox.id))!;
   for (let first = 0; first < MESSAGES; first += 100) {
     const batch = await Promise.all(
       Array.from({ length: 100 }, async (_, i) => {
-        const raw = Buffer.from(`From: sender${first + i}@example.com\r\nTo: ${inbox.email}\r\nSubject: Order ${first + i}\r\nMessage-ID: <order-${first + i}@example.com>\r\n\r\nDetails.\r\n`);
+        const n = first + i;
+        const reply = n > 0 && n < 100 ? "In-Reply-To: <order-0@example.com>\r\n" : "";
+        const raw = Buffer.from(`From: sender${n}@example.com\r\nTo: ${inbox.email}\r\nSubject: Order ${n < 100 ? 0 : n}\r\nMessage-ID: <order-${n}@example.com>\r\n${reply}\r\nDetails.\r\n`);
         return { raw, parsed: await parseMessage(raw) };
       }),
     );
@@ -37,6 +40,13 @@ test(`an inbox of ${MESSAGES} messages is deleted a slice at a time: others see 
     });
   }
   expect(await messagesIn(inbox.id)).toBe(MESSAGES);
+  expect(Number((await queryRow<{ n: number }>(app, "SELECT max(message_count) AS n FROM threads WHERE inbox_id = ?", inbox.id))!.n)).toBe(100);
+  return { organizationId, apiKey, inbox };
+}
+
+test(`an inbox of ${MESSAGES} messages is deleted a slice at a time: others see it emptying, then gone with its threads`, async () => {
+  const { app } = server;
+  const { apiKey, inbox } = await largeInbox("Large");
 
   let deleted = false;
   const deletion = server.api.delete(`/v1/inboxes/${inbox.id}`, apiKey).finally(() => (deleted = true));
@@ -51,6 +61,18 @@ test(`an inbox of ${MESSAGES} messages is deleted a slice at a time: others see 
   expect(await messagesIn(inbox.id)).toBe(0);
   expect(Number((await queryRow<{ n: number }>(app, "SELECT count(*) AS n FROM threads WHERE inbox_id = ?", inbox.id))!.n)).toBe(0);
   expect((await server.api.get(`/v1/inboxes/${inbox.id}`, apiKey)).status).toBe(404);
+});
+
+test("cut off after a few slices (a crash), the inbox's counts are right: each thread gone with its last message, a thread left with some counts them", async () => {
+  const { app } = server;
+  const { organizationId, apiKey, inbox } = await largeInbox("Cut off");
+  for (let slice = 0; slice < 3; slice++) await app.store.transaction((tx) => tx.inboxes.deleteMessages(organizationId, inbox.id, 64));
+  const left = await messagesIn(inbox.id);
+  expect(left).toBeLessThan(MESSAGES);
+  expect((await server.api.get(`/v1/inboxes/${inbox.id}`, apiKey)).body.messageCount).toBe(left);
+  const miscounted = await queryRow<{ n: number }>(app, "SELECT count(*) AS n FROM threads WHERE inbox_id = ? AND message_count <> (SELECT count(*) FROM messages WHERE thread_id = threads.id)", inbox.id);
+  expect(Number(miscounted!.n)).toBe(0);
+  expect((await server.api.delete(`/v1/inboxes/${inbox.id}`, apiKey)).status).toBe(200);
 });
 
 test.skipIf(!onPostgres)("on PostgreSQL a slice waits for its organization's events first, as the outbound queue's turn does before the delivery and message it updates: no deadlock", async () => {

@@ -66,11 +66,20 @@ export function inboxesStore(db: PgDb, inTransaction: boolean): InboxesStore {
       const [row] = await db.update(inboxes).set({ name, updatedAt: now }).where(inOrganization(organizationId, id)).returning();
       return row;
     },
-    /** Its threads, messages, sources, attachments and deliveries go with it (ON DELETE CASCADE). */
     async deleteMessages(organizationId, id, limit) {
-      const deleted = await rowsOf<{ id: string }>(db, sql`DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE organization_id = ${organizationId} AND inbox_id = ${id} LIMIT ${limit}) RETURNING id`);
-      return deleted.length;
+      let messages = 0;
+      let threads = 0;
+      for (let visited = 0; messages < limit && visited < limit; visited++) {
+        const thread = await firstRow<{ id: string }>(db, sql`SELECT id FROM threads WHERE organization_id = ${organizationId} AND inbox_id = ${id} LIMIT 1`);
+        if (!thread) break;
+        const deleted = (await rowsOf(db, sql`DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE thread_id = ${thread.id} LIMIT ${limit - messages}) RETURNING id`)).length;
+        messages += deleted;
+        if ((await rowsOf(db, sql`DELETE FROM threads WHERE id = ${thread.id} AND NOT EXISTS (SELECT 1 FROM messages WHERE thread_id = ${thread.id}) RETURNING id`)).length > 0) threads++;
+        else await db.execute(sql`UPDATE threads SET message_count = message_count - ${deleted} WHERE id = ${thread.id}`);
+      }
+      return messages + threads;
     },
+    /** Its threads, messages, sources, attachments and deliveries go with it (ON DELETE CASCADE). */
     async delete(organizationId, id) {
       const [row] = await db.delete(inboxes).where(inOrganization(organizationId, id)).returning();
       return row;

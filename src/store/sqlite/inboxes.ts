@@ -22,9 +22,10 @@ export const inboxesStore = (db: Db) => {
      FROM json_each($inboxIds) AS ids`,
   );
   const inOrganization = db.$client.query<{ n: number }, { organizationId: string }>("SELECT count(*) AS n FROM inboxes WHERE organization_id = $organizationId");
-  const someMessages = db.$client.query<never, { organizationId: string; id: string; limit: number }>(
-    "DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE organization_id = $organizationId AND inbox_id = $id LIMIT $limit)",
-  );
+  const aThread = db.$client.query<{ id: string }, { organizationId: string; id: string }>("SELECT id FROM threads WHERE organization_id = $organizationId AND inbox_id = $id LIMIT 1");
+  const messagesOfThread = db.$client.query<never, { threadId: string; limit: number }>("DELETE FROM messages WHERE id IN (SELECT id FROM messages WHERE thread_id = $threadId LIMIT $limit)");
+  const threadEmptied = db.$client.query<never, { threadId: string }>("DELETE FROM threads WHERE id = $threadId AND NOT EXISTS (SELECT 1 FROM messages WHERE thread_id = $threadId)");
+  const threadLessBy = db.$client.query<never, { threadId: string; deleted: number }>("UPDATE threads SET message_count = message_count - $deleted WHERE id = $threadId");
 
   return {
     insert(row: InboxRow): boolean {
@@ -52,7 +53,17 @@ export const inboxesStore = (db: Db) => {
       return db.update(inboxes).set({ name, updatedAt: now }).where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.id, id))).returning().get();
     },
     deleteMessages(organizationId: string, id: string, limit: number): number {
-      return someMessages.run({ organizationId, id, limit }).changes;
+      let messages = 0;
+      let threads = 0;
+      for (let visited = 0; messages < limit && visited < limit; visited++) {
+        const thread = aThread.get({ organizationId, id });
+        if (!thread) break;
+        const deleted = messagesOfThread.run({ threadId: thread.id, limit: limit - messages }).changes;
+        messages += deleted;
+        if (threadEmptied.run({ threadId: thread.id }).changes > 0) threads++;
+        else threadLessBy.run({ threadId: thread.id, deleted });
+      }
+      return messages + threads;
     },
     /** Its threads, messages, sources, attachments and deliveries go with it (ON DELETE CASCADE). */
     delete(organizationId: string, id: string): InboxRow | undefined {
