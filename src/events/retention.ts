@@ -4,6 +4,7 @@
  * webhook deliveries are still pending stays until they finish. The App's clock decides what is
  * old and when the next purge is due; a short real-time tick looks at that clock.
  */
+import { takeTurn } from "../event-loop";
 import type { App } from "../app";
 import { runEvery, type RunningPart, type Stopping } from "../running-part";
 
@@ -25,6 +26,9 @@ export function startEventRetention(app: App): RunningPart {
     let purged = 0;
     let batch: number;
     do {
+      // A turn of the event loop between batches: the embedded engine's statements run on it, and
+      // 40 batches back to back held every request 150-340 ms.
+      await takeTurn();
       batch = await app.store.events.purge(before, PURGE_BATCH);
       purged += batch;
     } while (batch === PURGE_BATCH && !stopping());

@@ -7,6 +7,7 @@
  * A page larger than PAGE_CHARS (an event carrying attachments) is written in pieces as the client
  * reads, and holds one of its organization's few places for large pages until it is all taken.
  */
+import { takeTurn } from "../event-loop";
 import { organizationOfApiKey } from "../auth/api-keys";
 import type { Clock } from "../clock";
 import type { Config } from "../config";
@@ -344,6 +345,10 @@ class EventStream {
       if (this.due) {
         if (!(await this.authorized())) return this.close();
         this.due = false;
+        // A turn of the event loop per page: a client that takes each event at once read 52,000
+        // events kept in one turn, 0.6-0.8 s that held every other request and SMTP session.
+        await takeTurn();
+        if (this.ended) return;
         await this.readPage();
         if (this.inboxGone && !this.awaitingPlace) {
           // Its last events (inbox.deleted among them) were committed with the deletion, before

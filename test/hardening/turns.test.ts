@@ -1,0 +1,70 @@
+// Long answers to a client that takes each piece at once: a long thread's messages, an event
+// stream read from the start. Each piece is made in a turn of the event loop of its own, so that
+// the other requests and SMTP sessions run in between (before, 3,000 messages of one thread held
+// them 0.5-1.5 s, 52,000 events 0.6-0.8 s). Counted here as the turns that pass while one is read.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { newId } from "../../src/ids";
+import { queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
+import { createInbox } from "../messages/helpers";
+
+let server: TestServer;
+let organizationId: string;
+let apiKey: string;
+beforeAll(async () => {
+  server = await startTestServer({ env: { INBOXD_SEND_LIMIT: "100000" } });
+  ({ organizationId, apiKey } = await seedOrganization(server.app, "Long answers"));
+});
+afterAll(() => server.cleanup());
+
+/** The turns of the event loop that pass while `read` runs. */
+async function turnsDuring(read: () => Promise<unknown>): Promise<number> {
+  let turns = 0;
+  let reading = true;
+  const count = () => {
+    turns++;
+    if (reading) setImmediate(count);
+  };
+  setImmediate(count);
+  await read();
+  reading = false;
+  return turns;
+}
+
+test("a thread of 600 messages, served in pieces: a turn for each", async () => {
+  const inbox = await createInbox(server, apiKey);
+  const original = (await server.api.post(`/v1/inboxes/${inbox.id}/messages/send`, { to: [inbox.email], subject: "Long thread", text: "First.", html: "" }, apiKey)).body as { id: string; threadId: string };
+  for (let i = 0; i < 599; i++) expect((await server.api.post(`/v1/inboxes/${inbox.id}/messages/${original.id}/reply`, { text: `Reply ${i}: ${"a line of the answer, ".repeat(12)}`, html: "" }, apiKey)).status).toBe(201);
+  let messages = 0;
+  const turns = await turnsDuring(async () => {
+    const thread = await server.api.get(`/v1/inboxes/${inbox.id}/threads/${original.threadId}`, apiKey);
+    messages = (thread.body as { messages: unknown[] }).messages.length;
+  });
+  expect(messages).toBeGreaterThanOrEqual(600);
+  expect(turns).toBeGreaterThan(messages / 2);
+}, 60_000);
+
+test("an event stream read from the start, 5,000 events: turns between its pages", async () => {
+  const now = server.clock.now();
+  for (let i = 0; i < 5_000; i += 500) {
+    const rows = Array.from({ length: 500 }, () => [newId("evt"), organizationId, JSON.stringify({ name: "x".repeat(100) }), now]);
+    await queryRows(server.app, `INSERT INTO events (id, organization_id, type, inbox_id, message_id, payload, created_at) VALUES ${rows.map(() => "(?, ?, 'inbox.updated', NULL, NULL, ?, ?)").join(", ")}`, ...rows.flat());
+  }
+  const turns = await turnsDuring(async () => {
+    const response = await fetch(`${server.api.baseUrl}/v1/events?since=evt_${"0".repeat(24)}`, { headers: { authorization: `Bearer ${apiKey}` } });
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let seen = 0;
+    let text = "";
+    while (seen < 5_000) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      const lines = text.split("\n");
+      text = lines.pop()!;
+      seen += lines.filter((line) => line.startsWith("id: ")).length;
+    }
+    await reader.cancel();
+  });
+  // A turn per page at the least, besides the client's own reads (before: 173 turns in all, here: thousands).
+  expect(turns).toBeGreaterThan(1_000);
+}, 60_000);
