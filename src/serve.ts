@@ -75,7 +75,9 @@ function startMetricsListener(app: App, bind: { host: string; port: number }): R
       fetch(request) {
         const url = requestUrl(request);
         if (!url) return badHostResponse();
-        return url.pathname === "/metrics" ? metricsResponse(app) : Response.json({ error: "Not found" }, { status: 404 });
+        if (url.pathname !== "/metrics") return Response.json({ error: "Not found" }, { status: 404 });
+        if (request.method !== "GET" && request.method !== "HEAD") return Response.json({ error: "Method not allowed: GET /metrics" }, { status: 405, headers: { allow: "GET, HEAD" } });
+        return metricsResponse(app);
       },
     });
   } catch (error) {

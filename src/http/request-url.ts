@@ -4,7 +4,13 @@
  * (`a%00b`). Every listener reads it through here, so that such a request gets a 400, never the
  * exception of `new URL` (a 500 and, with Bun's development default, its error page).
  */
-export const requestUrl = (request: Request): URL | undefined => URL.parse(request.url) ?? undefined;
+export const requestUrl = (request: Request): URL | undefined => (hasOneHost(request) ? (URL.parse(request.url) ?? undefined) : undefined);
+
+/**
+ * RFC 9112 §3.2: more than one Host field is a 400. Bun joins repeated fields with ", " and builds
+ * the URL from the first; a proxy before it may take the last. No host and port holds a comma.
+ */
+const hasOneHost = (request: Request) => !request.headers.get("host")?.includes(",");
 
 /** RFC 9112 §3.2: the answer to a request without a Host, or with one that names no host. */
 export const BAD_HOST = "The Host header is missing or malformed";

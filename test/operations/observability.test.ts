@@ -187,6 +187,15 @@ describe("metrics", () => {
     expect(await direct.text()).toContain("inboxd_http_requests_total");
   });
 
+  test("the metrics listener serves GET and HEAD only: another method is 405 {error} with Allow", async () => {
+    const port = Number(String(linesOf("listening").find((l) => l.part === "metrics")!.address).split(":").pop());
+    for (const method of ["POST", "PUT", "DELETE", "OPTIONS"]) {
+      const answer = await fetch(`http://127.0.0.1:${port}/metrics`, { method });
+      expect({ method, status: answer.status, allow: answer.headers.get("allow"), body: await answer.json() }).toEqual({ method, status: 405, allow: "GET, HEAD", body: { error: "Method not allowed: GET /metrics" } });
+    }
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`, { method: "HEAD" })).status).toBe(200);
+  });
+
   test("the metrics listener and the API port answer a request without a usable Host 400 {error}, never Bun's error page", async () => {
     const metricsPort = Number(String(linesOf("listening").find((l) => l.part === "metrics")!.address).split(":").pop());
     for (const request of withoutUsableHost) {
