@@ -244,9 +244,12 @@ async function sendOverHops(context: DeliveryContext, sessions: SessionHolder, h
       return { kind: "failed", reason: `${hop.name} [${address}]: ${result.reason}` };
     }
   }
-  if (refusals.length > 0 && !connectionTried && !lookupFailed) return { kind: "refused", reason: `no mail server of this domain may be connected to: ${refusals.concat(failures).join("; ")}` };
-  return { kind: "failed", reason: `no mail server could be reached: ${failures.concat(refusals).join("; ")}` };
+  if (refusals.length > 0 && !connectionTried && !lookupFailed) return { kind: "refused", reason: `no mail server of this domain may be connected to: ${firstFew(refusals.concat(failures))}` };
+  return { kind: "failed", reason: `no mail server could be reached: ${firstFew(failures.concat(refusals))}` };
 }
+
+/** The first five hosts' failures, and how many more: a domain of ten MX hosts, each greeting with a 1 MiB refusal, kept 10 MB for one recipient. */
+const firstFew = (reasons: string[]) => reasons.slice(0, 5).join("; ") + (reasons.length > 5 ? `; and ${reasons.length - 5} more` : "");
 
 /**
  * A session to one address; an MX host whose STARTTLS handshake fails is tried once more in

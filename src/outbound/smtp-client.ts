@@ -114,13 +114,22 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
   connection.on("end", () => (broken = true));
 
   try {
-    await settled(connection, (done) => connection.connect(done));
-    const auth = options.auth;
-    if (auth) await settled(connection, (done) => connection.login({ user: auth.user, pass: auth.pass }, (error) => done(error ?? undefined)));
+    // nodemailer's timers are idle timers, which each byte restarts: a server that sent its EHLO
+    // reply a byte every second held the session for as long as it liked. The set-up as a whole
+    // gets connectMs on the clock.
+    await withinMs(connection, options.timeouts.connectMs, "the session's set-up (connection, greeting, EHLO, STARTTLS)", async () => {
+      await settled(connection, (done) => connection.connect(done));
+      const auth = options.auth;
+      if (auth) await settled(connection, (done) => connection.login({ user: auth.user, pass: auth.pass }, (error) => done(error ?? undefined)));
+    });
   } catch (error) {
+    // A STARTTLS handshake that failed, however it failed (an alert, a close, its timer), is ETLS:
+    // the MX host is then tried once more in plaintext (./deliver.ts, RFC 7435). nodemailer says
+    // ETLS only for a close, and ESOCKET or ETIMEDOUT otherwise.
+    const upgrading = (connection as unknown as { upgrading?: boolean }).upgrading === true;
     connection.close();
     const failure = error as NodemailerError;
-    throw new SessionSetupError(describe(failure), failure.code);
+    throw new SessionSetupError(describe(failure), upgrading ? "ETLS" : failure.code);
   }
 
   const session: SmtpSession = {
@@ -137,8 +146,8 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
       // nodemailer keeps this object as the transaction's state and records each RCPT answer on it.
       const envelope: SMTPEnvelope & Partial<SMTPConnectionEnvelope> = { from, to: recipients, size: raw.length, use8BitMime: !isAscii(raw) }; // RFC 6152: 8-bit bytes go as BODY=8BITMIME
       try {
-        const info = await new Promise<{ accepted: string[]; rejectedErrors?: NodemailerError[]; response: string }>((resolve, reject) =>
-          connection.send(envelope, raw, (error, result) => (error ? reject(error) : resolve(result))),
+        const info = await withinMs(connection, transactionMs(options.timeouts, recipients.length, raw.length), "the transaction", () =>
+          new Promise<{ accepted: string[]; rejectedErrors?: NodemailerError[]; response: string }>((resolve, reject) => connection.send(envelope, raw, (error, result) => (error ? reject(error) : resolve(result)))),
         );
         busy = false;
         return { kind: "answered", recipients: answersOf(recipients, info.rejectedErrors ?? [], { accepted: true, permanent: false, reply: info.response, refusedAtRcpt: false }) };
@@ -171,6 +180,33 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
     },
   };
   return session;
+}
+
+/**
+ * The longest a transaction may take on the clock, its replies trickled a byte at a time within
+ * nodemailer's idle timer: RFC 5321 §4.5.3.2's waits for MAIL (5 minutes), each RCPT (5), DATA (2)
+ * and the reply to the data (10), and a minute per MiB for the data itself (§4.5.3.2.5 allows 3
+ * minutes per block sent), all scaled as the other timeouts are.
+ */
+function transactionMs(timeouts: SessionTimeouts, recipients: number, bytes: number): number {
+  const minute = timeouts.greetingMs / 5;
+  return minute * (5 + 5 * recipients + 2 + Math.ceil(bytes / (1024 * 1024))) + timeouts.replyMs;
+}
+
+/** `work`, or the connection closed and a timeout once `ms` pass on the clock. */
+async function withinMs<T>(connection: SMTPConnection, ms: number, what: string, work: () => Promise<T>): Promise<T> {
+  let timer: Timer | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      connection.close();
+      reject(Object.assign(new Error(`${what} took longer than ${Math.round(ms / 1000)} s`), { code: "ETIMEDOUT" }));
+    }, ms);
+  });
+  try {
+    return await Promise.race([work(), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -227,6 +263,17 @@ function describe(error: NodemailerError): string {
   return oneLine(`${what}: ${error.response}`);
 }
 
-/** Multi-line replies (RFC 5321 §4.2.1) kept on one line for last_response and logs. */
-const oneLine = (text: string) => text.replace(/\r?\n/g, " ").trim();
+/**
+ * A reply kept for a delivery's lastResponse, its events and the logs, cut at this many
+ * characters: a reply may run to nodemailer's 1 MiB (RFC 5321 §4.5.3.1.5 sets 512 octets a line,
+ * and no bound on the lines), and one send to 50 recipients kept 50 such, 50 MB in its message
+ * and its `message.bounced` event.
+ */
+export const MAX_REPLY_CHARS = 1_000;
+
+/** Multi-line replies (RFC 5321 §4.2.1) kept on one line for last_response and logs, cut at MAX_REPLY_CHARS. */
+const oneLine = (text: string) => {
+  const line = text.replace(/\r?\n/g, " ").trim();
+  return line.length > MAX_REPLY_CHARS ? `${line.slice(0, MAX_REPLY_CHARS)}… (${line.length - MAX_REPLY_CHARS} more characters)` : line;
+};
 

@@ -23,9 +23,10 @@ const minutes = (n: number) => n * 60_000;
 
 /**
  * A remote MX on `address` (INBOXD_OUTBOUND_PORT) with just enough SMTP to reach the end of a
- * message's data, where `atEndOfData` answers, or holds the answer, or closes.
+ * message's data, where `atEndOfData` answers, or holds the answer, or closes. `answers` may
+ * answer a command its own way first (true when it did).
  */
-async function startScriptedMx(address: string, atEndOfData: (socket: net.Socket) => void) {
+async function startScriptedMx(address: string, atEndOfData: (socket: net.Socket) => void, answers: (command: string, socket: net.Socket) => boolean = () => false) {
   const sockets: net.Socket[] = [];
   const server = net.createServer((socket) => {
     sockets.push(socket);
@@ -43,6 +44,7 @@ async function startScriptedMx(address: string, atEndOfData: (socket: net.Socket
       for (let end = buffered.indexOf("\r\n"); end >= 0 && !inData; end = buffered.indexOf("\r\n")) {
         const command = buffered.slice(0, end).toUpperCase();
         buffered = buffered.slice(end + 2);
+        if (answers(command, socket)) continue;
         if (command.startsWith("EHLO")) socket.write("250-scripted.test\r\n250 8BITMIME\r\n");
         else if (command === "DATA") {
           inData = true;
@@ -372,6 +374,70 @@ describe("routing (RFC 5321 §5.1)", () => {
       expect(deferred).toMatchObject({ status: "queued", attempts: 1 });
       // The server's reply, once: nodemailer's message carries it already.
       expect(deferred.lastResponse.split("554 5.7.1 no service here").length - 1).toBe(1);
+    } finally {
+      refusing.close();
+    }
+  });
+
+  test("an MX that trickles its EHLO reply a byte at a time is cut off at the set-up's deadline on the clock (nodemailer's timer restarts with each byte); the next MX takes the message", async () => {
+    const trickles: Timer[] = [];
+    const trickling = await startScriptedMx(
+      "127.0.0.5",
+      (socket) => socket.write("250 OK\r\n"),
+      (command, socket) => {
+        if (!command.startsWith("EHLO")) return false;
+        trickles.push(setInterval(() => socket.write("-"), 20));
+        return true;
+      },
+    );
+    try {
+      w.mx("trickling.test", [
+        { name: "mx1.trickling.test", priority: 10, address: "127.0.0.5" },
+        { name: "mx2.trickling.test", priority: 20, address: "127.0.0.1" },
+      ]);
+      expect((await sendAndRun({ to: ["tia@trickling.test"] })).status).toBe("delivered");
+      expect(trickles.length).toBe(1);
+    } finally {
+      for (const trickle of trickles) clearInterval(trickle);
+      trickling.close();
+    }
+  });
+
+  test("a STARTTLS handshake that fails (the server sends no TLS after its 220) is tried again in plaintext, as opportunistic TLS allows (RFC 7435)", async () => {
+    let startTls = 0;
+    const broken = await startScriptedMx(
+      "127.0.0.6",
+      (socket) => socket.write("250 2.0.0 taken in plaintext\r\n"),
+      (command, socket) => {
+        if (command.startsWith("EHLO")) socket.write("250-scripted.test\r\n250 STARTTLS\r\n");
+        else if (command === "STARTTLS") {
+          startTls++;
+          socket.end("220 2.0.0 go ahead\r\nthis is no TLS\r\n");
+        } else return false;
+        return true;
+      },
+    );
+    try {
+      w.mx("badtls.test", [{ name: "mx.badtls.test", priority: 10, address: "127.0.0.6" }]);
+      const message = await sendAndRun({ to: ["ian@badtls.test"] });
+      expect(message.deliveries[0]).toMatchObject({ status: "delivered", lastResponse: "250 2.0.0 taken in plaintext" });
+      expect(startTls).toBe(1);
+    } finally {
+      broken.close();
+    }
+  });
+
+  test("a server's reply is kept cut at 1,000 characters, and at most five hosts' failures: a reply runs to 1 MiB, a domain to many MX hosts", async () => {
+    const huge = `${"554-".concat("x".repeat(500), "\r\n").repeat(400)}554 5.7.1 no\r\n`;
+    const refusing = net.createServer((socket) => socket.end(huge));
+    await new Promise<void>((resolve) => refusing.listen(w.sink.port, "127.0.0.7", resolve));
+    try {
+      w.mx("verbose.test", Array.from({ length: 8 }, (_, i) => ({ name: `mx${i}.verbose.test`, priority: 10 + i, address: "127.0.0.7" })));
+      const deferred = (await sendAndRun({ to: ["vic@verbose.test"] })).deliveries[0];
+      expect(deferred).toMatchObject({ status: "queued", attempts: 1 });
+      expect(deferred.lastResponse.length).toBeLessThan(6 * 1_200);
+      expect(deferred.lastResponse).toContain("more characters)");
+      expect(deferred.lastResponse).toEndWith("; and 3 more");
     } finally {
       refusing.close();
     }
