@@ -16,31 +16,28 @@ beforeAll(async () => {
 });
 afterAll(() => server.cleanup());
 
-/** The turns of the event loop that pass while `read` runs. */
-async function turnsDuring(read: () => Promise<unknown>): Promise<number> {
+/** Counts the turns of the event loop from now: `turn()` is how many passed so far, until `stop()`. */
+function turnCounter() {
   let turns = 0;
-  let reading = true;
+  let counting = true;
   const count = () => {
     turns++;
-    if (reading) setImmediate(count);
+    if (counting) setImmediate(count);
   };
   setImmediate(count);
-  await read();
-  reading = false;
-  return turns;
+  return { turn: () => turns, stop: () => (counting = false) };
 }
 
 test("a thread of 600 messages, served in pieces: a turn for each", async () => {
   const inbox = await createInbox(server, apiKey);
   const original = (await server.api.post(`/v1/inboxes/${inbox.id}/messages/send`, { to: [inbox.email], subject: "Long thread", text: "First.", html: "" }, apiKey)).body as { id: string; threadId: string };
   for (let i = 0; i < 599; i++) expect((await server.api.post(`/v1/inboxes/${inbox.id}/messages/${original.id}/reply`, { text: `Reply ${i}: ${"a line of the answer, ".repeat(12)}`, html: "" }, apiKey)).status).toBe(201);
-  let messages = 0;
-  const turns = await turnsDuring(async () => {
-    const thread = await server.api.get(`/v1/inboxes/${inbox.id}/threads/${original.threadId}`, apiKey);
-    messages = (thread.body as { messages: unknown[] }).messages.length;
-  });
+  const counter = turnCounter();
+  const thread = await server.api.get(`/v1/inboxes/${inbox.id}/threads/${original.threadId}`, apiKey);
+  counter.stop();
+  const messages = (thread.body as { messages: unknown[] }).messages.length;
   expect(messages).toBeGreaterThanOrEqual(600);
-  expect(turns).toBeGreaterThan(messages / 2);
+  expect(counter.turn()).toBeGreaterThan(messages / 2);
 }, 60_000);
 
 test("an event stream read from the start, 5,000 events: each page read in a turn of its own", async () => {
@@ -50,17 +47,11 @@ test("an event stream read from the start, 5,000 events: each page read in a tur
     await queryRows(server.app, `INSERT INTO events (id, organization_id, type, inbox_id, message_id, payload, created_at) VALUES ${rows.map(() => "(?, ?, 'inbox.updated', NULL, NULL, ?, ?)").join(", ")}`, ...rows.flat());
   }
   // The turn each page is read in (the stream looks the method up on every page).
-  let turn = 0;
-  let reading = true;
-  const count = () => {
-    turn++;
-    if (reading) setImmediate(count);
-  };
-  setImmediate(count);
+  const counter = turnCounter();
   const events = server.app.store.events;
   const readAfter = events.readAfter;
   const pagesReadIn: number[] = [];
-  events.readAfter = (...args) => (pagesReadIn.push(turn), readAfter(...args));
+  events.readAfter = (...args) => (pagesReadIn.push(counter.turn()), readAfter(...args));
   try {
     const response = await fetch(`${server.api.baseUrl}/v1/events?since=evt_${"0".repeat(24)}`, { headers: { authorization: `Bearer ${apiKey}` } });
     const reader = response.body!.getReader();
@@ -78,7 +69,7 @@ test("an event stream read from the start, 5,000 events: each page read in a tur
     await reader.cancel();
   } finally {
     events.readAfter = readAfter;
-    reading = false;
+    counter.stop();
   }
   expect(pagesReadIn.length).toBeGreaterThanOrEqual(50);
   // Before, a client that took each event at once had every page read in the same turn or a few.
