@@ -23,6 +23,14 @@ type Reply = { startedAt: number; at: number; code: number; text: string; retryA
 const skipped = process.env.INBOXD_TEST_POSTGRES === "later" ? postgresTestsSkipped : postgresMissing;
 if (skipped) console.warn(`PostgreSQL unreachable test skipped: ${skipped}`);
 
+/** A test server whose database URL goes through `proxy` (listening here on a free port) to `target`. */
+async function serverBehind(proxy: net.Server, target: URL): Promise<TestServer> {
+  await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+  const proxied = new URL(target);
+  proxied.port = String((proxy.address() as net.AddressInfo).port);
+  return startTestServer({ env: { INBOXD_DATABASE_URL: proxied.toString() } });
+}
+
 describe.skipIf(Boolean(skipped))("PostgreSQL unreachable", () => {
   let cluster: PostgresCluster;
   let server: TestServer;
@@ -148,10 +156,7 @@ describe.skipIf(Boolean(skipped))("PostgreSQL unreachable", () => {
       upstream.on("error", () => client.destroy());
       client.pipe(upstream).pipe(client);
     });
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-    const proxied = new URL(target);
-    proxied.port = String((proxy.address() as net.AddressInfo).port);
-    const behindProxy = await startTestServer({ env: { INBOXD_DATABASE_URL: proxied.toString() } });
+    const behindProxy = await serverBehind(proxy, target);
     try {
       const registered = await register(behindProxy.api);
       silent = true;
@@ -186,10 +191,7 @@ describe.skipIf(Boolean(skipped))("PostgreSQL unreachable", () => {
       forward(client, upstream);
       forward(upstream, client);
     });
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-    const proxied = new URL(target);
-    proxied.port = String((proxy.address() as net.AddressInfo).port);
-    const partitioned = await startTestServer({ env: { INBOXD_DATABASE_URL: proxied.toString() } });
+    const partitioned = await serverBehind(proxy, target);
     try {
       const registered = await register(partitioned.api);
       frozen = true;
