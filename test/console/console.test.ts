@@ -564,20 +564,23 @@ describe.skipIf(missing !== undefined)(`web console in Chromium${missing ? ` —
     // made: a view that loads once the key is revoked is refused (401), and the console replaces
     // a refused key. Revoked before it was forgotten, the session took the new key and stayed.
     const renewed = page.waitForResponse((response) => response.request().method() === "POST" && /\/organizations\/[^/]+\/api_keys$/.test(response.url()));
-    let answered!: Promise<void>;
-    await page.route("**/v1/api_keys/*", (route) => {
+    // Settled by the revocation's handler, which may run after the page shows it signed out.
+    const answered = Promise.withResolvers<void>();
+    await page.route("**/v1/api_keys/*", async (route) => {
       if (route.request().method() !== "DELETE") return route.fallback();
-      answered = (async () => {
+      try {
         const answer = await route.fetch();
         await page.evaluate("location.hash = '#/webhooks'");
         await Promise.race([page.getByText("You are signed out.").waitFor(live), renewed]);
         await route.fulfill({ response: answer });
-      })();
-      return answered;
+        answered.resolve();
+      } catch (error) {
+        answered.reject(error);
+      }
     });
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByText("You are signed out.").waitFor(live);
-    await answered;
+    await answered.promise;
     await page.unroute("**/v1/api_keys/*");
     expect(await consoleKeys()).toEqual([]);
     await page.getByLabel("Email").fill(email);

@@ -39,6 +39,21 @@ async function search(query: string, extra = "", inboxId = inbox.id) {
   return { status: res.status, body: res.body, ids: res.status === 200 ? res.body.map((m: { id: string }) => m.id) : [] };
 }
 
+/**
+ * The ids a walk finds once it answers within this file's 50 ms budget: on a busy machine (the other
+ * engine's suite beside this one) a walk reading a long text can spend it and answer 422.
+ */
+async function walkWithinBudget(query: string, inboxId: string): Promise<string[]> {
+  for (let attempt = 1; ; attempt++) {
+    const res = await search(query, "", inboxId);
+    if (res.status === 200 || attempt === 10) {
+      expect(res.status).toBe(200);
+      return res.ids;
+    }
+    expect(res.status).toBe(422);
+  }
+}
+
 describe("plain search (FTS5 trigram index)", () => {
   test("a word matches case-insensitively in subject, text or sender, newest first, in this inbox only, not in HTML", async () => {
     expect((await search("invoice")).ids).toEqual([ids.vendor, ids.attached, ids.overdue]);
@@ -162,9 +177,9 @@ describe("regular expressions (/pattern/flags, RE2 syntax)", () => {
     expect([200, 422]).toContain(heaviest.status);
     expect(heaviest.ids).toEqual([]);
     // Walks (no literal of 3 characters): the text's start and what ends before the cap are found, its end past it is not.
-    expect((await search("/^Z.\\x{1F600}/", "", long.id)).ids).toEqual([id]);
-    expect((await search("/p-o /", "", long.id)).ids).toEqual([id]);
-    expect((await search("/c.p$/", "", long.id)).ids).toEqual([]);
+    expect(await walkWithinBudget("/^Z.\\x{1F600}/", long.id)).toEqual([id]);
+    expect(await walkWithinBudget("/p-o /", long.id)).toEqual([id]);
+    expect(await walkWithinBudget("/c.p$/", long.id)).toEqual([]);
   });
 
   test("/(a+)+$/ against a 50 kB message answers within a second", async () => {
