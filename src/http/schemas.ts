@@ -151,9 +151,14 @@ export const Attachment = shape("Attachment", "A file attached to a message", {
   size: count("bytes"),
   contentId: t.Optional(t.String({ description: "Content-ID, for an inline part an HTML body refers to (cid:)" })),
   inline: t.Boolean(),
-  content: t.String({ description: "base64" }),
+  content: t.Optional(t.String({ description: "base64; left out with attachmentContent=false" })),
 });
 sameKeys<typeof Attachment, AttachmentShape>(true);
+
+/** `?attachmentContent=false` on a message or thread read: the attachments listed without their content. */
+export const attachmentContentQuery = t.Object({
+  attachmentContent: t.Optional(t.Union([t.Literal("true"), t.Literal("false")], { error: "must be true or false", description: "false lists the attachments without their base64 content (default true)" })),
+});
 
 export const Delivery = shape("Delivery", "The delivery of a sent message to one remote recipient", {
   recipient: t.String(),

@@ -29,6 +29,8 @@ const creates = { readOnlyHint: false, destructiveHint: false, idempotentHint: f
 const sendsMail = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
 const overwrites = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false };
 
+/** A message or thread read: attachments are listed, and get_attachment returns one; their content is never read whole into a result. */
+const withoutAttachmentContent = { attachmentContent: "false" };
 const id = (what: string) => z.string().min(1).describe(what);
 const inboxId = id("the inbox's id (list_inboxes)");
 const messageId = id("the message's id (list_messages, get_thread)");
@@ -113,7 +115,7 @@ export const tools: Tool[] = [
     description: "A thread with all its messages, oldest first, every field (attachments listed without their content: get_attachment).",
     input: { inboxId, threadId: id("the thread's id (list_threads, or a message's threadId)") },
     annotations: reads,
-    call: async ({ inboxId, threadId }, api) => objectResult(await api({ method: "GET", path: pathOf`/v1/inboxes/${inboxId}/threads/${threadId}` }), "mail"),
+    call: async ({ inboxId, threadId }, api) => objectResult(await api({ method: "GET", path: pathOf`/v1/inboxes/${inboxId}/threads/${threadId}`, query: withoutAttachmentContent }), "mail"),
   }),
   tool({
     name: "list_messages",
@@ -129,7 +131,7 @@ export const tools: Tool[] = [
     description: "One message with every field: addresses, subject, text and HTML bodies, labels, SPF/DKIM/DMARC results, deliveries, attachments (listed without their content: get_attachment).",
     input: { inboxId, messageId },
     annotations: reads,
-    call: async ({ inboxId, messageId }, api) => objectResult(await api({ method: "GET", path: pathOf`/v1/inboxes/${inboxId}/messages/${messageId}` }), "mail"),
+    call: async ({ inboxId, messageId }, api) => objectResult(await api({ method: "GET", path: pathOf`/v1/inboxes/${inboxId}/messages/${messageId}`, query: withoutAttachmentContent }), "mail"),
   }),
   tool({
     name: "get_attachment",

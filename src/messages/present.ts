@@ -37,18 +37,29 @@ export interface LargeAnswer<T> {
   pieces(): AsyncIterable<string>;
 }
 
-/** One message, already read whole. */
-export function messageAnswer(message: Message): LargeAnswer<Message> {
+/**
+ * One message, already read whole. Without `attachmentContent`, its attachments are listed
+ * without their content, which their own route downloads (as the MCP tools read a message).
+ */
+export function messageAnswer(message: Message, attachmentContent = true): LargeAnswer<Message> {
   const attachmentBytes = (message.attachments ?? []).reduce((sum, attachment) => sum + attachment.size, 0);
   return {
-    // In UTF-8, as the store counts a thread's (contentSizesInThread): the same message is large in both.
+    // In UTF-8, as the store counts a thread's (contentSizesInThread): the same message is large in
+    // both. Attachments left out count too: the message holds them in memory until it is answered.
     contentBytes: Buffer.byteLength(message.text ?? "") + Buffer.byteLength(message.html ?? "") + attachmentBytes,
-    whole: () => withContentEncoded(message),
+    whole: () => shown(message, attachmentContent),
     async *pieces() {
-      yield JSON.stringify(await withContentEncoded(message));
+      yield JSON.stringify(await shown(message, attachmentContent));
     },
   };
 }
+
+/** The message as a read shows it: with its attachments' content encoded, or without it. */
+export const shown = (message: Message, attachmentContent: boolean): Promise<Message> =>
+  attachmentContent ? withContentEncoded(message) : Promise.resolve({ ...message, attachments: message.attachments.map(withoutContent) });
+
+// Field by field: spreading the attachment would read its `content` getter, which encodes it.
+const withoutContent = ({ id, name, contentType, size, contentId, inline }: Attachment): Attachment => ({ id, name, contentType, size, contentId, inline });
 
 /** Attachments at least this large are base64-encoded in a turn of their own before their message is serialised. */
 const ENCODE_IN_TURN_BYTES = 1024 * 1024;

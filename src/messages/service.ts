@@ -3,7 +3,7 @@ import type { App } from "../app";
 import { notFound } from "../errors";
 import { requireInbox } from "../inboxes/service";
 import { lookedAhead, mapListing, withTotal, type Listing, type Page } from "../page";
-import { presentMessageSummary, presentStoredMessages, presentThreads, type LargeAnswer, type Message, type MessageSummary, type Thread, withContentEncoded } from "./present";
+import { presentMessageSummary, presentStoredMessages, presentThreads, type LargeAnswer, type Message, type MessageSummary, type Thread, shown } from "./present";
 import { searchMessagePage } from "./search";
 import type { AttachmentRecord } from "../store";
 
@@ -76,15 +76,19 @@ export async function listThreads(app: App, organizationId: string, inboxId: str
  * unknown id. In pieces, each message is read when its piece is made: a thread holds up to 100
  * messages of up to the size limit each, gigabytes at once. A message deleted meanwhile is left out.
  */
-export async function getThread(app: App, organizationId: string, inboxId: string, threadId: string): Promise<LargeAnswer<Thread & { messages: Message[] }>> {
+export async function getThread(app: App, organizationId: string, inboxId: string, threadId: string, attachmentContent = true): Promise<LargeAnswer<Thread & { messages: Message[] }>> {
   const row = await app.store.threads.find(organizationId, inboxId, threadId);
   if (!row) throw notFound("Thread not found");
   const thread = (await presentThreads(app.store, [row]))[0]!;
   const sizes = await app.store.messages.contentSizesInThread(row.id);
   const retryDelays = app.config.deliveryRetryDelays;
   return {
+    // Attachments counted even when left out: the store reads each message's with it all the same.
     contentBytes: sizes.reduce((sum, message) => sum + message.bytes, 0),
-    whole: async () => ({ ...thread, messages: await presentStoredMessages(app.store, await app.store.messages.listByThread(row.id), retryDelays) }),
+    whole: async () => ({
+      ...thread,
+      messages: await Promise.all((await presentStoredMessages(app.store, await app.store.messages.listByThread(row.id), retryDelays)).map((message) => shown(message, attachmentContent))),
+    }),
     async *pieces() {
       // The thread's own fields, then `messages` last, as the whole value has them.
       yield `${JSON.stringify(thread).slice(0, -1)},"messages":[`;
@@ -93,7 +97,7 @@ export async function getThread(app: App, organizationId: string, inboxId: strin
         const stored = await app.store.messages.find(organizationId, inboxId, id);
         if (!stored) continue;
         const [message] = await presentStoredMessages(app.store, [stored], retryDelays);
-        yield `${separator}${JSON.stringify(await withContentEncoded(message!))}`;
+        yield `${separator}${JSON.stringify(await shown(message!, attachmentContent))}`;
         separator = ",";
       }
       yield "]}";

@@ -102,3 +102,30 @@ describe("read and unread", () => {
     expect(whole.messages.map((message: { read: boolean }) => message.read)).toEqual([false, true]);
   });
 });
+
+describe("attachmentContent=false", () => {
+  test.each([
+    ["small, answered whole", 2],
+    ["large, answered a message at a time", 200_000],
+  ])("a message and its thread read without their attachments' content (%s); true or left out keeps it; another value is 422", async (_, size) => {
+    const file = Buffer.alloc(size, 7);
+    const { received } = await deliver({ subject: "Listed file", attachments: [{ name: "file.bin", contentType: "application/octet-stream", content: file.toString("base64") }] });
+    const messagePath = `/v1/inboxes/${recipient.id}/messages/${received.id}`;
+    const threadPath = `/v1/inboxes/${recipient.id}/threads/${received.threadId}`;
+    const listed = { name: "file.bin", contentType: "application/octet-stream", size, inline: false };
+    const message = (await server.api.get(`${messagePath}?attachmentContent=false`, key)).body;
+    expect(message.attachments).toEqual([{ id: expect.any(String), ...listed }]);
+    expect(message.subject).toBe("Listed file");
+    const thread = (await server.api.get(`${threadPath}?attachmentContent=false`, key)).body;
+    expect(thread.messages.map((each: { attachments: unknown[] }) => each.attachments)).toEqual([[{ id: message.attachments[0].id, ...listed }]]);
+    for (const query of ["", "?attachmentContent=true"]) {
+      expect((await server.api.get(`${messagePath}${query}`, key)).body.attachments[0].content).toBe(file.toString("base64"));
+      expect((await server.api.get(`${threadPath}${query}`, key)).body.messages[0].attachments[0].content).toBe(file.toString("base64"));
+    }
+    for (const path of [messagePath, threadPath]) {
+      const refused = await server.api.get(`${path}?attachmentContent=no`, key);
+      expect(refused.status).toBe(422);
+      expect(refused.body.error).toContain("attachmentContent");
+    }
+  });
+});

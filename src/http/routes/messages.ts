@@ -17,7 +17,7 @@ import { security } from "../openapi";
 import { paged, paginationQuery } from "../pagination";
 import { labelList, labelQuery } from "../labels";
 import { addresses, attachmentsField, text, toField } from "../outgoing-fields";
-import { bodyFailures, bytes, failures, listOf, Message, MessageSummary, rateLimited } from "../schemas";
+import { attachmentContentQuery, bodyFailures, bytes, failures, listOf, Message, MessageSummary, rateLimited } from "../schemas";
 
 const sendBody = t.Object({
   to: toField,
@@ -97,10 +97,16 @@ export const messageRoutes = (app: App, serve: Downloads) =>
       },
       detail: { summary: "List messages newest first, optionally filtered by query or by label" },
     })
-    .get("/:messageId", async ({ organizationId, params }) => serve.json(organizationId, messageAnswer(await getMessage(app, organizationId, params.inboxId, params.messageId))), {
-      response: { 200: Message, ...failures(401, [404, "Message not found"], [429, "Too many large downloads in flight for this organization"]) },
-      detail: { summary: "Get a message with every field" },
-    })
+    .get(
+      "/:messageId",
+      async ({ organizationId, params, query }) =>
+        serve.json(organizationId, messageAnswer(await getMessage(app, organizationId, params.inboxId, params.messageId), query.attachmentContent !== "false")),
+      {
+        query: attachmentContentQuery,
+        response: { 200: Message, ...failures(401, [404, "Message not found"], 422, [429, "Too many large downloads in flight for this organization"]) },
+        detail: { summary: "Get a message with every field (attachmentContent=false: its attachments without their content)" },
+      },
+    )
     // The whole message again, as a large answer like the get's: each one was the message with its
     // attachments in one buffer, at no organization's limit (48 at once: 1.9 GB).
     .patch("/:messageId", async ({ organizationId, params, body }) => serve.json(organizationId, messageAnswer(await updateMessage(app, organizationId, params.inboxId, params.messageId, body))), {

@@ -8,7 +8,7 @@ import type { Downloads } from "../download";
 import { security } from "../openapi";
 import { paged, paginationQuery } from "../pagination";
 import { labelQuery } from "../labels";
-import { failures, listOf, Thread, ThreadWithMessages } from "../schemas";
+import { attachmentContentQuery, failures, listOf, Thread, ThreadWithMessages } from "../schemas";
 
 export const threadRoutes = (app: App, serve: Downloads) =>
   new Elysia({ prefix: "/v1/inboxes/:inboxId/threads", detail: { tags: ["threads"], security: security.apiKey } })
@@ -18,7 +18,8 @@ export const threadRoutes = (app: App, serve: Downloads) =>
       response: { 200: listOf(Thread, "Threads, newest activity first"), ...failures(401, [404, "Inbox not found"], 422) },
       detail: { summary: "List the threads of an inbox, newest activity first, optionally only those with a label" },
     })
-    .get("/:threadId", async ({ organizationId, params }) => serve.json(organizationId, await getThread(app, organizationId, params.inboxId, params.threadId)), {
-      response: { 200: ThreadWithMessages, ...failures(401, [404, "Thread not found"], [429, "Too many large downloads in flight for this organization"]) },
-      detail: { summary: "Get a thread with its messages, oldest first" },
+    .get("/:threadId", async ({ organizationId, params, query }) => serve.json(organizationId, await getThread(app, organizationId, params.inboxId, params.threadId, query.attachmentContent !== "false")), {
+      query: attachmentContentQuery,
+      response: { 200: ThreadWithMessages, ...failures(401, [404, "Thread not found"], 422, [429, "Too many large downloads in flight for this organization"]) },
+      detail: { summary: "Get a thread with its messages, oldest first (attachmentContent=false: their attachments without their content)" },
     });
