@@ -18,7 +18,9 @@ export type RecipientTarget = { kind: "inbox"; inbox: InboxRecord } | { kind: "r
  * Where mail for `address` (as given in RCPT TO) from `mailFrom` ("" for the null reverse-path)
  * goes; throws the SmtpReply that refuses it otherwise.
  */
-export async function routeRecipient(app: App, address: string, mailFrom: string): Promise<RecipientTarget> {
+export async function routeRecipient(app: App, given: string, mailFrom: string): Promise<RecipientTarget> {
+  // Quoted or not: `"tlsrpt"@host` is tlsrpt@host (RFC 5322 §3.2.4: the quotes are no part of the local part).
+  const address = parseAddress(given)?.address ?? given;
   const returnPath = parseReturnPath(app, address);
   if (returnPath) {
     // Only the return path of a delivery of ours takes reports: another, or a wrong tag, is
@@ -32,7 +34,8 @@ export async function routeRecipient(app: App, address: string, mailFrom: string
   // RFC 5321 §4.1.1.3 and §4.5.1: the domainless "postmaster" (any case) names the postmaster of
   // the server's domain, and a server MUST accept it; so is postmaster at the host name, which
   // takes mail too (return paths, TLS reports) and which other servers know as its name, unless
-  // the host name is a domain hosted here, whose own postmaster it is.
+  // the host name is a domain hosted here (the mail domain itself, or a custom domain added before
+  // the host names were refused as one), whose own postmaster it is.
   const lower = address.toLowerCase();
   const hostPostmaster = lower === `postmaster@${app.config.hostname.toLowerCase()}` && !(await isHostedDomain(app, app.store, app.config.hostname));
   const postmaster = lower === "postmaster" || hostPostmaster;

@@ -3,7 +3,7 @@
 // committed in groups before their 250, then analysed on worker threads by the inbound queue. No
 // AUTH: this is not a submission service.
 import { Counts } from "../counts";
-import { domainToASCII } from "node:url";
+import { domainToASCII, domainToUnicode } from "node:url";
 import type { AddressInfo } from "node:net";
 import type { SMTPServerAddress, SMTPServerSession } from "smtp-server";
 import type { App } from "../app";
@@ -293,7 +293,16 @@ function addressEncodingRefusal(address: SMTPServerAddress, smtpUtf8: boolean, s
 function isHostName(domain: string): boolean {
   if (domain.startsWith("[")) return true;
   const ascii = domainToASCII(domain);
-  return ascii !== "" && ascii.split(".").every((label) => label !== "");
+  if (ascii === "") return false;
+  // Each label as IDNA takes it, unmapped (RFC 5891 §5.4: DISALLOWED code points are refused, not
+  // mapped): UTS-46 maps full-width letters, U+00AD and U+017F onto ASCII, so that an A-label of
+  // them (`xn--ni7cenug8c`, which smtp-server decoded) named a hosted domain that DNS knows as another.
+  const labels = domain.split(".");
+  const asciiLabels = ascii.split(".");
+  return (
+    labels.length === asciiLabels.length &&
+    asciiLabels.every((asciiLabel, i) => asciiLabel !== "" && (/^[\x00-\x7f]*$/.test(labels[i]!) ? asciiLabel === labels[i]!.toLowerCase() : domainToUnicode(asciiLabel) === labels[i]!.normalize("NFC").toLowerCase()))
+  );
 }
 
 /** Messages refused while the database is out of reach, or its storage failing: the first logged, then one line a minute with their count. */

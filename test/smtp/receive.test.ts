@@ -181,8 +181,9 @@ describe("delivery", () => {
     expect((await plain.command("MAIL FROM:<alice@xn--mller-kva.example>")).code).toBe(250);
     expect((await plain.command("RCPT TO:<bob@xn--bcher-kva.example>")).text).toStartWith("550 5.7.1 ");
     expect((await plain.command("RCPT TO:<bøb@inboxd.test>")).text).toStartWith("553 5.6.7 ");
-    // A domain in UTF-8 on the wire (U-labels, or full-width letters that IDNA maps to ASCII) is no ASCII address either.
-    expect((await plain.command("RCPT TO:<bob@ｉｎｂｏｘｄ.test>")).text).toStartWith("553 5.6.7 ");
+    // A domain in UTF-8 on the wire is no ASCII address either; full-width letters, which IDNA would map to ASCII, no host name.
+    expect((await plain.command("RCPT TO:<bob@ｉｎｂｏｘｄ.test>")).text).toStartWith("501 5.1.3 ");
+    expect((await plain.command("RCPT TO:<bob@bücher.example>")).text).toStartWith("553 5.6.7 ");
     expect((await plain.command("RSET")).code).toBe(250);
     expect((await plain.command("MAIL FROM:<joe@bücher.example>")).text).toStartWith("553 5.6.7 ");
     plain.end();
@@ -202,6 +203,26 @@ describe("delivery", () => {
     expect((await capitals.command("EHLO client.example")).code).toBe(250);
     expect((await capitals.command("MAIL FROM:<a@XN--MNCHEN-3YA.DE>")).code).toBe(250);
     capitals.end();
+  });
+
+  test("RFC 5891 §5.4: a name IDNA would only map onto a hosted domain (full-width letters, U+00AD, U+017F, or an A-label of them) is refused, not stored there", async () => {
+    const session = await openSession(server.smtpPort);
+    expect((await session.command("EHLO client.example")).code).toBe(250);
+    expect((await session.command("MAIL FROM:<x@xn--ni7cenug8c.test>")).text).toBe("501 5.1.7 Bad address syntax: the domain is no host name");
+    expect((await session.command("MAIL FROM:<alice@sender.test>")).code).toBe(250);
+    // The A-labels of full-width "inboxd" and of "inbox" U+00AD "d".
+    for (const fake of ["xn--ni7cenug8c.test", "xn--inboxd-gja.test"]) expect((await session.command(`RCPT TO:<bob@${fake}>`)).text).toBe("501 5.1.3 Bad address syntax: the domain is no host name");
+    expect((await session.command("RCPT TO:<bob@inboxd.test>")).code).toBe(250);
+    session.end();
+    const utf8 = await openSession(server.smtpPort);
+    expect((await utf8.command("EHLO client.example")).code).toBe(250);
+    expect((await utf8.command("MAIL FROM:<alice@sender.test> SMTPUTF8")).code).toBe(250);
+    for (const mapped of ["inboxd.te\u017ft", "\uff49\uff4e\uff42\uff4f\uff58\uff44.test", "inbox\u00add.test"]) {
+      expect((await utf8.command(`RCPT TO:<bob@${mapped}>`)).text).toBe("501 5.1.3 Bad address syntax: the domain is no host name");
+    }
+    // A U-label as IDNA2008 writes it, or in capitals or NFD, is the domain it names.
+    for (const name of ["bücher.example", "BÜCHER.example", "bu\u0308cher.example"]) expect((await utf8.command(`RCPT TO:<bob@${name}>`)).text).toStartWith("550 5.7.1 ");
+    utf8.end();
   });
 
   // Bun's own client sockets cannot half-close and keep reading: the kernel's shutdown(SHUT_WR), from Python.
