@@ -14,12 +14,29 @@ const mediaType = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+/i;
 const encodeExtValue = (value: string) => encodeURIComponent(value).replace(/['()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /**
+ * The most of a name a download's header carries, in code points, as file systems take 255: a
+ * sender's name of 20,000 characters made a header of 200 KB, which curl, browsers and proxies
+ * refuse, so that the file could not be downloaded at all.
+ */
+const MAX_NAME_CHARS = 255;
+/** The longest ending kept after a long name is cut, so that the file keeps its type. */
+const MAX_EXTENSION_CHARS = 16;
+
+function shortened(name: string): string {
+  const chars = [...name];
+  if (chars.length <= MAX_NAME_CHARS) return name;
+  const extension = /\.[^.]+$/u.exec(name)?.[0] ?? "";
+  const kept = [...extension].length <= MAX_EXTENSION_CHARS ? extension : "";
+  return chars.slice(0, MAX_NAME_CHARS - [...kept].length).join("") + kept;
+}
+
+/**
  * `attachment` with the name twice (RFC 6266 §4.3): `filename*` in UTF-8 (RFC 8187) for every
  * client that reads it, and a plain ASCII `filename` for those that do not. Path separators and
- * control characters go from both.
+ * control characters go from both, and a long name is cut (its extension kept).
  */
 export function attachmentDisposition(name: string | undefined): string {
-  const safe = (name ?? "").replace(/[\u0000-\u001f\u007f/\\]/g, "_").trim() || "attachment";
+  const safe = shortened((name ?? "").replace(/[\u0000-\u001f\u007f/\\]/g, "_").trim()) || "attachment";
   const ascii = safe.replace(/[^\x20-\x7e]|["%]/g, "_");
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeExtValue(safe)}`;
 }

@@ -104,6 +104,41 @@ describe("hostile attachments", () => {
     expect(response.headers.get("content-disposition")).toBe(`attachment; filename="evil__X-Injected: 1____<script>.html"; filename*=UTF-8''evil__X-Injected%3A%201____%3Cscript%3E.html`);
   });
 
+  test("a received name of 12,000 characters (RFC 2231) downloads under its first 255, its extension kept; the message keeps it whole", async () => {
+    const name = `${"文".repeat(12_000)}.pdf`;
+    const raw = [
+      "From: sender@sender.test",
+      `To: ${account.inbox.email}`,
+      "Subject: A long name",
+      "MIME-Version: 1.0",
+      'Content-Type: multipart/mixed; boundary="mix"',
+      "",
+      "--mix",
+      "Content-Type: text/plain",
+      "",
+      "See attached.",
+      "--mix",
+      "Content-Type: application/pdf",
+      // RFC 2231 §3: the value in continuations of at most 900 characters a line.
+      "Content-Disposition: attachment;",
+      ...encodeURIComponent(name)
+        .match(/.{1,900}(?=%|$)/g)!
+        .map((part, n, parts) => ` filename*${n}*=${n === 0 ? "UTF-8''" : ""}${part}${n === parts.length - 1 ? "" : ";"}`),
+      "",
+      "%PDF-1.4",
+      "--mix--",
+      "",
+    ].join("\r\n");
+    const message = await receive(raw, "A long name");
+    expect(message.attachments[0].name).toBe(name);
+    const response = await download(`${messagesPath()}/${message.id}/attachments/${message.attachments[0].id}`);
+    expect(response.status).toBe(200);
+    const disposition = response.headers.get("content-disposition")!;
+    expect(disposition.length).toBeLessThan(4_096);
+    const shown = decodeURIComponent(/filename\*=UTF-8''(.*)$/.exec(disposition)![1]!);
+    expect(shown).toBe(`${"文".repeat(251)}.pdf`);
+  });
+
   test("the raw source is a download too: message/rfc822, {messageId}.eml, nosniff, sandboxed", async () => {
     const sent = await server.api.post(`${messagesPath()}/send`, { to: ["someone@example.com"], subject: "Raw", text: "x", html: "<script>alert(1)</script>" }, key);
     const response = await download(`${messagesPath()}/${sent.body.id}/raw`);
