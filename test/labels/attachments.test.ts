@@ -34,6 +34,13 @@ async function receive(raw: string, subject: string) {
   return (await server.api.get(`${messagesPath()}/${list.find((m) => m.subject === subject)!.id}`, key)).body;
 }
 
+/** A message of a line of text and one attachment, given the attachment's header lines and body. */
+const withAttachment = (subject: string, partHeaders: string[], body: string) =>
+  [
+    ...["From: sender@sender.test", `To: ${account.inbox.email}`, `Subject: ${subject}`, "MIME-Version: 1.0", 'Content-Type: multipart/mixed; boundary="mix"', ""],
+    ...["--mix", "Content-Type: text/plain", "", "See attached.", "--mix", ...partHeaders, "", body, "--mix--", ""],
+  ].join("\r\n");
+
 describe("hostile attachments", () => {
   test("an SVG with a script is served as image/svg+xml, but as a sandboxed, unsniffed attachment", async () => {
     const svg = `<svg xmlns="http://www.w3.org/2000/svg"><script>alert(document.domain)</script></svg>`;
@@ -76,25 +83,7 @@ describe("hostile attachments", () => {
   });
 
   test("a received name with CR LF in it (RFC 2231 encoded) cannot add a header to the download", async () => {
-    const raw = [
-      "From: sender@sender.test",
-      `To: ${account.inbox.email}`,
-      "Subject: Line break in a name",
-      "MIME-Version: 1.0",
-      'Content-Type: multipart/mixed; boundary="mix"',
-      "",
-      "--mix",
-      "Content-Type: text/plain",
-      "",
-      "See attached.",
-      "--mix",
-      "Content-Type: text/html",
-      "Content-Disposition: attachment; filename*=UTF-8''evil%0D%0AX-Injected%3A%201%0D%0A%0D%0A%3Cscript%3E.html",
-      "",
-      "<script>alert(1)</script>",
-      "--mix--",
-      "",
-    ].join("\r\n");
+    const raw = withAttachment("Line break in a name", ["Content-Type: text/html", "Content-Disposition: attachment; filename*=UTF-8''evil%0D%0AX-Injected%3A%201%0D%0A%0D%0A%3Cscript%3E.html"], "<script>alert(1)</script>");
     const message = await receive(raw, "Line break in a name");
     const response = await download(`${messagesPath()}/${message.id}/attachments/${message.attachments[0].id}`);
     expect(response.status).toBe(200);
@@ -106,30 +95,11 @@ describe("hostile attachments", () => {
 
   test("a received name of 12,000 characters (RFC 2231) downloads under its first 255, its extension kept; the message keeps it whole", async () => {
     const name = `${"文".repeat(12_000)}.pdf`;
-    const raw = [
-      "From: sender@sender.test",
-      `To: ${account.inbox.email}`,
-      "Subject: A long name",
-      "MIME-Version: 1.0",
-      'Content-Type: multipart/mixed; boundary="mix"',
-      "",
-      "--mix",
-      "Content-Type: text/plain",
-      "",
-      "See attached.",
-      "--mix",
-      "Content-Type: application/pdf",
-      // RFC 2231 §3: the value in continuations of at most 900 characters a line.
-      "Content-Disposition: attachment;",
-      ...encodeURIComponent(name)
-        .match(/.{1,900}(?=%|$)/g)!
-        .map((part, n, parts) => ` filename*${n}*=${n === 0 ? "UTF-8''" : ""}${part}${n === parts.length - 1 ? "" : ";"}`),
-      "",
-      "%PDF-1.4",
-      "--mix--",
-      "",
-    ].join("\r\n");
-    const message = await receive(raw, "A long name");
+    // RFC 2231 §3: the value in continuations of at most 900 characters a line.
+    const continuations = encodeURIComponent(name)
+      .match(/.{1,900}(?=%|$)/g)!
+      .map((part, n, parts) => ` filename*${n}*=${n === 0 ? "UTF-8''" : ""}${part}${n === parts.length - 1 ? "" : ";"}`);
+    const message = await receive(withAttachment("A long name", ["Content-Type: application/pdf", "Content-Disposition: attachment;", ...continuations], "%PDF-1.4"), "A long name");
     expect(message.attachments[0].name).toBe(name);
     const response = await download(`${messagesPath()}/${message.id}/attachments/${message.attachments[0].id}`);
     expect(response.status).toBe(200);
