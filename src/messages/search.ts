@@ -27,8 +27,6 @@ const maxProgramSize = 1000;
 /** Rows read per step of a walk: a first page needs few; a selective pattern soon reads more at once. */
 const firstBatch = 40;
 const maxBatch = 1000;
-/** Text in a batch too small for its reading alone to hold the event loop a millisecond. */
-const smallReadChars = 64 * 1024;
 /**
  * Longest a walk runs before the event loop serves anything else: what walks add to the latency
  * of /health, an SMTP reply or any other request, however many walks are under way.
@@ -111,16 +109,14 @@ const programSize = (regex: RE2JS) => (regex as unknown as { re2(): { prog: { nu
 
 const matchesRow = (regex: RE2JS, row: SearchableMessage) => regex.test(row.subject) || regex.test(row.from) || (row.text !== null && regex.test(row.text));
 
-const charactersOf = (rows: SearchableMessage[]) => rows.reduce((sum, row) => sum + row.subject.length + row.from.length + (row.text?.length ?? 0), 0);
-
 /** Walks under way per organization id. Ids are unique, so one count serves every app of the process. */
 const walking = new Map<string, number>();
 
 /**
  * The rows to check, newest first (the index's matches for the requirement, else every message of
  * the inbox), read a batch at a time. A batch doubles while reading one takes under half a slice,
- * and halves when it takes more and holds much text, so that a read of long messages does not
- * outlast the slice it falls in. Rows are taken synchronously: only a read waits for the store.
+ * and halves when it takes more, so that a read of long messages does not outlast the slice it
+ * falls in. Rows are taken synchronously: only a read waits for the store.
  */
 class Candidates {
   private batch: SearchableMessage[] = [];
@@ -150,11 +146,7 @@ class Candidates {
     this.taken = 0;
     this.finished = next === undefined;
     this.after = next;
-    // A slow read of little text waited for the store's round trip (PostgreSQL) or a busy machine,
-    // which a smaller batch does not shorten: halved down to one row a read, 2,000 short messages
-    // took 2,000 round trips and spent a 10 s budget beside a busy test suite.
-    if (took < sliceMs / 2) this.size = Math.min(maxBatch, this.size * 2);
-    else if (charactersOf(rows) > smallReadChars) this.size = Math.max(1, Math.floor(this.size / 2));
+    this.size = took < sliceMs / 2 ? Math.min(maxBatch, this.size * 2) : Math.max(1, Math.floor(this.size / 2));
   }
 }
 
