@@ -41,7 +41,7 @@ export interface LargeAnswer<T> {
  * One message, already read whole. Without `attachmentContent`, its attachments are listed
  * without their content, which their own route downloads (as the MCP tools read a message).
  */
-export function messageAnswer(message: Message, attachmentContent = true): LargeAnswer<Message> {
+export function messageAnswer(message: Message, attachmentContent = true): LargeAnswer<ShownMessage> {
   const attachmentBytes = (message.attachments ?? []).reduce((sum, attachment) => sum + attachment.size, 0);
   return {
     // In UTF-8, as the store counts a thread's (contentSizesInThread): the same message is large in
@@ -54,12 +54,16 @@ export function messageAnswer(message: Message, attachmentContent = true): Large
   };
 }
 
-/** The message as a read shows it: with its attachments' content encoded, or without it. */
-export const shown = (message: Message, attachmentContent: boolean): Promise<Message> =>
+/** An attachment listed without its content (`attachmentContent=false`). */
+export type ListedAttachment = Omit<Attachment, "content">;
+/** A message as a read shows it: its attachments with their content, or listed without it. */
+export type ShownMessage = Omit<Message, "attachments"> & { attachments: (Attachment | ListedAttachment)[] };
+
+export const shown = (message: Message, attachmentContent: boolean): Promise<ShownMessage> =>
   attachmentContent ? withContentEncoded(message) : Promise.resolve({ ...message, attachments: message.attachments.map(withoutContent) });
 
 // Field by field: spreading the attachment would read its `content` getter, which encodes it.
-const withoutContent = ({ id, name, contentType, size, contentId, inline }: Attachment): Attachment => ({ id, name, contentType, size, contentId, inline });
+const withoutContent = ({ id, name, contentType, size, contentId, inline }: Attachment): ListedAttachment => ({ id, name, contentType, size, contentId, inline });
 
 /** Attachments at least this large are base64-encoded in a turn of their own before their message is serialised. */
 const ENCODE_IN_TURN_BYTES = 1024 * 1024;

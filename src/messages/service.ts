@@ -3,7 +3,7 @@ import type { App } from "../app";
 import { notFound } from "../errors";
 import { requireInbox } from "../inboxes/service";
 import { lookedAhead, mapListing, withTotal, type Listing, type Page } from "../page";
-import { presentMessageSummary, presentStoredMessages, presentThreads, type LargeAnswer, type Message, type MessageSummary, type Thread, shown } from "./present";
+import { presentMessageSummary, presentStoredMessages, presentThreads, type LargeAnswer, type Message, type MessageSummary, type Thread, shown, type ShownMessage } from "./present";
 import { searchMessagePage } from "./search";
 import type { AttachmentRecord } from "../store";
 
@@ -76,7 +76,7 @@ export async function listThreads(app: App, organizationId: string, inboxId: str
  * unknown id. In pieces, each message is read when its piece is made: a thread holds up to 100
  * messages of up to the size limit each, gigabytes at once. A message deleted meanwhile is left out.
  */
-export async function getThread(app: App, organizationId: string, inboxId: string, threadId: string, attachmentContent = true): Promise<LargeAnswer<Thread & { messages: Message[] }>> {
+export async function getThread(app: App, organizationId: string, inboxId: string, threadId: string, attachmentContent = true): Promise<LargeAnswer<Thread & { messages: ShownMessage[] }>> {
   const row = await app.store.threads.find(organizationId, inboxId, threadId);
   if (!row) throw notFound("Thread not found");
   const thread = (await presentThreads(app.store, [row]))[0]!;

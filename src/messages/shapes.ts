@@ -10,8 +10,8 @@ export interface Attachment {
   size: number;
   contentId?: string;
   inline: boolean;
-  /** Base64; left out of a read that asks `attachmentContent=false`. */
-  content?: string;
+  /** Base64. */
+  content: string;
 }
 
 export interface Delivery {

@@ -1,16 +1,18 @@
 // Read and unread per message: received mail starts unread and sent mail read, PATCH
 // .../messages/{messageId} sets it, and the inbox and thread lists count it (migration 0200).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { messageAnswer, presentMessage } from "../../src/messages/present";
 import { seedOrganization, type TestServer } from "../harness";
 import { createInbox, events, startMessageServer, validSend } from "./helpers";
 
 let server: TestServer;
 let key: string;
+let organizationId: string;
 let sender: { id: string; email: string };
 let recipient: { id: string; email: string };
 beforeAll(async () => {
   server = await startMessageServer({ INBOXD_SEND_LIMIT: "10000" });
-  key = (await seedOrganization(server.app)).apiKey;
+  ({ apiKey: key, organizationId } = await seedOrganization(server.app));
   sender = await createInbox(server, key, { name: "Acme Bank" });
   recipient = await createInbox(server, key);
 });
@@ -127,5 +129,19 @@ describe("attachmentContent=false", () => {
       expect(refused.status).toBe(422);
       expect(refused.body.error).toContain("attachmentContent");
     }
+  });
+  test("left out, an attachment's content is never encoded: only read, whole or in pieces", async () => {
+    const { received } = await deliver({ subject: "Never encoded", attachments: [{ name: "f.bin", content: Buffer.alloc(100_000, 3).toString("base64") }] });
+    const row = (await server.app.store.messages.find(organizationId, recipient.id, received.id))!;
+    const attachments = await server.app.store.messages.attachmentsOf([row.id]);
+    for (const attachment of attachments) {
+      attachment.content.toString = () => {
+        throw new Error("the content was encoded");
+      };
+    }
+    const answer = messageAnswer(presentMessage(row, attachments, []), false);
+    expect((await answer.whole()).attachments).toEqual([{ id: attachments[0]!.id, name: "f.bin", contentType: "application/octet-stream", size: 100_000, inline: false }]);
+    for await (const piece of answer.pieces()) expect(piece).not.toContain('"content"');
+    await expect(messageAnswer(presentMessage(row, attachments, []), true).whole().then((message) => JSON.stringify(message))).rejects.toThrow("the content was encoded");
   });
 });
