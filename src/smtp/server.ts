@@ -301,9 +301,15 @@ function isHostName(domain: string): boolean {
   const asciiLabels = ascii.split(".");
   return (
     labels.length === asciiLabels.length &&
-    asciiLabels.every((asciiLabel, i) => asciiLabel !== "" && (/^[\x00-\x7f]*$/.test(labels[i]!) ? asciiLabel === labels[i]!.toLowerCase() : domainToUnicode(asciiLabel) === labels[i]!.normalize("NFC").toLowerCase()))
+    asciiLabels.every((asciiLabel, i) => asciiLabel !== "" && (/^[\x00-\x7f]*$/.test(labels[i]!) ? asciiLabel === labels[i]!.toLowerCase() : caseFolded(domainToUnicode(asciiLabel)) === caseFolded(labels[i]!)))
   );
 }
+
+/**
+ * A label compared without its case, on both sides: IDNA folds Cherokee small letters to capitals
+ * and Σ to σ where JavaScript lowers capitals and writes a word's last Σ as ς.
+ */
+const caseFolded = (label: string) => label.normalize("NFC").toLowerCase().replace(/ς/g, "σ");
 
 /** Messages refused while the database is out of reach, or its storage failing: the first logged, then one line a minute with their count. */
 const unreachable = refusalRun();

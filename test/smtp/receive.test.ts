@@ -2,6 +2,7 @@
 // STARTTLS, the recipient policy, parsing round trips through the API, threading, limits, the
 // SMTP smuggling vectors, and the authentication results with a DNS server on loopback.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { domainToASCII } from "node:url";
 import { randomBytes, X509Certificate } from "node:crypto";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -220,9 +221,16 @@ describe("delivery", () => {
     for (const mapped of ["inboxd.te\u017ft", "\uff49\uff4e\uff42\uff4f\uff58\uff44.test", "inbox\u00add.test"]) {
       expect((await utf8.command(`RCPT TO:<bob@${mapped}>`)).text).toBe("501 5.1.3 Bad address syntax: the domain is no host name");
     }
-    // A U-label as IDNA2008 writes it, or in capitals or NFD, is the domain it names.
-    for (const name of ["bücher.example", "BÜCHER.example", "bu\u0308cher.example"]) expect((await utf8.command(`RCPT TO:<bob@${name}>`)).text).toStartWith("550 5.7.1 ");
+    // A U-label as IDNA2008 writes it, or in capitals or NFD, is the domain it names; so are Cherokee
+    // and Greek names, whose case IDNA folds otherwise than JavaScript lowers it.
+    for (const name of ["bücher.example", "BÜCHER.example", "bu\u0308cher.example", "ᏣᎳᎩ.example", "ꮳꮃꭹ.example", "ΑΣ.example", "ας.example"]) {
+      expect((await utf8.command(`RCPT TO:<bob@${name}>`)).text).toStartWith("550 5.7.1 ");
+    }
     utf8.end();
+    const aLabels = await openSession(server.smtpPort);
+    expect((await aLabels.command("EHLO client.example")).code).toBe(250);
+    expect((await aLabels.command(`MAIL FROM:<bob@${domainToASCII("ꮳꮃꭹ.example")}>`)).code).toBe(250);
+    aLabels.end();
   });
 
   // Bun's own client sockets cannot half-close and keep reading: the kernel's shutdown(SHUT_WR), from Python.
