@@ -50,8 +50,8 @@ export async function createDomain(app: App, organizationId: string, input: { na
   if (isSameOrSubdomain(name, serviceDomain)) throw invalid(`name: ${name} is the service's own mail domain or a subdomain of it, which needs no verification`);
   // The server's own names: mail to postmaster@ and abuse@ at its host name (RFC 5321 §4.5.1), its
   // bounces and its TLS reports are the operator's, which a tenant's domain would take.
-  const ownName = ([["INBOXD_HOSTNAME", app.config.hostname], ["INBOXD_API_HOSTNAME", app.config.apiHostname]] as const).find(([, host]) => host && isSameOrSubdomain(name, host.toLowerCase()));
-  if (ownName) throw invalid(`name: ${name} is this server's host name (${ownName[0]}) or a subdomain of it, whose role addresses and reports are the operator's`);
+  const ownName = ([["INBOXD_HOSTNAME", app.config.hostname], ["INBOXD_API_HOSTNAME", app.config.apiHostname]] as const).find(([, host]) => host?.toLowerCase() === name);
+  if (ownName) throw invalid(`name: ${name} is this server's host name (${ownName[0]}), whose role addresses and reports are the operator's`);
   const held = await app.store.domains.findByName(name);
   const proven = held && held.organizationId !== organizationId && (await publishesClaim(app.resolver, claimRecord(app.store, organizationId, held.id, name)));
   const provenClaimId = proven ? held.id : undefined;
