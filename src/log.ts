@@ -56,9 +56,10 @@ const escapeControls = (json: string) => json.replace(terminalControls, (c) => `
 const renderValue = (v: unknown) => {
   if (v instanceof Error) return escapeControls(JSON.stringify(bounded(v)));
   const value = bounded(v);
+  // A number, true, false or null as JSON writes it; a value with a space, quote, = or any control
+  // character (an object's JSON has quotes) as a JSON string.
   const s = typeof value === "string" ? value : JSON.stringify(value);
-  // A value with a space, quote, = or any control character is written as a JSON string.
-  return typeof value === "string" && !/[\s"=\x00-\x1f\x7f-\x9f\u2028\u2029]/.test(s) ? s : escapeControls(JSON.stringify(s));
+  return !/[\s"=\x00-\x1f\x7f-\x9f\u2028\u2029]/.test(s) ? s : escapeControls(JSON.stringify(s));
 };
 
 export function createLogger(format: "text" | "json", minLevel: LogLevel | "silent", write: (line: string) => void = (l) => process.stderr.write(l + "\n")): Logger {

@@ -24,8 +24,9 @@ describe("log lines", () => {
     }
   });
 
-  test("text: a plain value stays unquoted", () => {
+  test("text: a plain value stays unquoted, numbers, booleans and null too; an object is a JSON string", () => {
     expect(lineOf("text", { domain: "reports.example" })).toEndWith(" tls report received domain=reports.example");
+    expect(lineOf("text", { status: 401, ms: 1.7, cached: false, code: null, detail: { a: 1 } })).toEndWith(' status=401 ms=1.7 cached=false code=null detail="{\\"a\\":1}"');
   });
 
   test.each(["text", "json"] as const)("%s: a value is cut at 4,096 characters, saying how many more there were", (format) => {
