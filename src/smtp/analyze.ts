@@ -53,16 +53,20 @@ export async function analyzeMessage(raw: Buffer, identity: SmtpIdentity, settin
       ),
     ).catch(() => temporaryError(settings.authservId)),
   ]);
-  return { parsed: storedContent(parsed), raw: withoutForgedTraceFields(raw, settings.authservId, block), receivedDigest: receivedDigest(identity, parsed.subject, raw.subarray(block.end)), ...outcome };
+  return { parsed: storedContent(parsed), raw: withoutForgedTraceFields(raw, settings.authservId, block), receivedDigest: receivedDigest(identity, parsed, raw.subarray(block.end)), ...outcome };
 }
 
 /**
- * What a resend after a lost 250 keeps: the envelope sender, the subject and the body. Not the
- * other header fields: a sender that signs each attempt anew (DKIM's t=, as inboxd's own outbound
- * queue does) or a relay on the way adds fields that differ from one attempt to the next. Here, on
- * the analysis thread: a hash of a large message would hold the event loop (about 1 ms per MB).
+ * What a resend after a lost 250 keeps: the envelope sender, the author's and reply addresses, the
+ * subject and the body. Not the other header fields: a sender that signs each attempt anew (DKIM's
+ * t=, as inboxd's own outbound queue does) or a relay on the way adds fields that differ from one
+ * attempt to the next. The addresses count: a copy sent first under the message's id with a
+ * Reply-To of its own was kept as the message, which then passed for its resend, and replies went
+ * to the forger. Here, on the analysis thread: a hash of a large message would hold the event loop
+ * (about 1 ms per MB).
  */
-const receivedDigest = ({ mailFrom }: SmtpIdentity, subject: string, body: Buffer) => createHash("sha256").update(mailFrom).update("\0").update(subject).update("\0").update(body).digest("base64url");
+const receivedDigest = ({ mailFrom }: SmtpIdentity, { from, replyTo, subject }: ParsedMessage, body: Buffer) =>
+  createHash("sha256").update(mailFrom).update("\0").update(from ?? "").update("\0").update((replyTo ?? []).join(",")).update("\0").update(subject).update("\0").update(body).digest("base64url");
 
 function storedContent({ messageId, inReplyTo, references, from, fromName, to, cc, replyTo, subject, text, html, attachments }: ParsedMessage): ReceivedContent {
   return { messageId, inReplyTo, references, from, fromName, to, cc, replyTo, subject, text, html, attachments };

@@ -85,6 +85,15 @@ describe("delivery", () => {
     expect(await eventually("the list's copy stored", subjects, (found) => found.length >= 3)).toHaveLength(3);
   });
 
+  test("a copy sent first under a message's id with a Reply-To or From of its own does not pass the message off as its resend: both are stored", async () => {
+    const messageId = `<forged-${crypto.randomUUID()}@sender.test>`;
+    const payment = (fields: string) => `${fields}To: bob@inboxd.test\r\nSubject: new bank details ${messageId}\r\nMessage-ID: ${messageId}\r\n\r\nPlease reply to confirm.\r\n`;
+    const copies = [payment("From: billing@sender.test\r\nReply-To: thief@elsewhere.test\r\n"), payment("From: billing@sender.test\r\n"), payment("From: bi11ing@sender.test\r\n")];
+    for (const raw of copies) expect((await sendMail(server.smtpPort, { from: "billing@sender.test", to: ["bob@inboxd.test"], raw })).response).toStartWith("250 ");
+    const stored = async () => (await messagesOf(bob)).filter((message) => message.subject === `new bank details ${messageId}`);
+    expect(await eventually("all three stored", stored, (found) => found.length >= 3)).toHaveLength(3);
+  });
+
   test("a copy delivered from another inbox of this server is no resend of a message that comes later under its Message-ID", async () => {
     const sent = await server.api.post(`/v1/inboxes/${carol.id}/messages/send`, { to: ["bob@inboxd.test"], subject: "local first", text: "From Carol.", html: "" }, apiKey);
     expect(sent.status).toBe(201);
