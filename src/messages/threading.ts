@@ -66,14 +66,20 @@ export async function assignThread(store: Aggregates, inbox: InboxRecord, clues:
   return (await store.threads.insert({ id: newId("thr"), organizationId: inbox.organizationId, inboxId: inbox.id, subject: clues.subject, createdAt: now })).id;
 }
 
-/** The thread an incoming message continues in this inbox, if any has room for it. */
+/**
+ * The thread an incoming message continues in this inbox: the first its Message-IDs name that has
+ * room for it. Past a full thread the look-up goes on, so that an answer that also names the
+ * thread which took the full one's next answer joins that one.
+ */
 async function existingThread(store: Aggregates, inbox: InboxRecord, headers: { inReplyTo?: string; references: string[] }): Promise<string | undefined> {
   const candidates = [...messageIdsIn(headers.inReplyTo), ...headers.references.flatMap(messageIdsIn).reverse()];
+  const full = new Set<string>();
   for (const id of candidates.slice(0, maxMessageIdsLookedUp)) {
     const threadId = await store.messages.threadOfMessageId(inbox.id, id);
-    if (!threadId) continue;
+    if (!threadId || full.has(threadId)) continue;
     const thread = await store.threads.find(inbox.organizationId, inbox.id, threadId);
-    return thread && thread.messageCount < MAX_THREAD_MESSAGES ? threadId : undefined;
+    if (thread && thread.messageCount < MAX_THREAD_MESSAGES) return threadId;
+    full.add(threadId);
   }
   return undefined;
 }

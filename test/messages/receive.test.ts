@@ -85,6 +85,9 @@ describe("storeReceivedMessage", () => {
     expect((await server.app.store.threads.find(inbox.organizationId, inbox.id, root.threadId))!.messageCount).toBe(MAX_THREAD_MESSAGES);
     const next = await receive(mail({ "Message-ID": "<long-next@example.com>", "In-Reply-To": `<long-${MAX_THREAD_MESSAGES}@example.com>` }));
     expect(next.threadId).toBe(overflow.threadId);
+    // An answer to the full thread that also names the next one's message (its References) joins that one.
+    const named = await receive(mail({ "Message-ID": "<long-named@example.com>", "In-Reply-To": "<long-50@example.com>", References: `<long-0@example.com> <long-next@example.com> <long-50@example.com>` }));
+    expect(named.threadId).toBe(overflow.threadId);
   });
 
   test("Message-IDs thread only within the same inbox", async () => {
