@@ -7,7 +7,7 @@
  */
 import { sql } from "drizzle-orm";
 import { testEventIdPrefix } from "../../events/names";
-import { newId } from "../../ids";
+import { eventIdAfter } from "../event-ids";
 import { storedPayload } from "../event-payload";
 import type { EventRecord } from "../records";
 import type { EventsStore } from "../store";
@@ -15,18 +15,8 @@ import { firstRow, listOf, lockKeys, rowsOf, type PgDb } from "./db";
 import { payloadReader } from "./event-payload";
 import type { AggregateContext } from "./index";
 
-const EVENT_ID = /^evt_([0-9a-f]{24})$/;
-
 /** The advisory lock of an organization's events (lockKeys hashes it as the emit does). */
 export const eventsLockKey = (organizationId: string) => `events:${organizationId}`;
-
-/** An event id after `newest` (ids are `evt_` and 24 hex digits, src/ids.ts): the next one in order. */
-function idAfter(newest: string | undefined): string {
-  const id = newId("evt");
-  const previous = newest && EVENT_ID.exec(newest);
-  if (!previous || id > newest!) return id;
-  return `evt_${(BigInt(`0x${previous[1]}`) + 1n).toString(16).padStart(24, "0")}`;
-}
 
 /** `eventRecorded` is told of each event written (the store wakes the webhook queue and streams once it is committed). */
 export function eventsStore(db: PgDb, { blobs, eventRecorded, inTransaction }: Pick<AggregateContext, "blobs" | "eventRecorded" | "inTransaction">): EventsStore {
@@ -46,7 +36,7 @@ export function eventsStore(db: PgDb, { blobs, eventRecorded, inTransaction }: P
         await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtextextended(${eventsLockKey(event.organizationId)}, 0))`);
         // After the lock, in a statement of its own: its snapshot holds every event committed before the lock was ours.
         const newest = await firstRow<{ id: string }>(tx, sql`SELECT id FROM events WHERE organization_id = ${event.organizationId} AND id < ${testEventIdPrefix} ORDER BY id DESC LIMIT 1`);
-        const id = idAfter(newest?.id);
+        const id = eventIdAfter(newest?.id);
         // The event and one delivery per enabled webhook of the organization that takes its type, in the webhooks' creation order.
         await tx.execute(
           sql`WITH event AS (

@@ -1,7 +1,7 @@
 /** The events table: written in the caller's transaction, with its webhook deliveries; read by the webhook queue and the event stream. */
 import type { Database } from "bun:sqlite";
 import { testEventIdPrefix } from "../../events/names";
-import { newId } from "../../ids";
+import { eventIdAfter } from "../event-ids";
 import type { EventRecord } from "../records";
 import type { EventPage, EventRead, NewEvent } from "../store";
 import type { BlobStore } from "./blobs";
@@ -37,11 +37,14 @@ export const eventsStore = (sqlite: Database, subscriptions: WebhookSubscription
   );
   const wholePayload = payloadReader(sqlite, blobs);
   const newestId = (organizationId: string) => newest.get(organizationId, testEventIdPrefix, visibleUpTo())?.id ?? null;
+  // The newest id ever given, from the database at start: a clock set back across a restart made
+  // ids below those clients already held, which resuming after them never read.
+  let newestGiven = sqlite.query<{ id: string | null }, [string]>("SELECT max(id) AS id FROM events WHERE id < ?1").get(testEventIdPrefix)?.id ?? undefined;
 
   return {
     holdOrder(): void {},
     emit(event: NewEvent, now: number): string {
-      const id = newId("evt");
+      const id = (newestGiven = eventIdAfter(newestGiven));
       insertEvent.run({ id, organizationId: event.organizationId, type: event.type, inboxId: event.inboxId ?? null, messageId: event.messageId ?? null, payload: storedPayload(event.payload, event.messageId), createdAt: now });
       // One delivery per subscribed webhook, due at once. An INSERT … SELECT over json_each in
       // SQL cost three times as much per event, even for an organization without webhooks.
