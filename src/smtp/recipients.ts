@@ -20,7 +20,8 @@ export type RecipientTarget = { kind: "inbox"; inbox: InboxRecord } | { kind: "r
  */
 export async function routeRecipient(app: App, given: string, mailFrom: string): Promise<RecipientTarget> {
   // Quoted or not: `"tlsrpt"@host` is tlsrpt@host (RFC 5322 §3.2.4: the quotes are no part of the local part).
-  const address = parseAddress(given)?.address ?? given;
+  const givenParsed = parseAddress(given);
+  const address = givenParsed?.address ?? given;
   const returnPath = parseReturnPath(app, address);
   if (returnPath) {
     // Only the return path of a delivery of ours takes reports: another, or a wrong tag, is
@@ -39,7 +40,7 @@ export async function routeRecipient(app: App, given: string, mailFrom: string):
   const lower = address.toLowerCase();
   const hostPostmaster = lower === `postmaster@${app.config.hostname.toLowerCase()}` && !(await isHostedDomain(app, app.store, app.config.hostname));
   const postmaster = lower === "postmaster" || hostPostmaster;
-  const parsed = parseAddress(postmaster ? `postmaster@${app.config.mailDomain}` : address);
+  const parsed = postmaster ? parseAddress(`postmaster@${app.config.mailDomain}`) : givenParsed;
   if (!parsed) throw new SmtpReply(553, "5.1.3", "Mailbox name not allowed");
   if (!(await isHostedDomain(app, app.store, parsed.domain))) throw new SmtpReply(550, "5.7.1", "Relaying denied");
 
