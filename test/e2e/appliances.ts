@@ -211,12 +211,19 @@ export async function startAppliances(): Promise<Appliances> {
     },
   };
   try {
-    const [alphaPort, betaPort] = await freePorts(2);
-    alpha.configure(dns, alphaPort, betaPort);
-    beta.configure(dns, betaPort, alphaPort);
-    for (const zone of await Promise.all([alpha.printDnsRecords(), beta.printDnsRecords()])) dns.setZoneFile(zone);
-    // Both starts settle before a failure is thrown, so that close() finds every child started.
-    for (const start of await Promise.allSettled([alpha.start(), beta.start()])) if (start.status === "rejected") throw start.reason;
+    for (let attempt = 1; ; attempt++) {
+      const [alphaPort, betaPort] = await freePorts(2);
+      alpha.configure(dns, alphaPort, betaPort);
+      beta.configure(dns, betaPort, alphaPort);
+      if (attempt === 1) for (const zone of await Promise.all([alpha.printDnsRecords(), beta.printDnsRecords()])) dns.setZoneFile(zone);
+      // Both starts settle before a failure is thrown, so that close() finds every child started.
+      const failed = (await Promise.allSettled([alpha.start(), beta.start()])).flatMap((start) => (start.status === "rejected" ? [start.reason] : []));
+      if (failed.length === 0) break;
+      // A port free when chosen can be taken before the child binds it (another test's listener, or
+      // an outgoing connection's ephemeral port): new ports, the same data dirs.
+      if (attempt === 3 || !failed.every((error) => String(error).includes("is in use by another process"))) throw failed[0];
+      await Promise.all([alpha.kill(), beta.kill()]);
+    }
     await Promise.all(
       [alpha, beta].map(async (appliance) => {
         appliance.account = await register(appliance.api, { firstName: appliance.name, username: `owner@${appliance.domain}` });
