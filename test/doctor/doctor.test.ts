@@ -7,6 +7,7 @@ import { onPostgres, runInboxd, seedOrganization, sqliteOnly, startTestServer, t
 import { publishRecords } from "../domains/zone";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
 import { startNtpServer, type NtpServer } from "../peers/ntp-server";
+import { freePort } from "../peers/ports";
 import { startSmtpSink, type SmtpSink } from "../peers/smtp-sink";
 
 // The server's public address: on loopback, but nothing connects to it; only DNS names it.
@@ -169,11 +170,3 @@ describe("inboxd doctor", () => {
     }
   });
 });
-
-/** A loopback port with nothing listening: the port 25 check must find it closed. */
-async function freePort(): Promise<number> {
-  const listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = listener.port;
-  listener.stop(true);
-  return port;
-}

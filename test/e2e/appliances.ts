@@ -7,12 +7,12 @@
  */
 import { expect } from "bun:test";
 import { existsSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { eventNames } from "../../src/events/names";
 import { openStoreReadOnly } from "../../src/store/index";
 import { register, repoRoot, startChildServer, tempDir, testEnv, type ApiClient, type ApiResponse, type ChildServer, type Registered } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
+import { freePort } from "../peers/ports";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
 
 export const binaryPath = join(repoRoot, "dist/inboxd");
@@ -212,7 +212,7 @@ export async function startAppliances(): Promise<Appliances> {
   };
   try {
     for (let attempt = 1; ; attempt++) {
-      const [alphaPort, betaPort] = await freePorts(2);
+      const [alphaPort, betaPort] = [await freePort(), await freePort()];
       alpha.configure(dns, alphaPort, betaPort);
       beta.configure(dns, betaPort, alphaPort);
       if (attempt === 1) for (const zone of await Promise.all([alpha.printDnsRecords(), beta.printDnsRecords()])) dns.setZoneFile(zone);
@@ -253,21 +253,4 @@ export async function waitFor<T>(what: string, timeoutMs: number, probe: () => P
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await Bun.sleep(50);
   }
-}
-
-/**
- * Ports free right now on loopback. Both SMTP ports must be known before either appliance starts
- * (each is the other's INBOXD_OUTBOUND_PORT), so they cannot be port 0.
- */
-async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: count }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-      const server = createServer();
-      server.once("error", reject);
-      server.listen(0, address, () => resolve(server));
-    })),
-  );
-  const ports = servers.map((server) => (server.address() as { port: number }).port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
 }
