@@ -260,6 +260,10 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
   // Concurrent sends share one commit (group commit); each still answers only once it is on disk.
   const sent = await app.store
     .transactionBatched(async (tx) => {
+    // Stamped here, not when the request came: a send that composed a large message meanwhile would
+    // otherwise be listed (newest first, by createdAt) below mail stored before it, and a client
+    // that polls the first page would never see it there.
+    const storedAt = app.clock.now();
     // A transaction that emits takes its organizations' event locks before any row (an inbox's
     // delete too), so that none waits for another in a cycle: the recipients are looked up first,
     // holding nothing, to know whose events this send emits (its own, its local copies').
@@ -268,7 +272,7 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
     await tx.events.holdOrder([organizationId, ...recipients.flatMap(({ found }) => (found ? [found.organizationId] : []))]);
     // Held until the commit (InboxesStore.find); it may have been deleted while the message was composed.
     const inbox = await requireInbox(tx, organizationId, draft.inbox.id);
-    const row = sentRow(inbox, draft, await assignThread(tx, inbox, draft, now), messageId, now);
+    const row = sentRow(inbox, draft, await assignThread(tx, inbox, draft, storedAt), messageId, storedAt);
     const attachments = attachmentRows(row.id, draft.attachments, attachmentBlobIds);
     await tx.messages.insert(row, source, attachments);
     await onStored?.(tx, row.id);
@@ -284,14 +288,14 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
       if (found && !local) continue;
       const refusal = sendRefusal(sendRules, recipient) ?? (local ? await localReceiveRefusal(tx, local, inbox.email, recipient) : await suppressionRefusal(tx, organizationId, recipient));
       if (local && !refusal) localInboxes.set(local.id, local);
-      else deliveries.push(remoteDelivery(row, recipient, refusal, now));
+      else deliveries.push(remoteDelivery(row, recipient, refusal, storedAt));
     }
     await tx.messages.insertDeliveries(deliveries);
     // The organization's send window is locked until the commit (on PostgreSQL, a row lock).
-    const rateLimit = await takeSend(app, tx, organizationId, now);
-    await tx.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries, app.config.deliveryRetryDelays) }, now);
+    const rateLimit = await takeSend(app, tx, organizationId, storedAt);
+    await tx.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries, app.config.deliveryRetryDelays) }, storedAt);
     // A suppressed or refused recipient is rejected at once: the response already says so (docs/api.md, Messages).
-    const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", now));
+    const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", storedAt));
     const message = presentMessage(rejected ? { ...row, status: "rejected" } : row, attachments, deliveries, app.config.deliveryRetryDelays);
 
     // An inbox made since the look-up before the transaction: its copy's text made now.

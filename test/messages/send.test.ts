@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { queryRow, queryRows, seedOrganization, type TestServer } from "../harness";
+import type { Transaction } from "../../src/store/store";
 import { createInbox, events, headerBlock, rawSource, startMessageServer, validSend } from "./helpers";
 
 let server: TestServer;
@@ -119,6 +120,37 @@ describe("send to remote recipients", () => {
     expect(list.body.map((m: { id: string }) => m.id)).toEqual([second.id, first.id]);
     expect(Object.keys(list.body[0]).sort()).toEqual(["_id", "createdAt", "from", "fromName", "html", "id", "inboxId", "labels", "organizationId", "read", "status", "subject", "text", "threadId", "to"]);
     expect((await server.api.get(`/v1/inboxes/${inbox.id}/messages?page=2&per=1`, key)).body[0].id).toBe(first.id);
+  });
+
+  test("a send is listed by when it was stored: one held before its transaction comes above mail stored meanwhile", async () => {
+    const peer = await createInbox(server, key);
+    const store = server.app.store;
+    const batched = store.transactionBatched;
+    const reached = Promise.withResolvers<void>();
+    const released = Promise.withResolvers<void>();
+    let holdNext = true;
+    // The first send waits at its transaction, as one that composed a large message would.
+    store.transactionBatched = async <T,>(work: (tx: Transaction) => Promise<T>): Promise<T> => {
+      if (holdNext) {
+        holdNext = false;
+        reached.resolve();
+        await released.promise;
+      }
+      return batched.call<typeof store, [typeof work], Promise<T>>(store, work);
+    };
+    try {
+      const held = send(validSend({ to: [peer.email], subject: "composed first, stored second" }));
+      await reached.promise;
+      server.clock.advance(60_000);
+      const storedMeanwhile = (await send(validSend({ to: [peer.email], subject: "stored first" }))).body;
+      released.resolve();
+      const storedLast = (await held).body;
+      expect(Date.parse(storedLast.createdAt)).toBeGreaterThanOrEqual(Date.parse(storedMeanwhile.createdAt));
+      const list = await server.api.get(`/v1/inboxes/${inbox.id}/messages?per=2`, key);
+      expect(list.body.map((m: { id: string }) => m.id)).toEqual([storedLast.id, storedMeanwhile.id]);
+    } finally {
+      store.transactionBatched = batched;
+    }
   });
 });
 
