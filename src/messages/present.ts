@@ -4,7 +4,7 @@ import { takeTurn } from "../event-loop";
 import { lastTryDueAt } from "../outbound/policy";
 import { resource } from "../present";
 import type { Aggregates } from "../store";
-import type { AttachmentRecord, DeliveryRecord, MessageRecord, MessageSummaryRecord } from "../store";
+import type { AttachmentRecord, DeliveryRecord, ListedAttachmentRecord, MessageRecord, MessageSummaryRecord } from "../store";
 import type { ThreadOverviewRecord, ThreadRecord } from "../store";
 import type { Attachment, Delivery } from "./shapes";
 
@@ -38,18 +38,17 @@ export interface LargeAnswer<T> {
 }
 
 /**
- * One message, already read whole. Without `attachmentContent`, its attachments are listed
- * without their content, which their own route downloads (as the MCP tools read a message).
+ * One message, already read: its attachments with their content, or listed without it (which
+ * their own route downloads, as the MCP tools read a message).
  */
-export function messageAnswer(message: Message, attachmentContent = true): LargeAnswer<ShownMessage> {
-  const attachmentBytes = (message.attachments ?? []).reduce((sum, attachment) => sum + attachment.size, 0);
+export function messageAnswer(message: ShownMessage): LargeAnswer<ShownMessage> {
+  const attachmentBytes = message.attachments.filter(hasContent).reduce((sum, attachment) => sum + attachment.size, 0);
   return {
-    // In UTF-8, as the store counts a thread's (contentSizesInThread): the same message is large in
-    // both. Attachments left out count too: the message holds them in memory until it is answered.
+    // In UTF-8, as the store counts a thread's (contentSizesInThread): the same message is large in both.
     contentBytes: Buffer.byteLength(message.text ?? "") + Buffer.byteLength(message.html ?? "") + attachmentBytes,
-    whole: () => shown(message, attachmentContent),
+    whole: () => withContentEncoded(message),
     async *pieces() {
-      yield JSON.stringify(await shown(message, attachmentContent));
+      yield JSON.stringify(await withContentEncoded(message));
     },
   };
 }
@@ -59,11 +58,16 @@ export type ListedAttachment = Omit<Attachment, "content">;
 /** A message as a read shows it: its attachments with their content, or listed without it. */
 export type ShownMessage = Omit<Message, "attachments"> & { attachments: (Attachment | ListedAttachment)[] };
 
-export const shown = (message: Message, attachmentContent: boolean): Promise<ShownMessage> =>
-  attachmentContent ? withContentEncoded(message) : Promise.resolve({ ...message, attachments: message.attachments.map(withoutContent) });
+const hasContent = (attachment: Attachment | ListedAttachment): attachment is Attachment => "content" in attachment;
 
-// Field by field: spreading the attachment would read its `content` getter, which encodes it.
-const withoutContent = ({ id, name, contentType, size, contentId, inline }: Attachment): ListedAttachment => ({ id, name, contentType, size, contentId, inline });
+export const presentListedAttachment = (row: ListedAttachmentRecord): ListedAttachment => ({
+  id: row.id,
+  name: row.name ?? undefined,
+  contentType: row.contentType ?? undefined,
+  size: row.size,
+  contentId: row.contentId ?? undefined,
+  inline: row.inline,
+});
 
 /** Attachments at least this large are base64-encoded in a turn of their own before their message is serialised. */
 const ENCODE_IN_TURN_BYTES = 1024 * 1024;
@@ -76,8 +80,8 @@ const PREVIEW_CHARS = 200;
  * (takeTurn): encoding 18 MB takes about 20 ms and serialising the response as long again, which
  * in one turn held every other request and SMTP session for both.
  */
-export async function withContentEncoded(message: Message): Promise<Message> {
-  for (const attachment of message.attachments ?? []) {
+export async function withContentEncoded<T extends ShownMessage>(message: T): Promise<T> {
+  for (const attachment of message.attachments.filter(hasContent)) {
     if (attachment.size < ENCODE_IN_TURN_BYTES) continue;
     await takeTurn();
     void attachment.content;
@@ -161,6 +165,16 @@ export async function presentStoredMessages(store: Aggregates, rows: MessageReco
   const attachments = groupBy(await store.messages.attachmentsOf(ids), (row) => row.messageId);
   const deliveries = groupBy(await store.messages.deliveriesOf(ids), (row) => row.messageId);
   return rows.map((row) => presentMessage(row, attachments.get(row.id) ?? [], deliveries.get(row.id) ?? [], retryDelays));
+}
+
+/** As presentStoredMessages, or with each attachment listed without its content, whose bytes are then never read. */
+export async function presentShownMessages(store: Aggregates, rows: MessageRecord[], retryDelays: readonly number[], attachmentContent: boolean): Promise<ShownMessage[]> {
+  if (attachmentContent) return presentStoredMessages(store, rows, retryDelays);
+  const ids = rows.map((row) => row.id);
+  const attachments = groupBy(await store.messages.attachmentListingsOf(ids), (row) => row.messageId);
+  const deliveries = groupBy(await store.messages.deliveriesOf(ids), (row) => row.messageId);
+  // The same key order as a message with content: `attachments` keeps its place in the spread.
+  return rows.map((row) => ({ ...presentMessage(row, [], deliveries.get(row.id) ?? [], retryDelays), attachments: (attachments.get(row.id) ?? []).map(presentListedAttachment) }));
 }
 
 /** A thread with what a mail list shows of it (`overview`: its newest message's sender and text, labels, unread count). */

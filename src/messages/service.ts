@@ -3,9 +3,9 @@ import type { App } from "../app";
 import { notFound } from "../errors";
 import { requireInbox } from "../inboxes/service";
 import { lookedAhead, mapListing, withTotal, type Listing, type Page } from "../page";
-import { presentMessageSummary, presentStoredMessages, presentThreads, type LargeAnswer, type Message, type MessageSummary, type Thread, shown, type ShownMessage } from "./present";
+import { presentMessageSummary, presentShownMessages, presentThreads, withContentEncoded, type LargeAnswer, type MessageSummary, type Thread, type ShownMessage } from "./present";
 import { searchMessagePage } from "./search";
-import type { AttachmentRecord } from "../store";
+import type { AttachmentRecord, MessageRecord } from "../store";
 
 /**
  * A page of the inbox's messages, without a total: the list is the API's busiest read, and a COUNT
@@ -41,11 +41,14 @@ export async function listMessages(app: App, organizationId: string, inboxId: st
   return mapListing(lookedAhead(page, rows), presentMessageSummary);
 }
 
-/** Every field. The description gives this read a single 404, `Message not found`, whatever is unknown. */
-export async function getMessage(app: App, organizationId: string, inboxId: string, messageId: string): Promise<Message> {
+/**
+ * Every field; without `attachmentContent`, the attachments listed without their content, which is
+ * then not read. The description gives this read a single 404, `Message not found`, whatever is unknown.
+ */
+export async function getMessage(app: App, organizationId: string, inboxId: string, messageId: string, attachmentContent = true): Promise<ShownMessage> {
   const row = await app.store.messages.find(organizationId, inboxId, messageId);
   if (!row) throw notFound("Message not found");
-  return (await presentStoredMessages(app.store, [row], app.config.deliveryRetryDelays))[0]!;
+  return (await presentShownMessages(app.store, [row], app.config.deliveryRetryDelays, attachmentContent))[0]!;
 }
 
 /** The RFC 5322 source as stored: for a received message, with our Received and Authentication-Results on top. */
@@ -57,7 +60,7 @@ export async function getMessageSource(app: App, organizationId: string, inboxId
 
 /** One attachment's bytes, found only through a message of the caller's inbox, hence 404 for another organization's. */
 export async function getAttachment(app: App, organizationId: string, inboxId: string, messageId: string, attachmentId: string): Promise<AttachmentRecord> {
-  const attachment = (await app.store.messages.find(organizationId, inboxId, messageId)) && (await app.store.messages.attachmentsOf([messageId])).find((row) => row.id === attachmentId);
+  const attachment = (await app.store.messages.find(organizationId, inboxId, messageId)) && (await app.store.messages.attachment(messageId, attachmentId));
   if (!attachment) throw notFound("Attachment not found");
   return attachment;
 }
@@ -82,13 +85,10 @@ export async function getThread(app: App, organizationId: string, inboxId: strin
   const thread = (await presentThreads(app.store, [row]))[0]!;
   const sizes = await app.store.messages.contentSizesInThread(row.id);
   const retryDelays = app.config.deliveryRetryDelays;
+  const shownMessages = async (rows: MessageRecord[]) => Promise.all((await presentShownMessages(app.store, rows, retryDelays, attachmentContent)).map((message) => withContentEncoded(message)));
   return {
-    // Attachments counted even when left out: the store reads each message's with it all the same.
-    contentBytes: sizes.reduce((sum, message) => sum + message.bytes, 0),
-    whole: async () => ({
-      ...thread,
-      messages: await Promise.all((await presentStoredMessages(app.store, await app.store.messages.listByThread(row.id), retryDelays)).map((message) => shown(message, attachmentContent))),
-    }),
+    contentBytes: sizes.reduce((sum, message) => sum + message.textBytes + (attachmentContent ? message.attachmentBytes : 0), 0),
+    whole: async () => ({ ...thread, messages: await shownMessages(await app.store.messages.listByThread(row.id)) }),
     async *pieces() {
       // The thread's own fields, then `messages` last, as the whole value has them.
       yield `${JSON.stringify(thread).slice(0, -1)},"messages":[`;
@@ -96,8 +96,8 @@ export async function getThread(app: App, organizationId: string, inboxId: strin
       for (const { id } of sizes) {
         const stored = await app.store.messages.find(organizationId, inboxId, id);
         if (!stored) continue;
-        const [message] = await presentStoredMessages(app.store, [stored], retryDelays);
-        yield `${separator}${JSON.stringify(await shown(message!, attachmentContent))}`;
+        const [message] = await shownMessages([stored]);
+        yield `${separator}${JSON.stringify(message)}`;
         separator = ",";
       }
       yield "]}";

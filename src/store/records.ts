@@ -173,6 +173,9 @@ export interface AttachmentRecord {
   blobId: string | null;
 }
 
+/** An attachment as a read without content lists it: its size in place of its bytes, which stay unread. */
+export type ListedAttachmentRecord = Omit<AttachmentRecord, "content" | "blobId"> & { size: number };
+
 /** An outbound delivery: one recipient of one sent message. */
 export interface DeliveryRecord extends Timestamps {
   id: string;

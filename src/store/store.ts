@@ -28,6 +28,7 @@ import type {
   AccessTokenRecord,
   ApiKeyRecord,
   AttachmentRecord,
+  ListedAttachmentRecord,
   DeliveryRecord,
   DkimKeyRecord,
   DomainRecord,
@@ -579,12 +580,16 @@ export interface MessagesStore {
   /** Oldest first. */
   listByThread(threadId: string): Promise<MessageRecord[]>;
   /**
-   * The thread's messages in listByThread's order, each with the bytes of its text, HTML and
-   * attachments: what showing them would hold, found without reading them.
+   * The thread's messages in listByThread's order, each with the bytes of its text and HTML and
+   * those of its attachments: what showing them would hold, found without reading them.
    */
-  contentSizesInThread(threadId: string): Promise<{ id: string; bytes: number }[]>;
+  contentSizesInThread(threadId: string): Promise<{ id: string; textBytes: number; attachmentBytes: number }[]>;
   setRead(organizationId: string, inboxId: string, id: string, read: boolean, now: number): Promise<MessageRecord | undefined>;
   attachmentsOf(messageIds: string[]): Promise<AttachmentRecord[]>;
+  /** As `attachmentsOf`, each with its size and without its content: no attachment's bytes are read. */
+  attachmentListingsOf(messageIds: string[]): Promise<ListedAttachmentRecord[]>;
+  /** One attachment of the message, with its content; undefined when the message has no such attachment. */
+  attachment(messageId: string, attachmentId: string): Promise<AttachmentRecord | undefined>;
   deliveriesOf(messageIds: string[]): Promise<DeliveryRecord[]>;
   /** The RFC 5322 bytes as stored (sent: as composed; received: as accepted). */
   rawSource(messageId: string): Promise<Buffer | undefined>;

@@ -1,7 +1,7 @@
 // Read and unread per message: received mail starts unread and sent mail read, PATCH
 // .../messages/{messageId} sets it, and the inbox and thread lists count it (migration 0200).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { messageAnswer, presentMessage } from "../../src/messages/present";
+import { getMessage, getThread } from "../../src/messages/service";
 import { seedOrganization, type TestServer } from "../harness";
 import { createInbox, events, startMessageServer, validSend } from "./helpers";
 
@@ -130,18 +130,25 @@ describe("attachmentContent=false", () => {
       expect(refused.body.error).toContain("attachmentContent");
     }
   });
-  test("left out, an attachment's content is never encoded: only read, whole or in pieces", async () => {
-    const { received } = await deliver({ subject: "Never encoded", attachments: [{ name: "f.bin", content: Buffer.alloc(100_000, 3).toString("base64") }] });
-    const row = (await server.app.store.messages.find(organizationId, recipient.id, received.id))!;
-    const attachments = await server.app.store.messages.attachmentsOf([row.id]);
-    for (const attachment of attachments) {
-      attachment.content.toString = () => {
-        throw new Error("the content was encoded");
-      };
+  test("left out, no attachment's content is read from the store: a message, and a thread whole or in pieces", async () => {
+    const { received } = await deliver({ subject: "Never read", attachments: [{ name: "f.bin", content: Buffer.alloc(100_000, 3).toString("base64") }] });
+    const messages = server.app.store.messages;
+    const { attachmentsOf, attachment } = messages;
+    const trap = async (): Promise<never> => {
+      throw new Error("an attachment's content was read");
+    };
+    Object.assign(messages, { attachmentsOf: trap, attachment: trap });
+    try {
+      const listed = [{ id: expect.any(String), name: "f.bin", contentType: "application/octet-stream", size: 100_000, inline: false }];
+      expect((await getMessage(server.app, organizationId, recipient.id, received.id, false)).attachments).toEqual(listed);
+      const thread = await getThread(server.app, organizationId, recipient.id, received.threadId, false);
+      expect((await thread.whole()).messages.map((message) => message.attachments)).toEqual([listed]);
+      let text = "";
+      for await (const piece of thread.pieces()) text += piece;
+      expect(JSON.parse(text).messages[0].attachments).toEqual(listed);
+      await expect(getMessage(server.app, organizationId, recipient.id, received.id)).rejects.toThrow("an attachment's content was read");
+    } finally {
+      Object.assign(messages, { attachmentsOf, attachment });
     }
-    const answer = messageAnswer(presentMessage(row, attachments, []), false);
-    expect((await answer.whole()).attachments).toEqual([{ id: attachments[0]!.id, name: "f.bin", contentType: "application/octet-stream", size: 100_000, inline: false }]);
-    for await (const piece of answer.pieces()) expect(piece).not.toContain('"content"');
-    await expect(messageAnswer(presentMessage(row, attachments, []), true).whole().then((message) => JSON.stringify(message))).rejects.toThrow("the content was encoded");
   });
 });

@@ -100,7 +100,7 @@ export const messageRoutes = (app: App, serve: Downloads) =>
     .get(
       "/:messageId",
       async ({ organizationId, params, query }) =>
-        serve.json(organizationId, messageAnswer(await getMessage(app, organizationId, params.inboxId, params.messageId), query.attachmentContent !== "false")),
+        serve.json(organizationId, messageAnswer(await getMessage(app, organizationId, params.inboxId, params.messageId, query.attachmentContent !== "false"))),
       {
         query: attachmentContentQuery,
         response: { 200: Message, ...failures(401, [404, "Message not found"], 422, [429, "Too many large downloads in flight for this organization"]) },

@@ -34,6 +34,17 @@ const { claimedBy: _claimedBy, ...deliveryColumns } = getTableColumns(deliveries
 
 const EMPTY = Buffer.alloc(0);
 
+/**
+ * An attachment without its content: octet_length reads a value's size, not the value (nor its TOAST chunks); a staged
+ * one's is its chunks'. Columns named in full: drizzle writes a column of the select's own table
+ * unqualified, which the subquery would read as its own.
+ */
+const { content: _content, blobId: _blobId, ...attachmentListingColumns } = getTableColumns(attachments);
+const listedAttachmentColumns = {
+  ...attachmentListingColumns,
+  size: sql<number>`CASE WHEN attachments.blob_id IS NULL THEN octet_length(attachments.content) ELSE (SELECT coalesce(sum(octet_length(c.bytes)), 0) FROM blob_chunks c WHERE c.blob_id = attachments.blob_id) END::int`.mapWith(Number),
+};
+
 /** Each received message runs these (./db.ts: renderedOnce). */
 const insertMessage = renderedOnce((db) => db.insert(messages).values(placeholdersOf(messages)));
 const insertSource = renderedOnce((db) => db.insert(messageSources).values(placeholdersOf(messageSources)));
@@ -120,9 +131,9 @@ export function messagesStore(db: PgDb, blobs: PgBlobs, inTransaction: boolean):
       // octet_length reads a stored value's size, not the value (nor its TOAST chunks).
       return rowsOf(
         db,
-        sql`SELECT m.id, (coalesce(octet_length(m.text), 0) + coalesce(octet_length(m.html), 0)
-              + coalesce((SELECT sum(octet_length(a.content)) FROM attachments a WHERE a.message_id = m.id), 0)
-              + coalesce((SELECT sum(octet_length(c.bytes)) FROM attachments a JOIN blob_chunks c ON c.blob_id = a.blob_id WHERE a.message_id = m.id), 0))::float8 AS bytes
+        sql`SELECT m.id, (coalesce(octet_length(m.text), 0) + coalesce(octet_length(m.html), 0))::float8 AS "textBytes",
+              (coalesce((SELECT sum(octet_length(a.content)) FROM attachments a WHERE a.message_id = m.id), 0)
+              + coalesce((SELECT sum(octet_length(c.bytes)) FROM attachments a JOIN blob_chunks c ON c.blob_id = a.blob_id WHERE a.message_id = m.id), 0))::float8 AS "attachmentBytes"
             FROM messages m WHERE m.thread_id = ${threadId} ORDER BY m.created_at, m.id`,
       );
     },
@@ -130,6 +141,14 @@ export function messagesStore(db: PgDb, blobs: PgBlobs, inTransaction: boolean):
       if (messageIds.length === 0) return [];
       const rows = await db.select().from(attachments).where(inArray(attachments.messageId, messageIds)).orderBy(asc(attachments.messageId), asc(attachments.position));
       return Promise.all(rows.map(whole));
+    },
+    async attachmentListingsOf(messageIds) {
+      if (messageIds.length === 0) return [];
+      return db.select(listedAttachmentColumns).from(attachments).where(inArray(attachments.messageId, messageIds)).orderBy(asc(attachments.messageId), asc(attachments.position));
+    },
+    async attachment(messageId, attachmentId) {
+      const [row] = await db.select().from(attachments).where(and(eq(attachments.messageId, messageId), eq(attachments.id, attachmentId)));
+      return row && whole(row);
     },
     async deliveriesOf(messageIds) {
       if (messageIds.length === 0) return [];

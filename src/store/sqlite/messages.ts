@@ -2,8 +2,9 @@
  * Messages with their raw source, attachments and outbound delivery records. Reads take the
  * inbox (and the organization where an id comes from a client), so one tenant never sees another's.
  */
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
 import { attachments, deliveries, messages, messageSources } from "./schema/index";
+import type { ListedAttachmentRecord } from "../records";
 import type { StoredBytes } from "../store";
 import { withContent, type BlobStore } from "./blobs";
 import type { Db } from "./db";
@@ -45,13 +46,24 @@ const summarySelect = Object.entries(summaryColumns)
 
 const EMPTY = Buffer.alloc(0);
 
+/**
+ * An attachment without its content: length() of a blob reads its size from the record, not the value; a staged
+ * one's is its chunks'. Columns named in full: drizzle writes a column of the select's own table
+ * unqualified, which the subquery would read as its own.
+ */
+const { content: _content, blobId: _blobId, ...attachmentListingColumns } = getTableColumns(attachments);
+const listedAttachmentColumns = {
+  ...attachmentListingColumns,
+  size: sql<number>`CASE WHEN attachments.blob_id IS NULL THEN length(attachments.content) ELSE (SELECT coalesce(sum(length(c.bytes)), 0) FROM blob_chunks c WHERE c.blob_id = attachments.blob_id) END`,
+};
+
 export const messagesStore = (db: Db, blobs: BlobStore) => {
   const whole = withContent(blobs);
   // octet_length and length of a blob read a value's size from its record, not the value.
-  const contentSizes = db.$client.query<{ id: string; bytes: number }, [string]>(
-    `SELECT m.id, coalesce(octet_length(m.text), 0) + coalesce(octet_length(m.html), 0)
-       + coalesce((SELECT sum(length(a.content)) FROM attachments a WHERE a.message_id = m.id), 0)
-       + coalesce((SELECT sum(length(c.bytes)) FROM attachments a JOIN blob_chunks c ON c.blob_id = a.blob_id WHERE a.message_id = m.id), 0) AS bytes
+  const contentSizes = db.$client.query<{ id: string; textBytes: number; attachmentBytes: number }, [string]>(
+    `SELECT m.id, coalesce(octet_length(m.text), 0) + coalesce(octet_length(m.html), 0) AS textBytes,
+       coalesce((SELECT sum(length(a.content)) FROM attachments a WHERE a.message_id = m.id), 0)
+       + coalesce((SELECT sum(length(c.bytes)) FROM attachments a JOIN blob_chunks c ON c.blob_id = a.blob_id WHERE a.message_id = m.id), 0) AS attachmentBytes
      FROM messages m WHERE m.thread_id = ?1 ORDER BY m.created_at, m.rowid`,
   );
   // The message list is the API's busiest read. A bun:sqlite statement: drizzle maps every column
@@ -153,12 +165,20 @@ export const messagesStore = (db: Db, blobs: BlobStore) => {
     listByThread(threadId: string): MessageRow[] {
       return db.select().from(messages).where(eq(messages.threadId, threadId)).orderBy(asc(messages.createdAt), asc(sql`messages.rowid`)).all();
     },
-    contentSizesInThread(threadId: string): { id: string; bytes: number }[] {
+    contentSizesInThread(threadId: string): { id: string; textBytes: number; attachmentBytes: number }[] {
       return contentSizes.all(threadId);
     },
     attachmentsOf(messageIds: string[]): AttachmentRow[] {
       if (messageIds.length === 0) return [];
       return db.select().from(attachments).where(inArray(attachments.messageId, messageIds)).orderBy(asc(attachments.messageId), asc(attachments.position)).all().map(whole);
+    },
+    attachmentListingsOf(messageIds: string[]): ListedAttachmentRecord[] {
+      if (messageIds.length === 0) return [];
+      return db.select(listedAttachmentColumns).from(attachments).where(inArray(attachments.messageId, messageIds)).orderBy(asc(attachments.messageId), asc(attachments.position)).all();
+    },
+    attachment(messageId: string, attachmentId: string): AttachmentRow | undefined {
+      const row = db.select().from(attachments).where(and(eq(attachments.messageId, messageId), eq(attachments.id, attachmentId))).get();
+      return row && whole(row);
     },
     deliveriesOf(messageIds: string[]): DeliveryRow[] {
       if (messageIds.length === 0) return [];
