@@ -51,9 +51,13 @@ export const ruleValueKind = (value: string): RuleValueKind => (value.includes("
 export function entryMatches(value: string, address: string): boolean {
   // A sender's address may have a UTF-8 local part (RFC 6531): a domain entry matches it too.
   const parsed = parseAddress(address) ?? parseInternationalAddress(address);
-  if (!parsed) return false;
-  if (ruleValueKind(value) === "domain") return isSameOrSubdomain(parsed.domain, value);
-  return parsed.address.toLowerCase() === value || baseAddress(parsed.address) === value;
+  if (ruleValueKind(value) === "domain") {
+    // An envelope address the parser refuses is still on its domain: a local part over RFC 5321's
+    // 64 octets (§4.5.3.1.1), as SRS and VERP return paths have, let a blocked domain's sender in.
+    const domain = parsed ? parsed.domain : address.includes("@") && normalizeDomainName(address.slice(address.lastIndexOf("@") + 1));
+    return !!domain && isSameOrSubdomain(domain, value);
+  }
+  return !!parsed && (parsed.address.toLowerCase() === value || baseAddress(parsed.address) === value);
 }
 
 export type AccessDecision = { pass: true } | { pass: false; blockedBy: AccessEntry } | { pass: false; notAllowed: true };

@@ -53,7 +53,8 @@ describe("receiving", () => {
   test("an envelope sender on a blocked domain (or a subdomain of it) is refused at RCPT with 550 5.7.1: nothing stored, no bounce", async () => {
     const blocked = await rule({ direction: "receive", action: "block", value: "spam.example" });
     const before = { messages: await count("SELECT count(*) AS n FROM messages"), deliveries: await count("SELECT count(*) AS n FROM deliveries") };
-    for (const sender of ["bad@spam.example", "Bad@Mail.Spam.Example"]) {
+    // A local part over 64 octets (RFC 5321 §4.5.3.1.1), as SRS return paths have, is on its domain all the same.
+    for (const sender of ["bad@spam.example", "Bad@Mail.Spam.Example", `${"s".repeat(65)}@spam.example`, `${"s".repeat(200)}@Mail.Spam.Example`]) {
       const answer = await transact(sender, [world.inbox.email], message(sender, "Blocked at RCPT"));
       expect(answer.rcpt[0]).toStartWith("550 5.7.1 ");
       expect(answer.data).toBeUndefined();
@@ -115,13 +116,15 @@ describe("receiving", () => {
     expect(viaEsp.data).toStartWith("250 ");
     const direct = await transact("ops@eu.partner.example", [second.email], message("ops@eu.partner.example", "Partner subdomain"));
     expect(direct.data).toStartWith("250 ");
+    const srs = `SRS0=${"x".repeat(70)}@partner.example`;
+    expect((await transact(srs, [second.email], message("Forwarded <someone@elsewhere.example>", "Partner's long return path"))).data).toStartWith("250 ");
     const intern = await transact("intern@partner.example", [second.email], message("intern@partner.example", "Intern"));
     expect(intern.rcpt[0]).toStartWith("550 5.7.1 ");
     // An organization-wide block holds for the inbox whose own allow entry matches the sender.
     const everywhere = await rule({ direction: "receive", action: "block", value: "ceo@partner.example" });
     expect((await transact("ceo@partner.example", [second.email], message("ceo@partner.example", "Blocked org-wide"))).rcpt[0]).toStartWith("550 5.7.1 ");
     await removeRule(everywhere.id);
-    await eventually("the partner's messages", () => subjects(second.id), (list) => list.includes("Partner via an ESP") && list.includes("Partner subdomain"));
+    await eventually("the partner's messages", () => subjects(second.id), (list) => list.includes("Partner via an ESP") && list.includes("Partner subdomain") && list.includes("Partner's long return path"));
     expect(await subjects(second.id)).not.toContain("Stranger");
     // The first inbox has no allow entry: the stranger reaches it.
     expect((await transact("someone@stranger.example", [world.inbox.email], message("someone@stranger.example", "Stranger elsewhere"))).data).toStartWith("250 ");
