@@ -4,6 +4,8 @@
  */
 import type { App } from "../app";
 import { iso } from "../clock";
+import { normalizeDomainName } from "../domains/name";
+import { invalid } from "../errors";
 import { requireInbox } from "../inboxes/service";
 import { presentDelivery } from "../messages/present";
 import { lookedAhead, mapListing, type Listing, type Page } from "../page";
@@ -32,6 +34,13 @@ export type OutboundDelivery = ReturnType<typeof presentOutboundDelivery>;
  */
 export async function listDeliveries(app: App, organizationId: string, filter: DeliveryFilter, page: Page): Promise<Listing<OutboundDelivery>> {
   if (filter.inboxId !== undefined) await requireInbox(app.store, organizationId, filter.inboxId);
-  const rows = await app.store.deliveries.list(organizationId, { ...filter, domain: filter.domain?.toLowerCase() }, page.page, page.per, 1);
+  const rows = await app.store.deliveries.list(organizationId, { ...filter, domain: filter.domain === undefined ? undefined : recipientDomain(filter.domain) }, page.page, page.per, 1);
   return mapListing(lookedAhead(page, rows), (row) => presentOutboundDelivery(row, app.config.deliveryRetryDelays));
+}
+
+/** The filter's domain as deliveries store theirs (lower-case A-labels, no root dot): `bücher.test.` finds xn--bcher-kva.test. */
+function recipientDomain(input: string): string {
+  const domain = normalizeDomainName(input);
+  if (!domain) throw invalid(`domain: ${JSON.stringify(input)} is not a domain name`);
+  return domain;
 }

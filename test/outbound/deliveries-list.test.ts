@@ -1,5 +1,5 @@
 // GET /v1/deliveries: the outbound queue across an organization's inboxes, newest first, with its
-// filters (status, recipient domain in any case, sending inbox), paging, 422 and 404, and tenancy.
+// filters (status, recipient domain in any spelling, sending inbox), paging, 422 and 404, and tenancy.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { seedOrganization, type TestServer } from "../harness";
 import { createInbox, startMessageServer, validSend } from "../messages/helpers";
@@ -43,6 +43,7 @@ describe("GET /v1/deliveries", () => {
     expect((await list("?domain=TWO.test")).body.map((d: { recipient: string }) => d.recipient).sort()).toEqual(["b@two.test", "c@two.test"]);
     expect((await list(`?domain=two.test&inboxId=${second.id}`)).body.map((d: { recipient: string }) => d.recipient)).toEqual(["c@two.test"]);
     expect((await list("?domain=three.test")).body).toEqual([]);
+    expect((await list("?domain=two.test.")).body).toHaveLength(2);
     const all = (await list()).body as { status: string }[];
     for (const status of ["queued", "delivered", "bounced", "rejected"]) {
       const filtered = (await list(`?status=${status}`)).body as { status: string }[];
@@ -58,6 +59,17 @@ describe("GET /v1/deliveries", () => {
     expect(res.headers.get("link")).toContain('rel="next"');
     expect(res.headers.get("x-total-count")).toBeNull();
     expect((await list("?per=1&page=3")).headers.get("link")).not.toContain('rel="next"');
+  });
+
+  test("the domain filter takes a domain as a send's recipient may spell it (IDN in U-labels, a root dot); not a domain is 422", async () => {
+    const idn = (await server.api.post(`/v1/inboxes/${first.id}/messages/send`, validSend({ to: ["x@bücher.test"], subject: "IDN" }), key)).body;
+    expect(idn.deliveries.map((d: { recipient: string }) => d.recipient)).toEqual(["x@xn--bcher-kva.test"]);
+    for (const spelling of ["bücher.test", "BÜCHER.test.", "xn--bcher-kva.test"]) {
+      expect((await list(`?domain=${encodeURIComponent(spelling)}`)).body.map((d: { recipient: string }) => d.recipient)).toEqual(["x@xn--bcher-kva.test"]);
+    }
+    const notADomain = await list("?domain=a%20b");
+    expect(notADomain.status).toBe(422);
+    expect(notADomain.body.error).toContain("domain");
   });
 
   test("a bad status is 422 naming it; an unknown or another organization's inbox 404; another organization sees nothing", async () => {
