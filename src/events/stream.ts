@@ -153,7 +153,7 @@ export class EventStreams {
     try {
       if (request.inboxId !== undefined && !(await this.store.inboxes.find(organizationId, request.inboxId))) throw notFound("Inbox not found");
       const fromTheStart = resume?.id === beforeEveryEvent;
-      const reset = resume === undefined || fromTheStart ? undefined : this.unknownPosition(idTime(resume.id));
+      const reset = resume === undefined || fromTheStart ? undefined : await this.unknownPosition(organizationId, resume.id);
       const afterId = reset !== undefined || fromTheStart ? null : (resume?.id ?? (await this.store.events.newestId(organizationId)));
       const stillAuthorized = () => organizationOfApiKey(this.store, request.apiKey, this.clock.now()).then((organization) => organization === organizationId, () => false);
       const { inboxId } = request;
@@ -166,14 +166,19 @@ export class EventStreams {
   }
 
   /**
-   * Why a resume id's time makes its position unknown, told to the client in a `reset` before
-   * every event still kept. Older than the retention period, events after it may have been
-   * purged. Later than any node's clock could make it (a mangled id), nothing would ever follow it.
+   * Why a resume id makes its position unknown, told to the client in a `reset` before every
+   * event still kept. Older than the retention period, events after it may have been purged.
+   * Later than any node's clock could make it and than every event stored (a mangled id), nothing
+   * would ever follow it; an id stored while the clock ran ahead, before it was set back, is a
+   * position: the events after it follow it (store/event-ids.ts).
    */
-  private unknownPosition(time: number): string | undefined {
+  private async unknownPosition(organizationId: string, id: string): Promise<string | undefined> {
     const now = this.clock.now();
+    const time = idTime(id);
     if (time < now - this.settings.eventRetentionDays * DAY_MS) return "Events after the given id may have been purged (older than the retention period): reload what you keep; the oldest events still kept follow";
-    if (time > now + FUTURE_ID_ALLOWANCE_MS) return "The given id is later than any event of this server: reload what you keep; the oldest events still kept follow";
+    if (time > now + FUTURE_ID_ALLOWANCE_MS && id > ((await this.store.events.newestId(organizationId)) ?? beforeEveryEvent)) {
+      return "The given id is later than any event of this server: reload what you keep; the oldest events still kept follow";
+    }
     return undefined;
   }
 

@@ -146,6 +146,24 @@ describe("a stream", () => {
     expect(quiet.events).toEqual([]);
   });
 
+  test("a resume id of an event stored while the clock ran hours ahead, before it was set back, is a position: the next event follows it, with no reset", async () => {
+    const org = await seedOrganization(server.app, "Clock set back");
+    await createInbox(org.apiKey);
+    const stored = (await server.app.store.events.newestId(org.organizationId))!;
+    const setBack = 3 * 60 * 60_000;
+    server.clock.advance(-setBack);
+    try {
+      const stream = await open("/v1/events", org.apiKey, { "last-event-id": stored });
+      await stream.waitForComment("ping");
+      const next = await createInbox(org.apiKey);
+      const [first] = await stream.waitForEvents(1);
+      expect(first!.event).toBe("inbox.created");
+      expect(payload(first!).data.id).toBe(next.id);
+    } finally {
+      server.clock.advance(setBack);
+    }
+  });
+
   test("a large event reaches each of several streams whole, and again on a later stream", async () => {
     const first = await open();
     const second = await open();
