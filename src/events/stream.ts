@@ -348,13 +348,16 @@ class EventStream {
       }
       if (this.place === "sending") this.releaseLargePage();
       if (this.due) {
-        if (!(await this.authorized())) return this.close();
         this.due = false;
         // A turn of the event loop per page: a client that takes each event at once read 52,000
         // events kept in one turn, 0.6-0.8 s that held every other request and SMTP session.
         await takeTurn();
         if (this.ended) return;
+        // Looked up after the turn, which other work may make long, and again when the key was
+        // revoked during the read: its page may hold events committed after the revocation.
+        if (!(await this.authorized())) return this.close();
         await this.readPage();
+        if (this.authorizedAt === -Infinity && !(await this.authorized())) return this.close();
         if (this.inboxGone && !this.awaitingPlace) {
           // Its last events (inbox.deleted among them) were committed with the deletion, before
           // it was seen gone: read on until none is left, then end, as the 404 of a reconnect would.

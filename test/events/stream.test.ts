@@ -294,6 +294,33 @@ describe("credentials", () => {
     expect(stream.events).toEqual([]);
     await openStreamsReach(owner.organizationId, 0);
   });
+
+  test("a key revoked while its stream reads a page: the page, which may hold events committed after the revocation, is not shown", async () => {
+    const created = await server.api.post("/v1/api_keys", { name: "reading" }, owner.apiKey);
+    const stream = await open("/v1/events", created.body.key);
+    await stream.waitForComment("ping");
+    const events = server.app.store.events;
+    const readAfter = events.readAfter;
+    let revoked = false;
+    // The revocation, then a new event, both committed while the stream's read is under way (as
+    // while it waited for a turn of a busy event loop).
+    events.readAfter = async (...args) => {
+      if (!revoked) {
+        revoked = true;
+        expect((await server.api.delete(`/v1/api_keys/${created.body.id}`, owner.apiKey)).status).toBe(200);
+        await createInbox(owner.apiKey, "after the revocation");
+      }
+      return readAfter(...args);
+    };
+    try {
+      await createInbox(owner.apiKey, "before the revocation");
+      await stream.ended;
+      expect(revoked).toBe(true);
+      expect(stream.events.map((event) => payload(event).data.name)).not.toContain("after the revocation");
+    } finally {
+      events.readAfter = readAfter;
+    }
+  });
 });
 
 describe("a slow client", () => {
