@@ -1,4 +1,5 @@
 /** The running App: configuration, database, log and clock, shared by every part. */
+import { Revocations } from "./auth/revocations";
 import { Clock } from "./clock";
 import type { Config } from "./config";
 import { EventStreams } from "./events/stream";
@@ -25,6 +26,8 @@ export interface App {
   queues: RunningQueues;
   /** The open GET /v1/events streams, woken when events are committed. */
   eventStreams: EventStreams;
+  /** Credentials revoked by this process, so that a request authorised before they were looks again. */
+  revocations: Revocations;
   /** What is left of the shutdown's wait for in-flight work, shared by the parts as they stop. */
   shutdown: ShutdownDeadline;
   close(): void;
@@ -57,7 +60,7 @@ export async function openApp(config: Config, options: { clock?: Clock; log?: Lo
   const eventStreams = new EventStreams(store, clock, log, config);
   const messageMemory = inFlightBudget(config.messageMemoryMb * 1024 * 1024);
   const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), inboundBacklog: () => store.acceptedInbound.backlog(), unindexedMessages: () => store.messageSearch.unindexed(), messageBytesInFlight: () => messageMemory.inUse(), now: () => clock.now() });
-  return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, eventStreams, shutdown: new ShutdownDeadline(config.shutdownTimeoutMs), close: () => store.close() };
+  return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, eventStreams, revocations: new Revocations(), shutdown: new ShutdownDeadline(config.shutdownTimeoutMs), close: () => store.close() };
 }
 
 /** Tells `why` and exits with 1, the first time only: each sync that fails after it calls again. */

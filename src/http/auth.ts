@@ -11,6 +11,7 @@ import type { App } from "../app";
 import { accessTokenPrefix, userOfAccessToken } from "../auth/access-tokens";
 import { apiKeyPrefix, organizationOfApiKey } from "../auth/api-keys";
 import { organizationOfMember } from "../auth/organizations";
+import type { Revocations } from "../auth/revocations";
 import { unauthorized } from "../errors";
 
 export function bearerToken(authorization: string | undefined): string {
@@ -44,12 +45,17 @@ export type CallerCheck = (context: GuardContext) => Promise<string>;
 
 const callerChecks = new WeakMap<Function, CallerCheck>();
 
-/** One guard shape for both families, so a route plugin can be written once for either guard. */
-function organizationGuard(name: string, organizationOf: (context: GuardContext) => Promise<string>) {
-  const found = new WeakMap<Request, Promise<string>>();
+/**
+ * One guard shape for both families, so a route plugin can be written once for either guard. A
+ * caller found before its body arrived is looked up again when a credential was revoked meanwhile.
+ */
+function organizationGuard(name: string, revocations: Revocations, organizationOf: (context: GuardContext) => Promise<string>) {
+  const found = new WeakMap<Request, { organizationId: Promise<string>; revocations: number }>();
   const check: CallerCheck = (context) => {
-    let organizationId = found.get(context.request);
-    if (!organizationId) found.set(context.request, (organizationId = organizationOf(context)));
+    const known = found.get(context.request);
+    if (known && known.revocations === revocations.current) return known.organizationId;
+    const organizationId = organizationOf(context);
+    found.set(context.request, { organizationId, revocations: revocations.current });
     return organizationId;
   };
   const derive = async ({ request, headers, params }: { request: Request; headers: GuardContext["headers"]; params: unknown }) => ({
@@ -73,11 +79,11 @@ export type OrganizationGuard = ReturnType<typeof organizationGuard>;
 
 /** `/v1`: an API key, acting for its own organization. */
 export const apiKeyGuard = (app: App): OrganizationGuard =>
-  organizationGuard("api-key-guard", ({ headers }) => organizationOfApiKey(app.store, apiKeyOf(headers.authorization), app.clock.now()));
+  organizationGuard("api-key-guard", app.revocations, ({ headers }) => organizationOfApiKey(app.store, apiKeyOf(headers.authorization), app.clock.now()));
 
 /** `/organizations/:organization_id`: an access token whose user is a member of that organization. */
 export const organizationMemberGuard = (app: App): OrganizationGuard =>
-  organizationGuard("organization-member-guard", async ({ headers, params }) => {
+  organizationGuard("organization-member-guard", app.revocations, async ({ headers, params }) => {
     const userId = await userOfAccessToken(app.store, accessTokenOf(headers.authorization), app.clock.now());
     return organizationOfMember(app, userId, params.organization_id ?? "");
   });

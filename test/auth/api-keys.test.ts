@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { register, startTestServer, type Registered, type TestServer } from "../harness";
+import { connect } from "node:net";
+import { eventually, register, startTestServer, type Registered, type TestServer } from "../harness";
 
 let server: TestServer;
 let owner: Registered;
@@ -134,5 +135,30 @@ describe("/v1/api_keys with the caller's own key", () => {
     expect(res.status).toBe(200);
     expect((await server.api.get("/v1/api_keys", self.key)).status).toBe(401);
     expect((await server.api.get("/v1/api_keys", owner.apiKey.key)).status).toBe(200);
+  });
+});
+
+describe("a request under way when its key is revoked", () => {
+  test("a send whose body was still arriving is 401 once it is in, and nothing is sent", async () => {
+    const key = (await server.api.post("/v1/api_keys", { name: "uploading" }, owner.apiKey.key)).body;
+    const body = Buffer.from(JSON.stringify({ to: ["far@example.net"], subject: "Sent after the revocation?", text: "x", html: "", attachments: [{ name: "big.bin", content: Buffer.alloc(600_000, 1).toString("base64") }] }));
+    const half = body.length >> 1;
+    const socket = connect(server.httpPort, "127.0.0.1");
+    let answer = "";
+    socket.setEncoding("latin1").on("data", (chunk: string) => (answer += chunk));
+    socket.write(
+      `POST /v1/inboxes/${owner.inbox.id}/messages/send HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+    );
+    socket.write(body.subarray(0, half));
+    // The key was found and the body's memory reserved before the rest of the body is read.
+    await eventually("the upload's memory reserved", async () => server.app.messageMemory.inUse(), (bytes) => bytes > 0);
+    expect((await server.api.delete(`/v1/api_keys/${key.id}`, owner.apiKey.key)).status).toBe(200);
+    socket.write(body.subarray(half));
+    await eventually("the answer", async () => answer, (text) => text.includes("\r\n\r\n{"));
+    socket.destroy();
+    expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 401 Unauthorized");
+    expect(answer).toContain('"error":"Invalid API key"');
+    const sent = (await server.api.get(`/v1/inboxes/${owner.inbox.id}/messages?per=100`, owner.apiKey.key)).body as { subject: string }[];
+    expect(sent.map((message) => message.subject)).not.toContain("Sent after the revocation?");
   });
 });

@@ -54,6 +54,7 @@ export const authRoutes = (app: App) => {
       "/logout",
       async ({ headers }) => {
         await revokeAccessToken(app.store, accessTokenOf(headers.authorization, "by /auth/logout"));
+        app.revocations.noted();
         return { success: true };
       },
       {
