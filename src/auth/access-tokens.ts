@@ -18,9 +18,15 @@ export async function issueAccessToken(store: Aggregates, userId: string, now: n
   return token;
 }
 
-/** Sign-out: the token stops working at once; 401 when it was unknown (or already revoked). */
-export async function revokeAccessToken(store: Aggregates, token: string): Promise<void> {
-  if (!(await store.accounts.deleteAccessToken(sha256Hex(token)))) throw unauthorized("Invalid access token");
+/**
+ * Sign-out: the token stops working at once; 401 when it was unknown (or already revoked), and
+ * when it had expired, as any other use of it is (cleared all the same).
+ */
+export async function revokeAccessToken(store: Aggregates, token: string, now: number): Promise<void> {
+  const tokenHash = sha256Hex(token);
+  const row = await store.accounts.findAccessTokenByHash(tokenHash);
+  if (!row || !(await store.accounts.deleteAccessToken(tokenHash))) throw unauthorized("Invalid access token");
+  if (row.expiresAt <= now) throw unauthorized("Access token expired: log in again");
 }
 
 /** The user an access token belongs to; 401 when it is unknown or expired. */

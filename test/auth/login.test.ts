@@ -137,4 +137,15 @@ describe("POST /auth/logout", () => {
     expect(await logout(ada.apiKey.key)).toMatchObject({ status: 401, body: { error: "API keys are not accepted by /auth/logout: use an access token from POST /auth/login" } });
     expect(await logout()).toMatchObject({ status: 401, body: { error: expect.stringContaining("Missing or malformed Authorization header") } });
   });
+
+  test("an expired token is 401 as at any other use, and cleared: signed out again, it is unknown", async () => {
+    const signedIn = (await login({ username: ada.user.email, password: testPassword })).body.token;
+    server.clock.advance(7 * 24 * 3600_000);
+    try {
+      expect(await logout(signedIn)).toMatchObject({ status: 401, body: { error: "Access token expired: log in again" } });
+      expect(await logout(signedIn)).toMatchObject({ status: 401, body: { error: "Invalid access token" } });
+    } finally {
+      server.clock.advance(-7 * 24 * 3600_000);
+    }
+  });
 });

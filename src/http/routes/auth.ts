@@ -53,12 +53,12 @@ export const authRoutes = (app: App) => {
     .post(
       "/logout",
       async ({ headers }) => {
-        await revokeAccessToken(app.store, accessTokenOf(headers.authorization, "by /auth/logout"));
+        await revokeAccessToken(app.store, accessTokenOf(headers.authorization, "by /auth/logout"), app.clock.now());
         app.revocations.noted();
         return { success: true };
       },
       {
-        response: { 200: t.Object({ success: t.Literal(true) }, { description: "Signed out: the token no longer works" }), ...failures([401, "Missing, malformed or unknown access token (signed out already, or expired and cleared)"]) },
+        response: { 200: t.Object({ success: t.Literal(true) }, { description: "Signed out: the token no longer works" }), ...failures([401, "Missing, malformed, unknown or expired access token (signed out already, or expired: cleared all the same)"]) },
         detail: { summary: "Sign out: revoke the access token the request carries, at once", security: security.accessToken },
       },
     );
