@@ -271,6 +271,9 @@ class EventStream {
   private lastWriteAt = performance.now();
   /** When the key was last found valid: the guard found it so as the stream opened. */
   private authorizedAt = performance.now();
+  private keyLookup?: Promise<boolean>;
+  /** Revocations in the organization so far: a page read across one is shown only once the key is found to hold. */
+  private revocationsSeen = 0;
   private readonly pollMs: number;
 
   constructor(
@@ -315,10 +318,14 @@ class EventStream {
   }
 
   checkKeyNow() {
+    this.revocationsSeen++;
     this.authorizedAt = -Infinity;
     // One in line for a place looks its key up when woken, without reading its page again.
     if (!this.awaitingPlace) this.due = true;
     this.waiting?.();
+    // Looked up now, not when the client next reads: a revoked key's client that had stopped
+    // reading in the middle of a large page kept the stream, and its place, as long as it stayed.
+    void this.authorized().then((holds) => holds || this.cutOff());
   }
 
   placeGranted() {
@@ -353,11 +360,12 @@ class EventStream {
         // events kept in one turn, 0.6-0.8 s that held every other request and SMTP session.
         await takeTurn();
         if (this.ended) return;
-        // Looked up after the turn, which other work may make long, and again when the key was
+        // Looked up after the turn, which other work may make long, and again when a key was
         // revoked during the read: its page may hold events committed after the revocation.
         if (!(await this.authorized())) return this.close();
+        const revocations = this.revocationsSeen;
         await this.readPage();
-        if (this.authorizedAt === -Infinity && !(await this.authorized())) return this.close();
+        if (revocations !== this.revocationsSeen && !(await this.authorized())) return this.close();
         if (this.inboxGone && !this.awaitingPlace) {
           // Its last events (inbox.deleted among them) were committed with the deletion, before
           // it was seen gone: read on until none is left, then end, as the 404 of a reconnect would.
@@ -404,13 +412,31 @@ class EventStream {
     this.hooks.releaseLargePage();
   }
 
-  /** Whether the key still holds (and the filter's inbox is still there), looked up once per poll interval at most, however busy the stream. */
-  private async authorized(): Promise<boolean> {
-    if (performance.now() - this.authorizedAt < this.pollMs) return true;
+  /**
+   * Whether the key still holds (and the filter's inbox is still there), looked up once per poll
+   * interval at most, however busy the stream. A look-up under way answers every caller: one that
+   * found a fresh time would take the key as valid before the look-up says it is not.
+   */
+  private authorized(): Promise<boolean> {
+    if (this.keyLookup) return this.keyLookup;
+    if (performance.now() - this.authorizedAt < this.pollMs) return Promise.resolve(true);
     this.authorizedAt = performance.now();
     const { stillAuthorized, inboxStillThere } = this.start!;
-    if (inboxStillThere && !this.inboxGone) this.inboxGone = !(await inboxStillThere());
-    return stillAuthorized();
+    this.keyLookup = (async () => {
+      if (inboxStillThere && !this.inboxGone) this.inboxGone = !(await inboxStillThere());
+      return stillAuthorized();
+    })().finally(() => (this.keyLookup = undefined));
+    return this.keyLookup;
+  }
+
+  /**
+   * A revoked key's stream ends at once, whether or not its client reads: with an error, not a
+   * close, since a close would leave the queued chunks to a client that may never take them.
+   */
+  private cutOff() {
+    if (this.ended) return;
+    this.end();
+    this.controller?.error(new Error("the stream's API key was revoked"));
   }
 
   /**

@@ -323,6 +323,39 @@ describe("credentials", () => {
   });
 });
 
+describe("a revoked key's client that stopped reading", () => {
+  test("in the middle of a large page: its stream ends at once, and gives back its place and its count", async () => {
+    const created = (await server.api.post("/v1/api_keys", { name: "stalled" }, owner.apiKey)).body;
+    const position = (await server.app.store.events.newestId(owner.organizationId)) ?? `evt_${"0".repeat(24)}`;
+    const events = server.app.store.events;
+    const readAfter = events.readAfter;
+    let reads = 0;
+    events.readAfter = (...args) => (reads++, readAfter(...args));
+    const socket = connect(server.httpPort, "127.0.0.1");
+    socket.on("error", () => {});
+    try {
+      socket.pause();
+      socket.write(`GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${created.key}\r\nLast-Event-ID: ${position}\r\n\r\n`);
+      await openStreamsReach(owner.organizationId, 1);
+      // 24 MB of events: more than the socket buffers take, so that the stream waits in a large page.
+      const text = JSON.stringify({ text: "x".repeat(2 << 20) });
+      for (let n = 0; n < 12; n++) {
+        await queryRows(server.app, "INSERT INTO events (id, organization_id, type, inbox_id, message_id, payload, created_at) VALUES ($1, $2, 'inbox.updated', NULL, NULL, $3, $4)", newId("evt"), owner.organizationId, text, server.clock.now());
+      }
+      server.app.eventStreams.wake();
+      // Until the reads stop: the socket buffers are full and the stream waits for its client.
+      await eventually("the stream to stall", async () => reads, (count) => count > 0);
+      for (let seen = -1; reads !== seen; await Bun.sleep(300)) seen = reads;
+      expect(server.app.eventStreams.count(owner.organizationId)).toBe(1);
+      expect((await server.api.delete(`/v1/api_keys/${created.id}`, owner.apiKey)).status).toBe(200);
+      await openStreamsReach(owner.organizationId, 0);
+    } finally {
+      events.readAfter = readAfter;
+      socket.destroy();
+    }
+  });
+});
+
 describe("a slow client", () => {
   test("holds up its own stream: pages are read only as the connection takes them, and all arrive in order after", async () => {
     const megabyte = "x".repeat(1 << 20);
