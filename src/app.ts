@@ -58,9 +58,11 @@ export async function openApp(config: Config, options: { clock?: Clock; log?: Lo
     onWake: (what) => (what === "events" ? eventStreams.wake() : queues.wake(what)),
   });
   const eventStreams = new EventStreams(store, clock, log, config);
+  const revocations = new Revocations();
+  revocations.onApiKeyRevoked((organizationId) => eventStreams.keyRevoked(organizationId));
   const messageMemory = inFlightBudget(config.messageMemoryMb * 1024 * 1024);
   const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), inboundBacklog: () => store.acceptedInbound.backlog(), unindexedMessages: () => store.messageSearch.unindexed(), messageBytesInFlight: () => messageMemory.inUse(), now: () => clock.now() });
-  return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, eventStreams, revocations: new Revocations(), shutdown: new ShutdownDeadline(config.shutdownTimeoutMs), close: () => store.close() };
+  return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, eventStreams, revocations, shutdown: new ShutdownDeadline(config.shutdownTimeoutMs), close: () => store.close() };
 }
 
 /** Tells `why` and exits with 1, the first time only: each sync that fails after it calls again. */

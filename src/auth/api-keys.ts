@@ -56,14 +56,13 @@ async function findApiKey(store: Aggregates, organizationId: string, keyId: stri
 
 export const getApiKey = async (app: App, organizationId: string, keyId: string) => presentApiKey(await findApiKey(app.store, organizationId, keyId));
 
-/** Revokes at once: the next request with the key finds no row and gets 401, as does one whose body was still arriving, and its event streams end. Returns the deleted record. */
+/** Revokes at once: the next request with the key finds no row and gets 401, as does one whose body was still arriving, and its event streams and large downloads end. Returns the deleted record. */
 export async function deleteApiKey(app: App, organizationId: string, keyId: string) {
   const deleted = await app.store.transaction(async (tx) => {
     const row = await findApiKey(tx, organizationId, keyId);
     await tx.accounts.deleteApiKey(organizationId, keyId);
     return presentApiKey(row);
   });
-  app.revocations.noted();
-  app.eventStreams.keyRevoked(organizationId);
+  app.revocations.noted(organizationId);
   return deleted;
 }

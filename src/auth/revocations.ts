@@ -1,17 +1,27 @@
 /**
- * The credentials revoked on this node, counted: a request whose credential was found before its
+ * The credentials revoked on this node. Counted: a request whose credential was found before its
  * body arrived (the body parser asks first, src/http/auth.ts) looks it up again once the body is
- * in when one was revoked meanwhile. A slow upload was carried out 10 s after its key was deleted.
- * Other nodes see a revocation at the next look-up.
+ * in when one was revoked meanwhile (a slow upload was carried out 10 s after its key was
+ * deleted). Told per organization to what still serves an API key's earlier request (its event
+ * streams, its large downloads), which looks its key up again at once. Other nodes see a
+ * revocation at their next look-up.
  */
 export class Revocations {
   private count = 0;
+  private readonly listeners: ((organizationId: string) => void)[] = [];
 
   get current(): number {
     return this.count;
   }
 
-  noted(): void {
+  /** A credential was revoked: an organization's API key, or (without one) a user's access token. */
+  noted(organizationId?: string): void {
     this.count++;
+    if (organizationId !== undefined) for (const listener of this.listeners) listener(organizationId);
+  }
+
+  /** `listener` hears of each revocation of an organization's API key. */
+  onApiKeyRevoked(listener: (organizationId: string) => void): void {
+    this.listeners.push(listener);
   }
 }

@@ -41,7 +41,7 @@ export interface HttpAppOptions {
 export function createHttpApp(app: App, { beforeEveryRequest }: HttpAppOptions = {}) {
   // Elysia's builder methods return the instance itself: `http.routes` holds every route added below.
   // One organization's large downloads and answers count together, whichever route serves them.
-  const served = downloads();
+  const served = downloads(app.revocations);
   const http = new Elysia();
   /** The route of a method and path pattern, as Elysia keeps it (its schemas and hooks). */
   const routeOf = (method: string, path: string) => http.routes.find((route) => route.method === method && route.path === path);

@@ -40,6 +40,12 @@ export interface GuardContext {
   params: Record<string, string | undefined>;
 }
 
+/** Whom a request acts for; what serves it after its answer began looks its credential up again with `credentialHolds`. */
+export interface Caller {
+  organizationId: string;
+  credentialHolds(): Promise<boolean>;
+}
+
 /** The caller's organization, found once per request: the body parser may ask before the guard's derive does. */
 export type CallerCheck = (context: GuardContext) => Promise<string>;
 
@@ -58,9 +64,12 @@ function organizationGuard(name: string, revocations: Revocations, organizationO
     found.set(context.request, { organizationId, revocations: revocations.current });
     return organizationId;
   };
-  const derive = async ({ request, headers, params }: { request: Request; headers: GuardContext["headers"]; params: unknown }) => ({
-    organizationId: await check({ request, headers, params: params as GuardContext["params"] }),
-  });
+  const derive = async ({ request, headers, params }: { request: Request; headers: GuardContext["headers"]; params: unknown }) => {
+    const context = { request, headers, params: params as GuardContext["params"] };
+    const organizationId = await check(context);
+    const caller: Caller = { organizationId, credentialHolds: () => organizationOf(context).then((found) => found === organizationId, () => false) };
+    return { organizationId, caller };
+  };
   callerChecks.set(derive, check);
   return new Elysia({ name }).derive({ as: "scoped" }, derive);
 }

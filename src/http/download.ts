@@ -3,9 +3,10 @@
  * never sniffed into HTML, and sandboxed (no script, no same-origin) should a browser show them anyway.
  */
 import { takeTurn } from "../event-loop";
-import { Counts } from "../counts";
 import { ServiceError } from "../errors";
+import type { Revocations } from "../auth/revocations";
 import type { LargeAnswer } from "../messages/present";
+import type { Caller } from "./auth";
 
 /** type/subtype only (RFC 9110 §8.3.1 tokens); parameters and anything malformed give octet-stream. */
 const mediaType = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+/i;
@@ -71,60 +72,82 @@ async function* encoded(pieces: AsyncIterable<string>) {
  * organization's places until the client has read it all or gone: a client that asks for a 20 MB
  * source and never reads holds it in memory, and 100 such requests held 2.6 GB; one request for a
  * thread of ten messages with 17 MiB attachments took the server to 965 MB. At most
- * LARGE_DOWNLOADS_PER_ORGANIZATION at once.
+ * LARGE_DOWNLOADS_PER_ORGANIZATION at once. When one of the organization's API keys is revoked,
+ * each looks its own up again, and a revoked key's is cut off: its client, which may have stopped
+ * reading, held the organization's places for as long as the connection stayed.
  */
 export type Downloads = ReturnType<typeof downloads>;
 
-export function downloads() {
-  const inFlight = new Counts();
+interface LargeResponse {
+  caller: Caller;
+  cutOff(): void;
+}
+
+export function downloads(revocations: Revocations) {
+  const underWay = new Map<string, Set<LargeResponse>>();
+  revocations.onApiKeyRevoked((organizationId) => {
+    for (const response of underWay.get(organizationId) ?? []) void response.caller.credentialHolds().then((holds) => holds || response.cutOff());
+  });
   const takePlace = (organizationId: string) => {
-    if (inFlight.get(organizationId) >= LARGE_DOWNLOADS_PER_ORGANIZATION) {
+    if ((underWay.get(organizationId)?.size ?? 0) >= LARGE_DOWNLOADS_PER_ORGANIZATION) {
       throw new ServiceError("rate_limited", `Too many large downloads in flight for this organization (at most ${LARGE_DOWNLOADS_PER_ORGANIZATION}): finish one, or retry shortly`, { "Retry-After": RETRY_AFTER_SECONDS });
     }
-    inFlight.increment(organizationId);
   };
-  const release = (organizationId: string) => inFlight.decrement(organizationId);
   /** The chunks, each made when the client has taken the one before: one that stops reading stops them, and keeps its place. */
-  const streamed = (organizationId: string, chunks: Iterator<Uint8Array> | AsyncIterator<Uint8Array>, headers: Record<string, string>) => {
-    let done = false;
-    const finish = () => {
-      if (done) return;
-      done = true;
-      release(organizationId);
-    };
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        try {
-          // A turn of the event loop per chunk: a client that takes each at once drained a long
-          // thread (3,000 messages, a read and a render each) in one turn, 0.5-1.5 s that held every
-          // other request and SMTP session.
-          await takeTurn();
-          const next = await chunks.next();
-          if (!next.done) return controller.enqueue(next.value);
-          controller.close();
-          finish();
-        } catch (error) {
-          finish();
-          throw error;
-        }
+  const streamed = (caller: Caller, chunks: Iterator<Uint8Array> | AsyncIterator<Uint8Array>, headers: Record<string, string>) => {
+    takePlace(caller.organizationId);
+    const { organizationId } = caller;
+    const responses = underWay.get(organizationId) ?? new Set();
+    underWay.set(organizationId, responses);
+    let body!: ReadableStreamDefaultController<Uint8Array>;
+    const response: LargeResponse = {
+      caller,
+      cutOff() {
+        finish();
+        body.error(new Error("the API key of this download was revoked"));
       },
-      cancel: finish,
-    });
-    return new Response(body, { headers });
+    };
+    responses.add(response);
+    const finish = () => {
+      if (!responses.delete(response)) return;
+      if (responses.size === 0) underWay.delete(organizationId);
+    };
+    return new Response(
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          body = controller;
+        },
+        async pull(controller) {
+          try {
+            // A turn of the event loop per chunk: a client that takes each at once drained a long
+            // thread (3,000 messages, a read and a render each) in one turn, 0.5-1.5 s that held every
+            // other request and SMTP session.
+            await takeTurn();
+            const next = await chunks.next();
+            if (!next.done) return controller.enqueue(next.value);
+            controller.close();
+            finish();
+          } catch (error) {
+            finish();
+            throw error;
+          }
+        },
+        cancel: finish,
+      }),
+      { headers },
+    );
   };
   return {
-    file(organizationId: string, bytes: Uint8Array, headers: Record<string, string>): Response {
+    file(caller: Caller, bytes: Uint8Array, headers: Record<string, string>): Response {
       if (bytes.byteLength <= LARGE_RESPONSE_BYTES) return new Response(bytes, { headers });
-      takePlace(organizationId);
-      return streamed(organizationId, slices(bytes), headers);
+      return streamed(caller, slices(bytes), headers);
     },
     /** A small answer whole, for Elysia to serialise; a large one, once it has a place (else 429, before anything is read), in pieces. */
-    async json<T>(organizationId: string, answer: LargeAnswer<T>): Promise<T> {
+    async json<T>(caller: Caller, answer: LargeAnswer<T>): Promise<T> {
       if (answer.contentBytes <= LARGE_RESPONSE_BYTES) return answer.whole();
-      takePlace(organizationId);
       // Typed as the value it carries, for the route's response schema: Elysia sends a Response as
       // it is (with the content type it gives the JSON it serialises itself).
-      return streamed(organizationId, encoded(answer.pieces()), { "content-type": "application/json;charset=utf-8" }) as T;
+      return streamed(caller, encoded(answer.pieces()), { "content-type": "application/json;charset=utf-8" }) as T;
     },
   };
 }

@@ -99,8 +99,8 @@ export const messageRoutes = (app: App, serve: Downloads) =>
     })
     .get(
       "/:messageId",
-      async ({ organizationId, params, query }) =>
-        serve.json(organizationId, messageAnswer(await getMessage(app, organizationId, params.inboxId, params.messageId, query.attachmentContent !== "false"))),
+      async ({ organizationId, caller, params, query }) =>
+        serve.json(caller, messageAnswer(await getMessage(app, organizationId, params.inboxId, params.messageId, query.attachmentContent !== "false"))),
       {
         query: attachmentContentQuery,
         response: { 200: Message, ...failures(401, [404, "Message not found"], 422, [429, "Too many large downloads in flight for this organization"]) },
@@ -109,7 +109,7 @@ export const messageRoutes = (app: App, serve: Downloads) =>
     )
     // The whole message again, as a large answer like the get's: each one was the message with its
     // attachments in one buffer, at no organization's limit (48 at once: 1.9 GB).
-    .patch("/:messageId", async ({ organizationId, params, body }) => serve.json(organizationId, messageAnswer(await updateMessage(app, organizationId, params.inboxId, params.messageId, body))), {
+    .patch("/:messageId", async ({ organizationId, caller, params, body }) => serve.json(caller, messageAnswer(await updateMessage(app, organizationId, params.inboxId, params.messageId, body))), {
       body: changeBody,
       response: {
         200: Message,
@@ -121,8 +121,8 @@ export const messageRoutes = (app: App, serve: Downloads) =>
     })
     .get(
       "/:messageId/raw",
-      async ({ organizationId, params }) =>
-        serve.file(organizationId, await getMessageSource(app, organizationId, params.inboxId, params.messageId), downloadHeaders(`${params.messageId}.eml`, "message/rfc822")),
+      async ({ organizationId, caller, params }) =>
+        serve.file(caller, await getMessageSource(app, organizationId, params.inboxId, params.messageId), downloadHeaders(`${params.messageId}.eml`, "message/rfc822")),
       {
         response: { 200: bytes("message/rfc822", "The RFC 5322 source"), ...failures(401, [404, "Message not found"], [429, "Too many large downloads in flight for this organization"]) },
         detail: { summary: "The message's RFC 5322 source (message/rfc822), as sent or as received with our trace headers; a download ({messageId}.eml), like an attachment's" },
@@ -130,9 +130,9 @@ export const messageRoutes = (app: App, serve: Downloads) =>
     )
     .get(
       "/:messageId/attachments/:attachmentId",
-      async ({ organizationId, params }) => {
+      async ({ organizationId, caller, params }) => {
         const attachment = await getAttachment(app, organizationId, params.inboxId, params.messageId, params.attachmentId);
-        return serve.file(organizationId, attachment.content, downloadHeaders(attachment.name ?? undefined, attachment.contentType ?? undefined));
+        return serve.file(caller, attachment.content, downloadHeaders(attachment.name ?? undefined, attachment.contentType ?? undefined));
       },
       {
         response: { 200: bytes("*/*", "The attachment's bytes, as its own media type (application/octet-stream when it has none)"), ...failures(401, [404, "Message or attachment not found"], [429, "Too many large downloads in flight for this organization"]) },

@@ -18,7 +18,7 @@ export const threadRoutes = (app: App, serve: Downloads) =>
       response: { 200: listOf(Thread, "Threads, newest activity first"), ...failures(401, [404, "Inbox not found"], 422) },
       detail: { summary: "List the threads of an inbox, newest activity first, optionally only those with a label" },
     })
-    .get("/:threadId", async ({ organizationId, params, query }) => serve.json(organizationId, await getThread(app, organizationId, params.inboxId, params.threadId, query.attachmentContent !== "false")), {
+    .get("/:threadId", async ({ organizationId, caller, params, query }) => serve.json(caller, await getThread(app, organizationId, params.inboxId, params.threadId, query.attachmentContent !== "false")), {
       query: attachmentContentQuery,
       response: { 200: ThreadWithMessages, ...failures(401, [404, "Thread not found"], 422, [429, "Too many large downloads in flight for this organization"]) },
       detail: { summary: "Get a thread with its messages, oldest first (attachmentContent=false: their attachments without their content)" },
