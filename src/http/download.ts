@@ -103,6 +103,8 @@ export function downloads(revocations: Revocations) {
     const response: LargeResponse = {
       caller,
       cutOff() {
+        // Its client may have read it all while the key was looked up.
+        if (!responses.has(response)) return;
         finish();
         body.error(new Error("the API key of this download was revoked"));
       },
