@@ -117,12 +117,17 @@ export async function checkDkim(resolver: Resolver, name: string, key: RecordKey
   try {
     const { getPublicKey } = await import("mailauth/lib/tools");
     // RFC 6376 §3.6.1: a record whose h= leaves out sha256 makes verifiers refuse our signatures.
-    published = await getPublicKey("DKIM", name, 1024, resolver.forMailauth, { hashAlgo: "sha256" });
+    // Read strictly, as verifiers that follow the RFC read it: a key record they discard (v=dkim1,
+    // a syntax error, an Ed25519 key without k=) verified, and every signature then failed.
+    published = await getPublicKey("DKIM", name, 1024, resolver.forMailauth, { hashAlgo: "sha256", strict: true });
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (error instanceof DnsLookupError || code === "ENOTFOUND" || code === "ENODATA") return lookupFailure(error, `no DKIM record at ${name}`);
     return failed(`the DKIM record at ${name} is not usable: ${(error as Error).message}`);
   }
+  // Tag values are case-sensitive (§3.2), and mailauth reads k= in any case: k=RSA names no algorithm.
+  const declaredType = /(?:^|;)k=([^;]*)/.exec(published.rr)?.[1];
+  if (declaredType !== undefined && declaredType !== "rsa" && declaredType !== "ed25519") return failed(`the DKIM record at ${name} is not usable: k=${declaredType} names no key type (rsa or ed25519, in lower case)`);
   const publishedSpki = createPublicKey(published.publicKey).export({ type: "spki", format: "der" });
   return publishedSpki.equals(spkiOf(key)) ? verified : failed(`the DKIM record at ${name} publishes another key than this domain's`);
 }

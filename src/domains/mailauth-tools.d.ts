@@ -8,7 +8,7 @@ declare module "mailauth/lib/tools" {
     name: string,
     minBitLength: number,
     resolver: DNSResolver,
-    /** `hashAlgo`: refuse a record whose h= tag leaves this hash out. */
-    options?: { hashAlgo?: string },
+    /** `hashAlgo`: refuse a record whose h= tag leaves this hash out; `strict`: refuse what RFC 6376 has verifiers discard (its tag names and v= as written, an Ed25519 key only with k=). */
+    options?: { hashAlgo?: string; strict?: boolean },
   ): Promise<{ publicKey: string; rr: string; keyType: string; modulusLength?: number }>;
 }

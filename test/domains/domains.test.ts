@@ -380,6 +380,26 @@ describe("verify", () => {
     expect((await server.app.store.dkimKeys.activeForDomain("dkimmismatch.example")).map((key) => key.algorithm)).toEqual(["ed25519-sha256"]);
   });
 
+  test("a DKIM record a verifier discards fails, though mailauth's lenient reading takes our key from it: v=dkim1, a syntax error, k= not in lower case, an Ed25519 key without k=", async () => {
+    const domain = await verifiedDomain("dkimstrict.example");
+    const rsa = recordOf(domain.records, "DKIM-RSA");
+    const ed25519 = recordOf(domain.records, "DKIM-ED25519");
+    const variants: ["DKIM-RSA" | "DKIM-ED25519", string, string][] = [
+      ["DKIM-RSA", rsa.value.replace("v=DKIM1", "v=dkim1"), "Unknown key version"],
+      ["DKIM-RSA", `${rsa.value}; x`, "Invalid key record syntax"],
+      ["DKIM-RSA", rsa.value.replace("k=rsa", "k=RSA"), "k=RSA names no key type"],
+      ["DKIM-ED25519", ed25519.value.replace("k=ed25519", "k=ED25519"), "k=ED25519 names no key type"],
+      ["DKIM-ED25519", ed25519.value.replace("k=ed25519; ", ""), "Unknown key type"],
+    ];
+    for (const [kind, value, reason] of variants) {
+      dns.set(recordOf(domain.records, kind).name, "TXT", [value]);
+      const res = await post(`/v1/domains/${domain.id}/verify`);
+      expect(recordOf(res.body.records, kind)).toMatchObject({ status: "failed", reason: expect.stringContaining(reason) });
+      publishRecords(dns, domain.records);
+    }
+    expect((await post(`/v1/domains/${domain.id}/verify`)).body).toMatchObject({ status: "verified", sending: true });
+  });
+
   test("a signing key whose record fails later (h=sha1, which refuses our rsa-sha256; or gone) stops signing until it verifies again", async () => {
     const domain = await verifiedDomain("dkimlater.example");
     const active = async () => (await server.app.store.dkimKeys.activeForDomain("dkimlater.example")).map((key) => key.algorithm);
