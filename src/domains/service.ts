@@ -84,6 +84,14 @@ export async function createDomain(app: App, organizationId: string, input: { na
       updatedAt: now,
     };
     await tx.domains.insert(row);
+    // Keys of the name that no domain holds are the service's own, left from a former
+    // INBOXD_MAIL_DOMAIN: active, they signed this organization's mail before any record of its
+    // own verified (and the same day their selectors clashed with its new keys': a 500).
+    const former = await tx.dkimKeys.forDomain(name);
+    if (former.length > 0) {
+      await tx.dkimKeys.removeForDomain(name);
+      app.log.warn("DKIM keys of a former service mail domain removed, as an organization added the name", { domain: name, selectors: former.map((key) => key.selector).join(",") });
+    }
     await tx.dkimKeys.insert(keyRows(keys, name, organizationId, now));
     return presentDomain(app, tx, row);
   });

@@ -4,6 +4,7 @@ import { generateDkimKeys, dkimTxtValue } from "../../src/dkim/keys";
 import { assertUsableInboxDomain, isHostedDomain } from "../../src/domains/hosted";
 import { claimRecord } from "../../src/domains/ownership";
 import { ServiceError } from "../../src/errors";
+import { newId } from "../../src/ids";
 import { insertInbox } from "../../src/inboxes/service";
 import { queryRows, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startDnsServer, type DnsServer } from "../peers/dns-server";
@@ -378,6 +379,19 @@ describe("verify", () => {
     expect(res.body).toMatchObject({ status: "failed", verified: false, receiving: true, sending: true });
     expect(recordOf(res.body.records, "DKIM-RSA")).toMatchObject({ status: "failed", reason: `the DKIM record at ${rsa.name} publishes another key than this domain's` });
     expect((await server.app.store.dkimKeys.activeForDomain("dkimmismatch.example")).map((key) => key.algorithm)).toEqual(["ed25519-sha256"]);
+  });
+
+  test("a former service mail domain's keys, left in the database, neither clash with the keys of an organization that adds the name nor sign its mail", async () => {
+    const now = server.clock.now();
+    const serviceKeys = (await generateDkimKeys(new Date(now))).map((key) => ({ id: newId("dkim"), domain: "former.example", organizationId: null, ...key, status: "active" as const, createdAt: now, updatedAt: now }));
+    await server.app.store.transaction((tx) => tx.dkimKeys.insert(serviceKeys));
+    const res = await post("/v1/domains", { name: "former.example" });
+    expect(res.status).toBe(201);
+    const published = res.body.records.filter((record: { name: string }) => record.name.includes("._domainkey."));
+    expect(published).toHaveLength(2);
+    const keys = await server.app.store.dkimKeys.forDomain("former.example");
+    expect(keys.map((key) => key.organizationId)).toEqual([res.body.organizationId, res.body.organizationId]);
+    expect(await server.app.store.dkimKeys.activeForDomain("former.example")).toEqual([]);
   });
 
   test("a DKIM record a verifier discards fails, though mailauth's lenient reading takes our key from it: v=dkim1, a syntax error, k= not in lower case, an Ed25519 key without k=", async () => {
