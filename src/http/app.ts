@@ -13,7 +13,7 @@ import { apiKeyRoutes } from "./routes/api-keys";
 import { authRoutes } from "./routes/auth";
 import { healthRoutes } from "./routes/health";
 import { metricsRoutes } from "./routes/metrics";
-import { requestLog } from "./request-log";
+import { requestLog, unlogged } from "./request-log";
 import { inboxRoutes } from "./routes/inboxes";
 import { downloads } from "./download";
 import { messageRoutes } from "./routes/messages";
@@ -98,6 +98,6 @@ export function createHttpApp(app: App, { beforeEveryRequest }: HttpAppOptions =
     .use(deliveryRoutes(app))
     .use(accessRuleRoutes(app))
     // The MCP tools call this app itself, in process: `http.handle` is read when a tool runs, once every route is added.
-    .use(mcpRoutes(app, (request) => http.handle(withinCountedRequest(request))))
+    .use(mcpRoutes(app, (request) => http.handle(unlogged(withinCountedRequest(request)))))
     .use(consoleRoutes());
 }

@@ -14,6 +14,14 @@ const FORWARDED_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 type RequestStart = { id: string; startedAt: number };
 
+const toolCalls = new WeakSet<Request>();
+
+/**
+ * An MCP tool's call of the API, made within the `/mcp` request that is logged and counted: not a
+ * request of its own (each tool call was counted twice, its 404 as a REST route's).
+ */
+export const unlogged = (request: Request): Request => (toolCalls.add(request), request);
+
 export function requestLog(app: App) {
   const trusted = trustedProxies(app.config.trustedProxies);
   const started = new WeakMap<Request, RequestStart>();
@@ -27,12 +35,14 @@ export function requestLog(app: App) {
     })
     .onAfterResponse({ as: "global" }, (context) => {
       const start = started.get(context.request);
-      if (!start) return;
+      if (!start || toolCalls.has(context.request)) return;
       const seconds = (performance.now() - start.startedAt) / 1000;
       // Unmatched paths are one label value: a scan of random paths must not grow the metrics.
       const route = context.route || "unmatched";
       const method = context.request.method;
-      const status = typeof context.set.status === "number" ? context.set.status : Number(context.set.status) || 200;
+      // A route that answers with a Response of its own (MCP's errors, a replay, a 304) leaves set.status as it was.
+      const answered = (context as { responseValue?: unknown }).responseValue;
+      const status = answered instanceof Response ? answered.status : typeof context.set.status === "number" ? context.set.status : Number(context.set.status) || 200;
       app.metrics.httpRequests.inc({ method, route, status: String(status) });
       app.metrics.httpDuration.observe({ method, route }, seconds);
       const organizationId = (context as { organizationId?: unknown }).organizationId;

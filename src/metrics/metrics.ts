@@ -25,6 +25,10 @@ export function createMetrics(sources: MetricSources) {
   // V8's heap spaces, which JavaScriptCore does not have: Bun makes them up by walking the whole
   // heap, 40-55 ms of the event loop at every scrape. The heap's total and used sizes stay.
   for (const kind of ["total", "used", "available"]) registry.removeSingleMetric(`inboxd_nodejs_heap_space_size_${kind}_bytes`);
+  // What Bun does not report at all: the active handles, requests and resources read 0 with every
+  // socket open, and the collections' histogram never gets a sample. Left out, not shown as 0.
+  for (const kind of ["handles", "requests", "resources"]) for (const suffix of ["", "_total"]) registry.removeSingleMetric(`inboxd_nodejs_active_${kind}${suffix}`);
+  registry.removeSingleMetric("inboxd_nodejs_gc_duration_seconds");
   const registers = [registry];
   // Read once per scrape (scrape() below), shared by the gauges that show them.
   let scraped: Promise<StoreReadings> = Promise.resolve({ up: false });

@@ -80,8 +80,15 @@ export async function recordOutcomes(app: App, tx: Transaction, outcomes: Recipi
 function logAttempt(app: App, { delivery, reply, host }: RecipientOutcome, outcome: "delivered" | "deferred" | "bounced" | "rejected", next: Record<string, string> = {}) {
   app.metrics.deliveryAttempts.inc({ outcome });
   const log = outcome === "delivered" ? app.log.info : app.log.warn;
-  log("delivery attempt", { messageId: delivery.messageId, domain: delivery.domain, attempt: delivery.attempts, mx: host ?? null, outcome, reply, ...next });
+  log("delivery attempt", { messageId: delivery.messageId, domain: delivery.domain, attempt: delivery.attempts, mx: host ?? null, outcome, reply: withoutAddresses(reply), ...next });
 }
+
+/**
+ * The reply as logged: remote servers name the recipient in it (Postfix: `<ada@example.com>:
+ * Recipient address rejected`), and the log keeps a recipient's domain, never the address. The
+ * API's `lastResponse` keeps the reply whole.
+ */
+const withoutAddresses = (reply: string) => reply.replace(/[^\s<>"'(),;:[\]]+@([A-Za-z0-9.-]+)/g, "***@$1");
 
 function setDelivery(tx: Transaction, id: string, status: DeliveryStatus, lastResponse: string, nextAttemptAt: number | null, now: number, attempts?: number) {
   return tx.deliveries.update({ id, status, lastResponse, nextAttemptAt, now, attempts });

@@ -68,6 +68,8 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
     } else if (counts && outcome !== "accepted") counts.refused.increment(String(outcome));
     app.metrics.smtpMessages.inc({ outcome: String(outcome) });
   };
+  /** A refusal of the message at MAIL or RCPT, counted as any other. */
+  const tallied = (session: SMTPServerSession, refusal: SmtpReply) => (tally(session, refusal.responseCode), refusal);
   const { cert, key } = certificates.primary;
 
   const server = new InboxdSmtpServer(
@@ -107,7 +109,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       },
       onRcptTo(address, session, callback) {
         const refusal = unsupportedParameter(address, session, []) ?? addressEncodingRefusal(address, usesSmtpUtf8(session.envelope.mailFrom), "5.1.3");
-        if (refusal) return callback(refusal);
+        if (refusal) return callback(tallied(session, refusal));
         routeRecipient(app, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : "").then(
           (target) => {
             recipients.set(address, { address: normalizeAddress(address.address) ?? address.address, target });
@@ -130,7 +132,7 @@ export async function startSmtp(app: App, certificates: ServedCertificates): Pro
       // nothing held the memory every sender shares, two MAIL FROMs a minute refusing all mail.
       onMailFrom(address, session, callback) {
         const refusal = unsupportedParameter(address, session, MAIL_PARAMETERS) ?? addressEncodingRefusal(address, usesSmtpUtf8(address), "5.1.7");
-        if (refusal) return callback(refusal);
+        if (refusal) return callback(tallied(session, refusal));
         const declared = declaredSize(address);
         if (declared > 0 && !app.messageMemory.fits(Math.min(declared, config.smtpMaxSize), peerGroup(session.remoteAddress))) {
           app.metrics.memoryDeferrals.inc({ protocol: "smtp" });
