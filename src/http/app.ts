@@ -49,8 +49,9 @@ export function createHttpApp(app: App, { beforeEveryRequest }: HttpAppOptions =
   /** `/openapi.json`, made from the routes on its first request. */
   let openApiJson: string | undefined;
   return http
-    .onRequest(({ request, set }) => beforeEveryRequest?.(request, set.headers))
+    // First, so that an answer given before the routes (an MTA-STS policy, a CORS preflight) carries its X-Request-Id too.
     .use(requestLog(app))
+    .onRequest(({ request, set }) => beforeEveryRequest?.(request, set.headers))
     .use(messageMemory.release)
     .use(
       cors({

@@ -90,6 +90,8 @@ describe.skipIf(Boolean(pebbleMissing))("ACME certificates (pebble)", () => {
     expect(policy.status).toBe(200);
     expect(policy.headers.get("content-type")).toStartWith("text/plain");
     expect(await policy.text()).toBe(`version: STSv1\r\nmode: testing\r\nmx: ${HOST}\r\nmax_age: 604800\r\n`);
+    // As every answer of the server's HTTP listeners (docs/operations.md).
+    expect(policy.headers.get("x-request-id")).toMatch(/^req_/);
     const elsewhere = await fetch(`https://127.0.0.1:${httpsPort}/.well-known/mta-sts.txt`, { headers: { host: "mta-sts.other.test" }, tls: { rejectUnauthorized: false } });
     expect(elsewhere.status).toBe(404);
   });
