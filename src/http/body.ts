@@ -40,12 +40,33 @@ async function readLimited(request: Request, limit: number): Promise<string> {
 
 const isJsonObject = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
 
-/** Whether a string of a parsed JSON value, a key or a value at any depth, meets `test`. */
-function someString(value: unknown, test: (text: string) => boolean): boolean {
-  if (typeof value === "string") return test(value);
-  if (typeof value !== "object" || value === null) return false;
-  return Object.entries(value).some(([key, item]) => test(key) || someString(item, test));
+/**
+ * The arrays and objects of a parsed JSON value, each with its depth, `value` itself first, and
+ * `visit` called with every key and every value below them; found without recursion and without
+ * copying a container's items (Object.values of an array of 10 million numbers, a 20 MB body, held
+ * the event loop 9 s and took 1 GB). `visit` returning true ends the walk, and so does the result.
+ */
+function walkJson(value: unknown, visit: (item: unknown, depth: number) => boolean): boolean {
+  if (visit(value, 0)) return true;
+  const pending: [object, number][] = typeof value === "object" && value !== null ? [[value, 0]] : [];
+  const step = (item: unknown, depth: number) => {
+    if (visit(item, depth)) return true;
+    if (typeof item === "object" && item !== null) pending.push([item, depth]);
+    return false;
+  };
+  while (pending.length > 0) {
+    const [container, depth] = pending.pop()!;
+    if (Array.isArray(container)) {
+      for (const item of container) if (step(item, depth + 1)) return true;
+    } else {
+      for (const key in container) if (visit(key, depth + 1) || step((container as Record<string, unknown>)[key], depth + 1)) return true;
+    }
+  }
+  return false;
 }
+
+/** Whether a string of a parsed JSON value, a key or a value at any depth, meets `test`. */
+const someString = (value: unknown, test: (text: string) => boolean) => walkJson(value, (item) => typeof item === "string" && test(item));
 
 /**
  * How deep a body's arrays and objects may nest. No route's fields go past a few levels (an MCP
@@ -54,17 +75,8 @@ function someString(value: unknown, test: (text: string) => boolean): boolean {
  */
 export const MAX_BODY_NESTING = 32;
 
-/** Whether arrays and objects nest deeper than `limit` in `value`, found without recursion. */
-function nestsDeeperThan(value: unknown, limit: number): boolean {
-  const pending: [unknown, number][] = [[value, 0]];
-  while (pending.length > 0) {
-    const [item, depth] = pending.pop()!;
-    if (typeof item !== "object" || item === null) continue;
-    if (depth === limit) return true;
-    for (const child of Object.values(item)) pending.push([child, depth + 1]);
-  }
-  return false;
-}
+/** Whether arrays and objects nest deeper than `limit` in `value`. */
+const nestsDeeperThan = (value: unknown, limit: number) => walkJson(value, (item, depth) => depth >= limit && typeof item === "object" && item !== null);
 
 /** U+0000, which no mail may carry and PostgreSQL cannot store. */
 const holdsNul = (text: string) => text.includes("\0");
