@@ -4,6 +4,7 @@ import { Clock } from "./clock";
 import type { Config } from "./config";
 import { EventStreams } from "./events/stream";
 import { exitOnceWritten } from "./exit";
+import { downloads, type Downloads } from "./http/download";
 import { configuredResolver, type Resolver } from "./dns/resolver";
 import { createLogger, type Logger } from "./log";
 import { inFlightBudget, type InFlightBudget } from "./memory/in-flight";
@@ -28,6 +29,8 @@ export interface App {
   eventStreams: EventStreams;
   /** Credentials revoked by this process, so that a request authorised before they were looks again. */
   revocations: Revocations;
+  /** Large downloads and JSON answers under way, at most a few per organization (src/http/download.ts). */
+  largeResponses: Downloads;
   /** What is left of the shutdown's wait for in-flight work, shared by the parts as they stop. */
   shutdown: ShutdownDeadline;
   close(): void;
@@ -58,11 +61,14 @@ export async function openApp(config: Config, options: { clock?: Clock; log?: Lo
     onWake: (what) => (what === "events" ? eventStreams.wake() : queues.wake(what)),
   });
   const eventStreams = new EventStreams(store, clock, log, config);
-  const revocations = new Revocations();
+  const revocations = new Revocations(log);
   revocations.onApiKeyRevoked((organizationId) => eventStreams.keyRevoked(organizationId));
+  // One for every listener (HTTP, HTTPS, and each HTTPS app a new certificate makes): an
+  // organization's places are counted together, whichever listener serves them.
+  const largeResponses = downloads(revocations);
   const messageMemory = inFlightBudget(config.messageMemoryMb * 1024 * 1024);
   const metrics: Metrics = createMetrics({ outboundBacklog: () => store.deliveries.backlog(), webhookBacklog: () => store.webhookQueue.backlog(), inboundBacklog: () => store.acceptedInbound.backlog(), unindexedMessages: () => store.messageSearch.unindexed(), messageBytesInFlight: () => messageMemory.inUse(), now: () => clock.now() });
-  return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, eventStreams, revocations, shutdown: new ShutdownDeadline(config.shutdownTimeoutMs), close: () => store.close() };
+  return { config, log, clock, store, metrics, resolver: configuredResolver(config), messageMemory, queues, eventStreams, revocations, largeResponses, shutdown: new ShutdownDeadline(config.shutdownTimeoutMs), close: () => store.close() };
 }
 
 /** Tells `why` and exits with 1, the first time only: each sync that fails after it calls again. */

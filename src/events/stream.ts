@@ -271,7 +271,8 @@ class EventStream {
   private lastWriteAt = performance.now();
   /** When the key was last found valid: the guard found it so as the stream opened. */
   private authorizedAt = performance.now();
-  private keyLookup?: Promise<boolean>;
+  /** The key's look-up under way, and the revocations seen when it began. */
+  private keyLookup?: { since: number; holds: Promise<boolean> };
   /** Revocations in the organization so far: a page read across one is shown only once the key is found to hold. */
   private revocationsSeen = 0;
   private readonly pollMs: number;
@@ -323,6 +324,8 @@ class EventStream {
     // One in line for a place looks its key up when woken, without reading its page again.
     if (!this.awaitingPlace) this.due = true;
     this.waiting?.();
+    // A stream still opening has no key to look up yet: its first page looks it up.
+    if (!this.start) return;
     // Looked up now, not when the client next reads: a revoked key's client that had stopped
     // reading in the middle of a large page kept the stream, and its place, as long as it stayed.
     void this.authorized().then((holds) => holds || this.cutOff());
@@ -362,8 +365,8 @@ class EventStream {
         if (this.ended) return;
         // Looked up after the turn, which other work may make long, and again when a key was
         // revoked during the read: its page may hold events committed after the revocation.
-        if (!(await this.authorized())) return this.close();
         const revocations = this.revocationsSeen;
+        if (!(await this.authorized())) return this.close();
         await this.readPage();
         if (revocations !== this.revocationsSeen && !(await this.authorized())) return this.close();
         if (this.inboxGone && !this.awaitingPlace) {
@@ -414,19 +417,23 @@ class EventStream {
 
   /**
    * Whether the key still holds (and the filter's inbox is still there), looked up once per poll
-   * interval at most, however busy the stream. A look-up under way answers every caller: one that
-   * found a fresh time would take the key as valid before the look-up says it is not.
+   * interval at most, however busy the stream. A look-up under way answers every caller that comes
+   * before the next revocation: one that found a fresh time would take the key as valid before the
+   * look-up says it is not, and one begun before a revocation may have read the key before it went.
    */
   private authorized(): Promise<boolean> {
-    if (this.keyLookup) return this.keyLookup;
-    if (performance.now() - this.authorizedAt < this.pollMs) return Promise.resolve(true);
+    if (this.keyLookup?.since === this.revocationsSeen) return this.keyLookup.holds;
+    if (!this.keyLookup && performance.now() - this.authorizedAt < this.pollMs) return Promise.resolve(true);
     this.authorizedAt = performance.now();
     const { stillAuthorized, inboxStillThere } = this.start!;
-    this.keyLookup = (async () => {
+    const holds: Promise<boolean> = (async () => {
       if (inboxStillThere && !this.inboxGone) this.inboxGone = !(await inboxStillThere());
       return stillAuthorized();
-    })().finally(() => (this.keyLookup = undefined));
-    return this.keyLookup;
+    })().finally(() => {
+      if (this.keyLookup?.holds === holds) this.keyLookup = undefined;
+    });
+    this.keyLookup = { since: this.revocationsSeen, holds };
+    return holds;
   }
 
   /**

@@ -15,7 +15,6 @@ import { healthRoutes } from "./routes/health";
 import { metricsRoutes } from "./routes/metrics";
 import { requestLog, unlogged } from "./request-log";
 import { inboxRoutes } from "./routes/inboxes";
-import { downloads } from "./download";
 import { messageRoutes } from "./routes/messages";
 import { draftRoutes } from "./routes/drafts";
 import { threadRoutes } from "./routes/threads";
@@ -40,8 +39,6 @@ export interface HttpAppOptions {
 
 export function createHttpApp(app: App, { beforeEveryRequest }: HttpAppOptions = {}) {
   // Elysia's builder methods return the instance itself: `http.routes` holds every route added below.
-  // One organization's large downloads and answers count together, whichever route serves them.
-  const served = downloads(app.revocations);
   const http = new Elysia();
   /** The route of a method and path pattern, as Elysia keeps it (its schemas and hooks). */
   const routeOf = (method: string, path: string) => http.routes.find((route) => route.method === method && route.path === path);
@@ -89,9 +86,9 @@ export function createHttpApp(app: App, { beforeEveryRequest }: HttpAppOptions =
     .use(authRoutes(app))
     .use(apiKeyRoutes(app))
     .use(inboxRoutes(app))
-    .use(messageRoutes(app, served))
+    .use(messageRoutes(app, app.largeResponses))
     .use(draftRoutes(app))
-    .use(threadRoutes(app, served))
+    .use(threadRoutes(app, app.largeResponses))
     .use(webhookRoutes(app))
     .use(eventRoutes(app))
     .use(domainRoutes(app))

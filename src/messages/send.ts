@@ -260,16 +260,17 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
   // Concurrent sends share one commit (group commit); each still answers only once it is on disk.
   const sent = await app.store
     .transactionBatched(async (tx) => {
-    // Stamped here, not when the request came: a send that composed a large message meanwhile would
-    // otherwise be listed (newest first, by createdAt) below mail stored before it, and a client
-    // that polls the first page would never see it there.
-    const storedAt = app.clock.now();
     // A transaction that emits takes its organizations' event locks before any row (an inbox's
     // delete too), so that none waits for another in a cycle: the recipients are looked up first,
     // holding nothing, to know whose events this send emits (its own, its local copies').
     const recipients: { recipient: string; found?: InboxRecord }[] = [];
     for (const recipient of uniqueRecipients(draft.to, draft.cc, draft.bcc)) recipients.push({ recipient, found: await inboxForAddress(app, tx, recipient) });
     await tx.events.holdOrder([organizationId, ...recipients.flatMap(({ found }) => (found ? [found.organizationId] : []))]);
+    // Stamped here, not when the request came: a send that composed a large message meanwhile would
+    // otherwise be listed (newest first, by createdAt) below mail stored before it, and a client
+    // that polls the first page would never see it there. Once the organization's lock is held (to
+    // the commit, on PostgreSQL), its sends' stamps follow their commits.
+    const storedAt = app.clock.now();
     // Held until the commit (InboxesStore.find); it may have been deleted while the message was composed.
     const inbox = await requireInbox(tx, organizationId, draft.inbox.id);
     const row = sentRow(inbox, draft, await assignThread(tx, inbox, draft, storedAt), messageId, storedAt);

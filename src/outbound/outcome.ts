@@ -86,9 +86,11 @@ function logAttempt(app: App, { delivery, reply, host }: RecipientOutcome, outco
 /**
  * The reply as logged: remote servers name the recipient in it (Postfix: `<ada@example.com>:
  * Recipient address rejected`), and the log keeps a recipient's domain, never the address. The
- * API's `lastResponse` keeps the reply whole.
+ * API's `lastResponse` keeps the reply whole. A local part (quoted or not) is read to 64
+ * characters at most (RFC 5321 §4.5.3.1.1), so that a long reply without an address is scanned
+ * in linear time.
  */
-const withoutAddresses = (reply: string) => reply.replace(/[^\s<>"'(),;:[\]]+@([A-Za-z0-9.-]+)/g, "***@$1");
+const withoutAddresses = (reply: string) => reply.replace(/(?:"(?:[^"\\\r\n]|\\.){0,64}"|[^\s<>"(),;:[\]@]{1,64})@([A-Za-z0-9.-]+)/g, "***@$1");
 
 function setDelivery(tx: Transaction, id: string, status: DeliveryStatus, lastResponse: string, nextAttemptAt: number | null, now: number, attempts?: number) {
   return tx.deliveries.update({ id, status, lastResponse, nextAttemptAt, now, attempts });

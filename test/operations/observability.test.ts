@@ -34,7 +34,7 @@ const linesOf = (event: string) => logLines().filter((line) => line.event === ev
 beforeAll(async () => {
   dns = await startDnsServer();
   sink = await startSmtpSink({
-    respond: (rcpt) => (rcpt.startsWith("later@") ? { code: 451, message: "4.2.0 try again later" } : rcpt.startsWith("gone@") ? { code: 550, message: "5.1.1 <gone@remote.test>: Recipient address rejected: no such user" } : undefined),
+    respond: (rcpt) => (rcpt.startsWith("later@") ? { code: 451, message: "4.2.0 try again later" } : /^(gone|o'brien)@/.test(rcpt) ? { code: 550, message: `5.1.1 <${rcpt}>: Recipient address rejected: no such user` } : undefined),
   });
   dns.set("remote.test", "MX", [{ exchange: "mx.remote.test", priority: 10 }]);
   dns.set("mx.remote.test", "A", ["127.0.0.1"]);
@@ -181,18 +181,20 @@ describe("log lines", () => {
   test("a delivery attempt per recipient: domain, MX host, reply, outcome, next try and give-up time", async () => {
     const sent = await child.api.request("POST", `/v1/inboxes/${account.inbox.id}/messages/send`, {
       token: account.apiKey.key,
-      body: { to: ["ok@remote.test", "later@remote.test", "gone@remote.test"], subject: "Hi", text: "Hi.", html: "<p>Hi.</p>" },
+      body: { to: ["ok@remote.test", "later@remote.test", "gone@remote.test", "o'brien@remote.test"], subject: "Hi", text: "Hi.", html: "<p>Hi.</p>" },
     });
     expect(sent.status).toBe(201);
-    const attempts = await eventually("three attempt lines", () => linesOf("delivery attempt").filter((l) => l.messageId === sent.body.id), (lines) => lines.length === 3);
+    const attempts = await eventually("four attempt lines", () => linesOf("delivery attempt").filter((l) => l.messageId === sent.body.id), (lines) => lines.length === 4);
     const byOutcome = Object.fromEntries(attempts.map((line) => [line.outcome, line]));
+    // Every address the remote server names, apostrophes included.
+    expect(attempts.filter((line) => line.outcome === "bounced").map((line) => line.reply)).toEqual(Array(2).fill("550 5.1.1 <***@remote.test>: Recipient address rejected: no such user"));
     expect(byOutcome.delivered).toMatchObject({ level: "info", domain: "remote.test", mx: "mx.remote.test [127.0.0.1]", attempt: 1 });
     // The remote server named the address in its reply: the line keeps its domain only.
     expect(byOutcome.bounced).toMatchObject({ level: "warn", reply: "550 5.1.1 <***@remote.test>: Recipient address rejected: no such user" });
     expect(byOutcome.deferred).toMatchObject({ level: "warn", reply: expect.stringContaining("451") });
     const { nextAttemptAt, giveUpAfter } = byOutcome.deferred as { nextAttemptAt: string; giveUpAfter: string };
     expect(Date.parse(giveUpAfter)).toBeGreaterThan(Date.parse(nextAttemptAt));
-    for (const address of ["ok@remote.test", "later@remote.test", "gone@remote.test"]) expect(child.output()).not.toContain(address);
+    for (const address of ["ok@remote.test", "later@remote.test", "gone@remote.test", "brien@remote.test"]) expect(child.output()).not.toContain(address);
   });
 
   test("a webhook try that fails logs the host, status and next try; never the URL's path", async () => {
