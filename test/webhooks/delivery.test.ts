@@ -89,6 +89,22 @@ describe("what a delivery carries", () => {
     expect(Date.parse(attempts[0].createdAt)).not.toBeNaN();
   });
 
+  test("the attempts log shows the body that was sent, its attachments without their content (a page of them was gigabytes)", async () => {
+    const s = await subscribe("/with-file", ["message.received"]);
+    const sender = await createInbox(s.organizationId);
+    const recipient = await createInbox(s.organizationId);
+    const file = Buffer.alloc(100_000, 5).toString("base64");
+    const sent = await server.api.post(`/v1/inboxes/${sender.id}/messages/send`, { to: [recipient.email], subject: "With a file", text: "attached", html: "", attachments: [{ name: "f.bin", content: file }] }, s.apiKey);
+    expect(sent.status).toBe(201);
+    await queue.runDueNow();
+    const [delivered] = bodies("/with-file");
+    expect(delivered.data.attachments[0].content).toBe(file);
+    const [attempt] = await attemptsOf(s);
+    const { content: _content, ...listed } = delivered.data.attachments[0];
+    const withoutContent = { ...delivered.data, attachments: [listed] };
+    expect(attempt.payload).toEqual({ ...delivered, data: withoutContent, payload: withoutContent });
+  });
+
   test("the response body is kept in the attempt up to 4 kB", async () => {
     const s = await subscribe("/chatty");
     receiver.respond("/chatty", { status: 500, body: "é".repeat(3000) + "x".repeat(10_000) });

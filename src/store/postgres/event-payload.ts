@@ -4,13 +4,14 @@ import { openPayload, wholePayload } from "../event-payload";
 import { withContent, type PgBlobs } from "./blobs";
 import { listOf, rowsOf, type PgDb } from "./db";
 
-export function payloadReader(db: PgDb, blobs: PgBlobs): (stored: string) => Promise<string> {
+/** `attachmentContents` false: attachments as stored, without their content, whose bytes are then not read. */
+export function payloadReader(db: PgDb, blobs: PgBlobs, { attachmentContents = true } = {}): (stored: string) => Promise<string> {
   const whole = withContent(blobs);
   return async (stored) => {
     const opened = openPayload(stored);
     if (!opened) return stored;
     const rows =
-      opened.attachments.length === 0
+      !attachmentContents || opened.attachments.length === 0
         ? []
         : await rowsOf<{ id: string; content: Buffer; blobId: string | null }>(
             db,
