@@ -13,6 +13,7 @@ export type ReceivedRequest = {
 export type Responder = {
   status?: number; // default 200, or 302 with `redirect`
   delayMs?: number; // wait before answering (timeouts)
+  hold?: Promise<unknown>; // answer once it settles (a try kept in flight while the test acts)
   body?: string;
   redirect?: string; // sent as Location
 };
@@ -46,6 +47,7 @@ export function startWebhookReceiver(options: { tls?: PemCertificate } = {}): We
       });
       const responder = responders.get(url.pathname) ?? {};
       if (responder.delayMs) await Bun.sleep(responder.delayMs);
+      await responder.hold;
       const headers = responder.redirect ? { location: responder.redirect } : undefined;
       const status = responder.status ?? (responder.redirect ? 302 : 200);
       return new Response(responder.body ?? "", { status, headers });

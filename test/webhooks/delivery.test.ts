@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomToken } from "../../src/ids";
 import { insertInbox } from "../../src/inboxes/service";
 import type { WebhookQueue } from "../../src/webhooks/queue";
-import { queryRow, seedOrganization, startTestServer, type TestServer } from "../harness";
+import { eventually, queryRow, seedOrganization, startTestServer, type TestServer } from "../harness";
 import { startWebhookReceiver, type WebhookReceiver } from "../peers/webhook-receiver";
 import { emitEvent, webhookQueue } from "./helpers";
 import { verifyStandardWebhook } from "./standard-webhooks";
@@ -214,6 +214,30 @@ describe("retries (schedule A)", () => {
     return s;
   }
   const redrive = (s: Subscribed, attemptId: string) => server.api.post(`/v1/webhooks/${s.webhook.id}/attempts/${attemptId}/retry`, undefined, s.apiKey);
+
+  test("a re-drive asked while a try is under way: that try's failure leaves the delivery due at once, not after its retry delay", async () => {
+    const s = await subscribe("/busy");
+    const answered = Promise.withResolvers<void>();
+    receiver.respond("/busy", { status: 500, hold: answered.promise });
+    await createInbox(s.organizationId);
+    const running = queue.runDueNow();
+    try {
+      const [inFlight] = await eventually("the try under way", () => attemptsOf(s), (attempts) => attempts.length === 1);
+      expect(inFlight.finishedAt).toBeUndefined();
+      expect(await redrive(s, inFlight.id)).toMatchObject({ status: 200, body: { success: true } });
+    } finally {
+      // The try under way answers 500 (its answer was chosen as it came); the next one, 200.
+      receiver.respond("/busy", { status: 200 });
+      answered.resolve();
+      await running;
+    }
+    await queue.runDueNow();
+    expect(requestsTo("/busy")).toHaveLength(2);
+    expect((await attemptsOf(s)).map((a) => [a.attemptNumber, a.success])).toEqual([
+      [2, true],
+      [1, false],
+    ]);
+  });
 
   test("after the fifth failure the event is discarded and kept; re-driving sends it again with the same id", async () => {
     const s = await discardedDelivery("/down");

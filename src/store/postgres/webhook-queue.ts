@@ -23,10 +23,14 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
   const wholePayload = payloadReader(db, blobs);
   // A delivery ended while its try was under way (its webhook disabled, a newer test in its place)
   // stays ended (../sqlite/webhook-queue.ts); its claim goes either way.
-  const setDelivery = (deliveryId: number, status: string, nextAttemptAt: number | null, now: number) =>
+  // With the try's attempt: a delivery re-driven while that try was under way (changed since its
+  // attempt was made) keeps the re-drive's due time when the try fails, as on SQLite.
+  const setDelivery = (deliveryId: number, status: string, nextAttemptAt: number | null, now: number, attemptId: string | null = null) =>
     db.execute(sql`
       UPDATE webhook_deliveries SET status = CASE status WHEN 'pending' THEN ${status} ELSE status END,
-        next_attempt_at = CASE status WHEN 'pending' THEN ${nextAttemptAt}::bigint ELSE next_attempt_at END,
+        next_attempt_at = CASE WHEN status <> 'pending' THEN next_attempt_at
+          WHEN ${nextAttemptAt}::bigint IS NOT NULL AND updated_at > (SELECT created_at FROM webhook_attempts WHERE id = ${attemptId}::text) THEN least(${nextAttemptAt}::bigint, next_attempt_at)
+          ELSE ${nextAttemptAt}::bigint END,
         claimed_by = NULL, lease_until = NULL, updated_at = ${now} WHERE id = ${deliveryId}`);
   /** Held until the transaction ends; a webhook being deleted is waited for, and then its rows are gone. */
   const holdWebhooksOf = (deliveryIds: number[]) =>
@@ -121,7 +125,7 @@ export function webhookQueueStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, 
         await db.execute(sql`
           UPDATE webhook_attempts SET status_code = ${o.statusCode}, response = ${o.response}, success = ${o.success}, error = ${o.error}, finished_at = ${o.finishedAt}
           WHERE id = ${o.attemptId}`);
-        await setDelivery(o.deliveryId, o.deliveryStatus, o.nextAttemptAt, o.finishedAt);
+        await setDelivery(o.deliveryId, o.deliveryStatus, o.nextAttemptAt, o.finishedAt, o.attemptId);
       }
     },
     async discard(deliveryId: number, now: number): Promise<void> {

@@ -14,7 +14,6 @@ import { pendingTestDeliveriesOf, supersededDelivery } from "../pending-test-del
 import type { PgBlobs } from "./blobs";
 import { firstRow, lockKeys, type PgDb } from "./db";
 import { payloadReader } from "./event-payload";
-import { unheld } from "./leases";
 import { events, webhookAttempts, webhookDeliveries, webhooks } from "./schema/index";
 
 const deliveryColumns = {
@@ -60,12 +59,15 @@ export function webhooksStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, inTr
       .innerJoin(webhookDeliveries, eq(webhookDeliveries.id, webhookAttempts.deliveryId))
       .innerJoin(events, eq(events.id, webhookDeliveries.eventId));
   /** A new delivery of an event, due at `now`: attempts count from 1. */
-  /** Not while a node holds it (a try in flight there): it is due again when that try's outcome says. */
+  /**
+   * Held by a node too (a try in flight there): no node claims it while the lease holds, and a
+   * failure of that try keeps this due time (./webhook-queue.ts, setDelivery).
+   */
   const makeDue = async (deliveryId: number, now: number) => {
     await db
       .update(webhookDeliveries)
       .set({ nextAttemptAt: now, updatedAt: now })
-      .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, "pending"), unheld(now)));
+      .where(and(eq(webhookDeliveries.id, deliveryId), eq(webhookDeliveries.status, "pending")));
   };
   const queueDelivery = async (webhookId: string, eventId: string, now: number) => {
     const [pending] = await db.select({ id: webhookDeliveries.id }).from(webhookDeliveries).where(and(eq(webhookDeliveries.eventId, eventId), eq(webhookDeliveries.webhookId, webhookId), eq(webhookDeliveries.status, "pending")));

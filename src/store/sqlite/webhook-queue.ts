@@ -43,8 +43,14 @@ export const webhookQueueStore = (db: Db, secrets: SecretBox, blobs: BlobStore) 
   // try's attempt row (deleted with the delivery, its id never reused) still names it. Before, a
   // deleted webhook's try marked another webhook's new delivery succeeded, unsent.
   const ofItsAttempt = "EXISTS (SELECT 1 FROM webhook_attempts WHERE id = ?5 AND delivery_id = ?1)";
+  // A delivery re-driven while its try was under way (changed since the try's attempt was made)
+  // keeps the re-drive's due time when the try fails: its retry delay took the re-drive's place.
   const setDelivery = sqlite.query<never, [number, string, number | null, number, string]>(
-    `UPDATE webhook_deliveries SET status = CASE status WHEN 'pending' THEN ?2 ELSE status END, next_attempt_at = CASE status WHEN 'pending' THEN ?3 ELSE next_attempt_at END, updated_at = ?4 WHERE id = ?1 AND ${ofItsAttempt}`,
+    `UPDATE webhook_deliveries SET status = CASE status WHEN 'pending' THEN ?2 ELSE status END,
+       next_attempt_at = CASE WHEN status <> 'pending' THEN next_attempt_at
+         WHEN ?3 IS NOT NULL AND updated_at > (SELECT created_at FROM webhook_attempts WHERE id = ?5) THEN min(?3, next_attempt_at)
+         ELSE ?3 END,
+       updated_at = ?4 WHERE id = ?1 AND ${ofItsAttempt}`,
   );
   const discardDelivery = sqlite.query<never, [number, number]>("UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = ?2 WHERE id = ?1 AND status = 'pending'");
   const dropAttempt = sqlite.query<never, [string]>("DELETE FROM webhook_attempts WHERE id = ?1");
