@@ -35,8 +35,16 @@ async function readLimited(request: Request, limit: number): Promise<string> {
   // are not decoded in the same turn.
   const bytes = Buffer.concat(chunks);
   if (isLarge(total)) await takeTurn();
-  return bytes.toString("utf8");
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    // RFC 8259 §8.1: JSON is UTF-8. Decoded leniently, each byte that is not became U+FFFD, and a
+    // password typed in Latin-1 matched every other one that differed only there.
+    throw new ServiceError("malformed", "The body must be UTF-8 (RFC 8259 §8.1)");
+  }
 }
+
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 const isJsonObject = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
 

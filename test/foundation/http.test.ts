@@ -75,6 +75,15 @@ describe("request bodies", () => {
     expectCors(res.headers);
   });
 
+  test("bytes that are not UTF-8 are 400 (RFC 8259 §8.1), not each read as U+FFFD: two Latin-1 passwords were one", async () => {
+    for (const bytes of [Buffer.from('{"password":"m\xf6tley"}', "latin1"), Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d])]) {
+      const res = await fetch(echoUrl, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${echoKey}` }, body: bytes });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: "The body must be UTF-8 (RFC 8259 §8.1)" });
+    }
+    expect((await post('{"password":"mötley"}')).status).toBe(200);
+  });
+
   test("a string holding NUL (U+0000), in a value or a key, at any depth, is 422; an escaped backslash before u0000 is no NUL", async () => {
     for (const body of ['{"text":"a\\u0000b"}', '{"to":[{"name":"\\u0000"}]}', '{"a\\u0000":1}']) {
       const res = await post(body);
