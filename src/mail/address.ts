@@ -101,7 +101,9 @@ const PLAIN_NAME_ADDR = /^([^"<>,;:\\]*)<([^<>]*)>$/;
  */
 export function parseMailbox(input: string): Mailbox | null {
   const trimmed = input.trim();
-  if (trimmed.length > MAX_INPUT_LENGTH || /[\x00-\x1f\x7f]/.test(trimmed)) return null;
+  // C1 controls and the Unicode line separators too: the name goes into the composed To or Cc
+  // field, where readers show NEL (U+0085) as a line break (./header-text.ts).
+  if (trimmed.length > MAX_INPUT_LENGTH || /[\x00-\x1f\x7f-\x9f\u2028\u2029]/.test(trimmed)) return null;
   if (!trimmed.includes("<")) {
     const parsed = parseAddress(trimmed);
     return parsed ? { address: parsed.address } : null;

@@ -225,6 +225,10 @@ describe("bad input", () => {
       [validSend({ subject: "Hi\nX-Injected: yes" }), "subject"],
       [validSend({ to: ["a@example.com\r\nBcc: victim@example.com"] }), "to[0]"],
       [validSend({ cc: ["a@example.com\nBcc: victim@example.com"] }), "cc[0]"],
+      // A name's C1 controls (NEL shows as a line break; CSI drives terminals) and line separators.
+      [validSend({ to: ["Ada\u0085Lovelace <a@example.com>"] }), "to[0]"],
+      [validSend({ cc: ["Bob\u009b31m <b@example.com>"] }), "cc[0]"],
+      [validSend({ bcc: ["Eve\u2028Smith <e@example.com>"] }), "bcc[0]"],
       [validSend({ attachments: [{ content: "QQ==", name: "a.txt\r\nX-Injected: yes" }] }), "attachments[0].name"],
       [validSend({ attachments: [{ content: "QQ==", contentType: "text/plain\r\nX-Injected: yes" }] }), "attachments[0].contentType"],
       [validSend({ attachments: [{ content: "QQ==", contentType: 'text/plain; x="a\u2028b"' }] }), "attachments[0].contentType"],
