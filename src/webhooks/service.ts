@@ -137,7 +137,8 @@ async function checkUrl(app: App, url: string): Promise<string> {
   // The URL parser forgives what an absolute URL (RFC 3986 §4.3) is not: it drops tabs and line
   // breaks anywhere, trims spaces, and reads `https:///x` or `https:\\x` as https://x/. Refused, so
   // that the URL stored and shown is the one called.
-  if (/[\x00-\x20\x7f]/.test(url) || !/^[a-z][a-z\d+.-]*:\/\/[^/\\]/i.test(url)) throw invalid("url must be an absolute URL, without spaces or control characters");
+  // C1 controls and the Unicode line separators are control characters too (NEL, U+0085, a line break).
+  if (/[\x00-\x20\x7f-\x9f\u2028\u2029]/.test(url) || !/^[a-z][a-z\d+.-]*:\/\/[^/\\]/i.test(url)) throw invalid("url must be an absolute URL, without spaces or control characters");
   const check = checkWebhookUrl(url, app.config.webhookAllowPrivate);
   if (!check.ok) throw invalid(check.reason);
   const host = check.url.hostname;

@@ -85,7 +85,7 @@ describe("at creation", () => {
   });
 
   test("refuses what the URL parser would read as another URL than the one given: no host after the scheme, spaces, line breaks", async () => {
-    for (const url of ["https:///hooks.example.test/x", "https:\\\\hooks.example.test/x", "https:hooks.example.test/x", " https://hooks.example.test/x", "https://hooks.example.test/\r\nX: y", "https://hooks.example.test/a\tb", "hooks.example.test/x"]) {
+    for (const url of ["https:///hooks.example.test/x", "https:\\\\hooks.example.test/x", "https:hooks.example.test/x", " https://hooks.example.test/x", "https://hooks.example.test/\r\nX: y", "https://hooks.example.test/a\tb", "hooks.example.test/x", "https://hooks.example.test/a\u0085b", "https://hooks.example.test/a\u2028b"]) {
       const reply = await create(url);
       expect({ url, status: reply.status, error: reply.body.error }).toEqual({ url, status: 422, error: "url must be an absolute URL, without spaces or control characters" });
     }
