@@ -93,6 +93,12 @@ function refusalOf(body: unknown): Refusal | undefined {
   }
   // MCP 2025-11-25, Tools, "Error Handling": an unknown tool is a protocol error, not a tool's result.
   if (method === "tools/call" && !toolNames.has(String(params?.name))) return { code: ErrorCode.InvalidParams, message: `Unknown tool: ${String(params?.name)}`, id };
+  // The SDK copies the arguments into a new object, which drops an own `__proto__` key: the tool's
+  // strict schema never saw it, and the call ran without it (a draft meant to be scheduled was not).
+  const args = (params as { arguments?: unknown } | undefined)?.arguments;
+  if (method === "tools/call" && typeof args === "object" && args !== null && Object.hasOwn(args, "__proto__")) {
+    return { code: ErrorCode.InvalidParams, message: 'Invalid params for tools/call: arguments: Unrecognized key: "__proto__"', id };
+  }
   return undefined;
 }
 

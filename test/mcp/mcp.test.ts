@@ -329,6 +329,15 @@ describe("from source", () => {
       }
       // A valid call still reaches the tool.
       expect((await post({ jsonrpc: "2.0", id: 8, method: "tools/call", params: { name: "list_inboxes", arguments: {} } })).status).toBe(200);
+      // An argument named __proto__, which the SDK's copy of the arguments would drop, as written in JSON.
+      const before = (await server.api.get("/v1/inboxes", apiKey.key)).body.length;
+      const proto = await fetch(`${baseUrl()}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${apiKey.key}` },
+        body: '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"create_inbox","arguments":{"__proto__":{"name":"x"}}}}',
+      });
+      expect(await proto.json()).toEqual({ jsonrpc: "2.0", id: 9, error: { code: -32602, message: 'Invalid params for tools/call: arguments: Unrecognized key: "__proto__"' } });
+      expect((await server.api.get("/v1/inboxes", apiKey.key)).body).toHaveLength(before);
     });
 
     test("update_message_labels, and the label filter of list_messages and list_threads", async () => {
