@@ -2,7 +2,7 @@
 import { cors } from "@elysiajs/cors";
 import { Elysia } from "elysia";
 import type { App } from "../app";
-import { ServiceError } from "../errors";
+import { invalid, ServiceError } from "../errors";
 import { callerCheckOf } from "./auth";
 import { parseJsonBody, urlHoldsNul } from "./body";
 import { BAD_HOST, requestUrl } from "./request-url";
@@ -62,8 +62,12 @@ export function createHttpApp(app: App, { beforeEveryRequest }: HttpAppOptions =
     )
     .onRequest(({ request }) => {
       // RFC 9112 §3.2: a request without a Host, or with one no URL can hold, is 400 (Bun then gives only its path).
-      if (!requestUrl(request)) throw new ServiceError("malformed", BAD_HOST);
+      const url = requestUrl(request);
+      if (!url) throw new ServiceError("malformed", BAD_HOST);
       if (urlHoldsNul(request.url)) throw new ServiceError("malformed", "The URL must not hold NUL (%00)");
+      // No parameter takes several values: the last one was read, and a bad one before it passed unchecked.
+      const repeated = repeatedParameter(url.searchParams);
+      if (repeated !== undefined) throw invalid(`${JSON.stringify(repeated.slice(0, 100))}: a query parameter given more than once`);
     })
     .onParse(async ({ request, contentType, route, headers, params }) => {
       const credentialCheckOfRoute = () => {
@@ -98,4 +102,13 @@ export function createHttpApp(app: App, { beforeEveryRequest }: HttpAppOptions =
     // The MCP tools call this app itself, in process: `http.handle` is read when a tool runs, once every route is added.
     .use(mcpRoutes(app, (request) => http.handle(unlogged(withinCountedRequest(request)))))
     .use(consoleRoutes());
+}
+
+function repeatedParameter(parameters: URLSearchParams): string | undefined {
+  const seen = new Set<string>();
+  for (const name of parameters.keys()) {
+    if (seen.has(name)) return name;
+    seen.add(name);
+  }
+  return undefined;
 }

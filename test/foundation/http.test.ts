@@ -39,6 +39,16 @@ describe("HTTP envelope", () => {
     expectCors(res.headers);
   });
 
+  test("a query parameter given twice is 422 naming it (the last one was read, a bad one before it unchecked)", async () => {
+    const { apiKey } = await seedOrganization(server.app, "Repeated");
+    for (const query of ["?per=abc&per=2", "?page=1&per=5&page=2"]) {
+      const res = await server.api.get(`/v1/inboxes${query}`, apiKey);
+      expect({ query, status: res.status }).toEqual({ query, status: 422 });
+      expect(res.body.error).toEndWith("a query parameter given more than once");
+    }
+    expect((await server.api.get("/v1/inboxes?page=1&per=5", apiKey)).status).toBe(200);
+  });
+
   test("unknown path is 404 Not found with CORS", async () => {
     const res = await server.api.get("/no/such/path");
     expect(res.status).toBe(404);
