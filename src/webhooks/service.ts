@@ -100,6 +100,8 @@ export async function sendTestEvent(app: App, organizationId: string, id: string
       createdAt: now,
     }),
   );
+  // Written beside the events' path, which wakes the queue at each commit: it slept up to a second.
+  app.queues.wake("webhooks");
   return { success: true };
 }
 
@@ -122,6 +124,7 @@ export async function retryAttempt(app: App, organizationId: string, id: string,
     if (delivery.status === "pending") await tx.webhooks.makeDue(delivery.id, now);
     else await tx.webhooks.queueDelivery(row.id, found.event.id, now);
   });
+  app.queues.wake("webhooks");
   return { success: true };
 }
 
