@@ -725,6 +725,8 @@ export interface WebhooksStore {
   delete(id: string): Promise<void>;
   /** Disables a webhook and discards its pending deliveries (failed, kept for inspection); false when it was not enabled. */
   disable(id: string, reason: string, now: number): Promise<boolean>;
+  /** Discards the webhook's pending deliveries of events of a type it no longer subscribes to (failed, kept for inspection); test events go on. */
+  discardUnsubscribed(id: string, events: string[], now: number): Promise<void>;
   /**
    * An event for this webhook only, due at once: recorded with its delivery, without the fan-out of
    * `events.emit`. It takes the place of the webhook's test deliveries still pending (waiting for a

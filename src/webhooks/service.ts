@@ -69,7 +69,9 @@ export async function updateWebhook(app: App, organizationId: string, id: string
     if (input.enabled === true && !current.enabled) Object.assign(changes, { enabled: true, disabledReason: null, firstFailureAt: null });
     if (changes.url !== undefined && changes.url !== current.url) changes.firstFailureAt = null;
     if (input.enabled === false) await tx.webhooks.disable(current.id, disabledByUserReason, now);
-    const redirected = input.enabled === false || (changes.url !== undefined && changes.url !== current.url);
+    // What it no longer subscribes to goes no more, retries included (test events aside).
+    if (changes.events !== undefined) await tx.webhooks.discardUnsubscribed(current.id, changes.events, now);
+    const redirected = input.enabled === false || changes.events !== undefined || (changes.url !== undefined && changes.url !== current.url);
     return { updated: await tx.webhooks.update(current.id, changes, now), redirected };
   });
   // Once answered, nothing more goes where the webhook no longer sends: not even what was claimed ahead.
@@ -120,6 +122,9 @@ export async function retryAttempt(app: App, organizationId: string, id: string,
     const row = await findWebhook(tx, organizationId, id);
     const found = await tx.webhooks.findAttempt(row.id, attemptId);
     if (!found) throw notFound("Webhook attempt not found");
+    if (!found.event.id.startsWith(testEventIdPrefix) && !row.events.includes(found.event.type as EventName)) {
+      throw invalid(`The webhook no longer subscribes to ${found.event.type}: add it to its events to send this attempt's event again`);
+    }
     const delivery = (await tx.webhooks.findDelivery(found.attempt.deliveryId))!;
     if (delivery.status === "pending") await tx.webhooks.makeDue(delivery.id, now);
     else await tx.webhooks.queueDelivery(row.id, found.event.id, now);

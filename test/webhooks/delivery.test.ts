@@ -239,6 +239,27 @@ describe("retries (schedule A)", () => {
     ]);
   });
 
+  test("an event type taken out of a webhook's events: its retries go no more, and a re-drive of it is 422", async () => {
+    const s = await subscribe("/narrowed", ["inbox.created", "inbox.deleted"]);
+    receiver.respond("/narrowed", { status: 500 });
+    await createInbox(s.organizationId);
+    await queue.runDueNow();
+    expect(requestsTo("/narrowed")).toHaveLength(1);
+    const patched = await server.api.patch(`/v1/webhooks/${s.webhook.id}`, { events: ["inbox.deleted"] }, s.apiKey);
+    expect(patched.status).toBe(200);
+    for (const delay of retryDelays) await advance(delay + 1000);
+    expect(requestsTo("/narrowed")).toHaveLength(1);
+    const [attempt] = await attemptsOf(s);
+    expect(attempt.nextAttemptAt).toBeUndefined();
+    const redriven = await redrive(s, attempt.id);
+    expect(redriven.status).toBe(422);
+    expect(redriven.body.error).toStartWith("The webhook no longer subscribes to inbox.created");
+    // A test event goes whatever the webhook subscribes to.
+    expect((await server.api.post(`/v1/webhooks/${s.webhook.id}/test`, undefined, s.apiKey)).status).toBe(200);
+    await queue.runDueNow();
+    expect(requestsTo("/narrowed")).toHaveLength(2);
+  });
+
   test("after the fifth failure the event is discarded and kept; re-driving sends it again with the same id", async () => {
     const s = await discardedDelivery("/down");
     expect(requestsTo("/down")).toHaveLength(5);

@@ -6,6 +6,7 @@
  * webhooks, so events.emit reads them in the event's own INSERT … SELECT instead: always current on
  * every node, with no cache to forget.
  */
+import { testEventIdPrefix } from "../../events/names";
 import { and, desc, eq, sql } from "drizzle-orm";
 import type { EventRecord, WebhookDeliveryRecord, WebhookRecord } from "../records";
 import type { SecretBox } from "../secret-box";
@@ -108,6 +109,12 @@ export function webhooksStore(db: PgDb, secrets: SecretBox, blobs: PgBlobs, inTr
         UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, claimed_by = NULL, lease_until = NULL, updated_at = ${now}
         WHERE next_attempt_at IS NOT NULL AND webhook_id = ${id}`);
       return true;
+    },
+    async discardUnsubscribed(id: string, subscribed: string[], now: number): Promise<void> {
+      await db.execute(sql`
+        UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, claimed_by = NULL, lease_until = NULL, updated_at = ${now}
+        WHERE next_attempt_at IS NOT NULL AND webhook_id = ${id} AND NOT starts_with(event_id, ${testEventIdPrefix}::text)
+          AND (SELECT type FROM events WHERE events.id = webhook_deliveries.event_id) NOT IN (SELECT jsonb_array_elements_text(${JSON.stringify(subscribed)}::text::jsonb))`);
     },
     async queueTestEvent(webhookId: string, event: EventRecord): Promise<void> {
       await db.update(webhookDeliveries).set(supersededDelivery(event.createdAt)).where(pendingTestDeliveriesOf(webhookDeliveries, webhookId));

@@ -2,6 +2,7 @@
  * Webhook endpoints and their attempts log. Endpoints are found by organization, and everything
  * else through an endpoint, so one tenant never reaches another's webhooks or attempts.
  */
+import { testEventIdPrefix } from "../../events/names";
 import { and, desc, eq, sql } from "drizzle-orm";
 import { events, webhookAttempts, webhookDeliveries, webhooks } from "./schema/index";
 import type { BlobStore } from "./blobs";
@@ -67,6 +68,12 @@ export const webhooksStore = (db: Db, secrets: SecretBox, blobs: BlobStore, subs
       // Pending deliveries are those in the due index, which is as small as the backlog.
     db.run(sql`UPDATE webhook_deliveries INDEXED BY webhook_deliveries_due SET status = 'failed', next_attempt_at = NULL, updated_at = ${now} WHERE next_attempt_at IS NOT NULL AND webhook_id = ${id}`);
       return true;
+    },
+    discardUnsubscribed(id: string, subscribed: string[], now: number) {
+      db.run(sql`
+        UPDATE webhook_deliveries INDEXED BY webhook_deliveries_due SET status = 'failed', next_attempt_at = NULL, updated_at = ${now}
+        WHERE next_attempt_at IS NOT NULL AND webhook_id = ${id} AND substr(event_id, 1, ${testEventIdPrefix.length}) <> ${testEventIdPrefix}
+          AND (SELECT type FROM events WHERE events.id = webhook_deliveries.event_id) NOT IN (SELECT value FROM json_each(${JSON.stringify(subscribed)}))`);
     },
     /** An event for one webhook only, due at once: written with its delivery, bypassing the fan-out. */
     queueTestEvent(webhookId: string, event: EventRow) {
