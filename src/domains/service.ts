@@ -1,7 +1,7 @@
 /** Custom domains of an organization: add, list, look up, verify, rotate DKIM keys, delete. */
 import type { App } from "../app";
 import { dkimSelector, generateDkimKeys, type DkimKey } from "../dkim/keys";
-import { conflict, invalid, notFound } from "../errors";
+import { conflict, invalid, notFound, ServiceError } from "../errors";
 import { newId } from "../ids";
 import { presentTlsReport } from "../mta-sts/present";
 import { deleteMessagesInSlices, removeInbox } from "../inboxes/service";
@@ -138,20 +138,37 @@ function nextRotationSuffix(keys: DkimKeyRecord[], date: Date): string {
 }
 
 /**
+ * Key generations of a domain in one UTC day, its first included: each rotation's selectors take
+ * the next number, and a client that rotated in a loop made them without end (the 10,000th made
+ * record names too long for DNS; each costs an RSA key's generation).
+ */
+const MAX_KEY_GENERATIONS_PER_DAY = 10;
+
+/** The suffix, unless the day's generations are spent: 429 until the next UTC day. */
+function generationAllowed(suffix: string, date: Date): string {
+  if (suffix === "" || Number(suffix) <= MAX_KEY_GENERATIONS_PER_DAY) return suffix;
+  const nextDay = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1);
+  throw new ServiceError("rate_limited", `At most ${MAX_KEY_GENERATIONS_PER_DAY} generations of DKIM keys a day per domain: rotate again after midnight UTC`, {
+    "Retry-After": String(Math.ceil((nextDay - date.getTime()) / 1000)),
+  });
+}
+
+/**
  * Adds a new key pair under new selectors. The current keys keep signing until the new records
  * verify; then they retire but stay listed (mail they signed is still being verified) until
  * their records are removed from DNS. Keys of an earlier rotation that never verified are
  * replaced, since nothing was ever signed with them.
  */
 export async function rotateDkimKeys(app: App, organizationId: string, idOrName: string) {
-  await findDomain(app.store, organizationId, idOrName);
   const date = app.clock.date();
+  // Looked at before the keys are made, which costs an RSA key's generation, and again in the transaction.
+  generationAllowed(nextRotationSuffix(await app.store.dkimKeys.forDomain((await findDomain(app.store, organizationId, idOrName)).name), date), date);
   const generated = await generateDkimKeys(date);
   return app.store.transaction(async (tx) => {
     const row = await findDomain(tx, organizationId, idOrName);
     const now = app.clock.now();
     const keys = await tx.dkimKeys.forDomain(row.name);
-    const suffix = nextRotationSuffix(keys, date);
+    const suffix = generationAllowed(nextRotationSuffix(keys, date), date);
     for (const key of keys) if (key.status === "pending") await tx.dkimKeys.remove(key.id);
     const renamed = generated.map((key) => ({ ...key, selector: dkimSelector(date, key.algorithm, suffix) }));
     await tx.dkimKeys.insert(keyRows(renamed, row.name, organizationId, now));

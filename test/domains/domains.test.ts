@@ -559,6 +559,19 @@ describe("DKIM key rotation", () => {
     expect(cleaned.body.status).toBe("verified");
   });
 
+  test("at most 10 generations of keys a day: the next rotation is 429 with Retry-After until midnight UTC, and makes no key", async () => {
+    const domain = await createDomain("rotateloop.example");
+    for (let generation = 2; generation <= 10; generation++) expect((await post(`/v1/domains/${domain.id}/rotate-dkim`)).status).toBe(200);
+    const keys = (await server.app.store.dkimKeys.forDomain("rotateloop.example")).map((key) => key.selector);
+    const refused = await post(`/v1/domains/${domain.id}/rotate-dkim`);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toStartWith("At most 10 generations of DKIM keys a day per domain");
+    const now = new Date(server.clock.now());
+    const untilMidnight = Math.ceil((Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000);
+    expect(Number(refused.headers.get("retry-after"))).toBeWithin(untilMidnight - 5, untilMidnight + 1);
+    expect((await server.app.store.dkimKeys.forDomain("rotateloop.example")).map((key) => key.selector)).toEqual(keys);
+  });
+
   test("rotating again before the new keys verified replaces them under fresh selectors", async () => {
     const domain = await createDomain("rerotate.example");
     const first = await post(`/v1/domains/${domain.id}/rotate-dkim`);
