@@ -10,7 +10,7 @@ import type { Aggregates, DkimKeyRecord, DomainRecord, Transaction } from "../st
 import { isSameOrSubdomain, normalizeDomainName } from "./name";
 import { claimRecord, publishesClaim } from "./ownership";
 import { checkedRecords, presentDomain, presentRecord } from "./present";
-import { MAX_CUSTOM_DOMAIN_LENGTH } from "./records";
+import { dkimRecordName, MAX_CUSTOM_DOMAIN_LENGTH } from "./records";
 import { SETUP_CHECK_INTERVAL_MS } from "./status";
 import { saveDomainState, verifyDomainRecords } from "./verification";
 
@@ -56,7 +56,9 @@ export async function createDomain(app: App, organizationId: string, input: { na
   const proven = held && held.organizationId !== organizationId && (await publishesClaim(app.resolver, claimRecord(app.store, organizationId, held.id, name)));
   const provenClaimId = proven ? held.id : undefined;
   claimToTake(app, held, organizationId, name, provenClaimId);
-  const keys = await generateDkimKeys(app.clock.date());
+  const date = app.clock.date();
+  const suffix = await unpublishedSuffix(app, name, date);
+  const keys = (await generateDkimKeys(date)).map((key) => ({ ...key, selector: dkimSelector(date, key.algorithm, suffix) }));
   if (held && provenClaimId) await deleteMessagesOfInboxesOnDomain(app, held.organizationId, name);
   return app.store.transaction(async (tx) => {
     // Again: another request may have claimed the name while the keys were being generated.
@@ -135,6 +137,22 @@ function nextRotationSuffix(keys: DkimKeyRecord[], date: Date): string {
     if (suffix !== undefined && /^\d*$/.test(suffix)) highest = Math.max(highest, suffix ? Number(suffix) : 1);
   }
   return highest === 0 ? "" : String(highest + 1);
+}
+
+/**
+ * The selector suffix of a new domain's first keys: today's first whose records DNS does not
+ * publish yet. A name deleted and added again the same day got new keys under the names its
+ * earlier keys were published at: resolvers that cached those refused the new signatures for up
+ * to their TTL. A look-up that fails counts as nothing published.
+ */
+async function unpublishedSuffix(app: App, name: string, date: Date): Promise<string> {
+  for (let generation = 1; generation <= MAX_KEY_GENERATIONS_PER_DAY; generation++) {
+    const suffix = generation === 1 ? "" : String(generation);
+    const names = (["rsa-sha256", "ed25519-sha256"] as const).map((algorithm) => dkimRecordName(dkimSelector(date, algorithm, suffix), name));
+    const published = await Promise.all(names.map((recordName) => app.resolver.txt(recordName).then((records) => records.length > 0, () => false)));
+    if (!published.includes(true)) return suffix;
+  }
+  return generationAllowed(String(MAX_KEY_GENERATIONS_PER_DAY + 1), date);
 }
 
 /**

@@ -559,6 +559,16 @@ describe("DKIM key rotation", () => {
     expect(cleaned.body.status).toBe("verified");
   });
 
+  test("a name added again the same day, whose earlier keys DNS still publishes, gets its new keys under the next selectors", async () => {
+    const first = await createDomain("readd.example");
+    publishRecords(dns, first.records);
+    expect((await del(`/v1/domains/${first.id}`)).status).toBe(200);
+    const again = await createDomain("readd.example");
+    const selectors = (records: ApiRecord[]) => records.filter((record) => record.name.includes("._domainkey.")).map((record) => record.name.split(".")[0].replace(/\d{8}/, ""));
+    expect(selectors(first.records)).toEqual(["inboxdr", "inboxde"]);
+    expect(selectors(again.records)).toEqual(["inboxdr2", "inboxde2"]);
+  });
+
   test("at most 10 generations of keys a day: the next rotation is 429 with Retry-After until midnight UTC, and makes no key", async () => {
     const domain = await createDomain("rotateloop.example");
     for (let generation = 2; generation <= 10; generation++) expect((await post(`/v1/domains/${domain.id}/rotate-dkim`)).status).toBe(200);
