@@ -97,6 +97,8 @@ describe("two changes at once", () => {
     for (let round = 0; round < rounds; round++) {
       const results = await Promise.all([outcome(rotateDkimKeys(server.app, organizationId, name)), outcome(rotateDkimKeys(server.app, organizationId, name))]);
       expect(results).toEqual(["ok", "ok"]);
+      // A domain gets 10 generations of keys a day: the rounds spread over days.
+      if (round % 4 === 3) server.clock.advance(24 * 60 * 60_000);
     }
     const selectors = (await server.app.store.dkimKeys.forDomain(name)).map((key) => key.selector);
     expect(new Set(selectors).size).toBe(selectors.length);
