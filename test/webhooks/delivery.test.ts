@@ -231,8 +231,9 @@ describe("retries (schedule A)", () => {
       answered.resolve();
       await running;
     }
+    await eventually("the failed try recorded", () => attemptsOf(s), (attempts) => attempts[0]?.finishedAt !== undefined);
     await queue.runDueNow();
-    expect(requestsTo("/busy")).toHaveLength(2);
+    await eventually("the re-driven try", async () => requestsTo("/busy").length, (count) => count === 2);
     expect((await attemptsOf(s)).map((a) => [a.attemptNumber, a.success])).toEqual([
       [2, true],
       [1, false],
