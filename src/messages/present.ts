@@ -161,20 +161,25 @@ export type MessageSummary = ReturnType<typeof presentMessageSummary>;
 
 /** Stored messages with their attachments and deliveries, read in two queries whatever their number. */
 export async function presentStoredMessages(store: Aggregates, rows: MessageRecord[], retryDelays: readonly number[]): Promise<Message[]> {
-  const ids = rows.map((row) => row.id);
-  const attachments = groupBy(await store.messages.attachmentsOf(ids), (row) => row.messageId);
-  const deliveries = groupBy(await store.messages.deliveriesOf(ids), (row) => row.messageId);
+  const { attachments, deliveries } = await partsOf(store, rows, store.messages.attachmentsOf);
   return rows.map((row) => presentMessage(row, attachments.get(row.id) ?? [], deliveries.get(row.id) ?? [], retryDelays));
 }
 
 /** As presentStoredMessages, or with each attachment listed without its content, whose bytes are then never read. */
 export async function presentShownMessages(store: Aggregates, rows: MessageRecord[], retryDelays: readonly number[], attachmentContent: boolean): Promise<ShownMessage[]> {
   if (attachmentContent) return presentStoredMessages(store, rows, retryDelays);
-  const ids = rows.map((row) => row.id);
-  const attachments = groupBy(await store.messages.attachmentListingsOf(ids), (row) => row.messageId);
-  const deliveries = groupBy(await store.messages.deliveriesOf(ids), (row) => row.messageId);
+  const { attachments, deliveries } = await partsOf(store, rows, store.messages.attachmentListingsOf);
   // The same key order as a message with content: `attachments` keeps its place in the spread.
   return rows.map((row) => ({ ...presentMessage(row, [], deliveries.get(row.id) ?? [], retryDelays), attachments: (attachments.get(row.id) ?? []).map(presentListedAttachment) }));
+}
+
+/** The messages' attachments (read by `readAttachments`) and deliveries, by message id. */
+async function partsOf<A extends { messageId: string }>(store: Aggregates, rows: MessageRecord[], readAttachments: (ids: string[]) => Promise<A[]>) {
+  const ids = rows.map((row) => row.id);
+  return {
+    attachments: groupBy(await readAttachments.call(store.messages, ids), (row) => row.messageId),
+    deliveries: groupBy(await store.messages.deliveriesOf(ids), (row) => row.messageId),
+  };
 }
 
 /** A thread with what a mail list shows of it (`overview`: its newest message's sender and text, labels, unread count). */
