@@ -444,11 +444,16 @@ describe("routing (RFC 5321 §5.1)", () => {
   });
 
   /**
-   * Six messages from a new inbox to `domain` (MX at `address`): one lane sends the first, whose
+   * Six messages from a new inbox to `domain` (MX at `address`): a lane sends the first, whose
    * reply at the end of the data is held (continuation lines meanwhile, RFC 5321 §4.2.1, so that
-   * no reply timeout ends it) while `meanwhile` runs; the other five wait in the lane's backlog.
-   * Returns how many messages the MX got to the end of.
+   * no reply timeout ends it) while `meanwhile` runs; the rest wait in the lanes' backlogs.
+   * The queue runs while the messages are sent, so a second lane (the per-domain limit) may
+   * open with the later ones and be past its check when `meanwhile` runs: up to one message a
+   * lane goes out, never the backlogs. Returns how many messages the MX got to the end of.
    */
+  /** Messages to one domain in flight at once: one a lane. */
+  const inFlightAtMost = () => w.server.app.config.deliveryConcurrencyPerDomain;
+
   async function withBacklogHeld(domain: string, address: string, meanwhile: (inboxId: string) => Promise<void>): Promise<number> {
     const held: { socket: net.Socket; waiting: ReturnType<typeof setInterval> }[] = [];
     let answered = 0;
@@ -485,14 +490,14 @@ describe("routing (RFC 5321 §5.1)", () => {
     const answered = await withBacklogHeld("held.test", "127.0.0.6", async (inboxId) => {
       expect((await w.server.api.request("DELETE", `/v1/inboxes/${inboxId}`, { token: w.apiKey })).status).toBe(200);
     });
-    expect(answered).toBe(1);
+    expect(answered).toBeWithin(1, inFlightAtMost() + 1);
   });
 
   test.skipIf(!onPostgres)("messages another node took over (this node paused, or cut off from the database, past its lease) are not sent by this one too", async () => {
     const answered = await withBacklogHeld("taken-over.test", "127.0.0.7", async () => {
       await queryRows(w.server.app, "UPDATE deliveries SET claimed_by = 'another-node:/var/lib/inboxd#1' WHERE domain = 'taken-over.test'");
     });
-    expect(answered).toBe(1);
+    expect(answered).toBeWithin(1, inFlightAtMost() + 1);
   });
 
   test("connections are reused: ten messages to one domain travel over at most two (the per-domain limit)", async () => {
