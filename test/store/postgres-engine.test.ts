@@ -2,6 +2,7 @@
 // start together, nested transactions as savepoints, statements rendered once on any connection, event ids in commit order whatever the
 // writers and their clocks, a drizzle schema that agrees with the migrations, large values staged and claimed, case-insensitive addresses and
 // substring search, counters shared by two nodes, and a node with another secret key refused.
+import { SQL } from "bun";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,7 +15,7 @@ import { ConfigError, loadConfig } from "../../src/config";
 import { newId } from "../../src/ids";
 import { createLogger } from "../../src/log";
 import type { MessageRecord } from "../../src/store";
-import { connect } from "../../src/store/postgres/connection";
+import { connect, SERVER_DEADLINE_SECONDS } from "../../src/store/postgres/connection";
 import { createPostgresStore, openPostgresStore } from "../../src/store/postgres/index";
 import { leasesOf } from "../../src/store/postgres/leases";
 import { migrate } from "../../src/store/postgres/migrate";
@@ -87,6 +88,18 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     const columnsOf = (table: string) => created.filter((row) => row.table === table).map((row) => row.column).sort();
     expect(tables.map((table) => table.name).sort()).toEqual([...new Set(created.map((row) => row.table))].sort());
     for (const table of tables) expect({ table: table.name, columns: table.columns.map((column) => column.name).sort() }).toEqual({ table: table.name, columns: columnsOf(table.name) });
+  });
+
+  test("the server bounds each statement and each transaction left idle (a node frozen inside one holds its row locks no longer); a migration is not bounded", async () => {
+    const bound = `${SERVER_DEADLINE_SECONDS}s`;
+    expect(await raw("SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle")).toEqual([{ statement: bound, idle: bound }]);
+    // A pool whose statements may take a millisecond at most still creates the whole schema.
+    const hurried = new SQL(await postgres.createDatabase("inboxd_hurried_migration"), { max: 1, connection: { statement_timeout: "1ms" } });
+    try {
+      expect(await migrate(hurried, clock.now())).toHaveLength(migrations.length);
+    } finally {
+      await hurried.close();
+    }
   });
 
   test("a nested transaction is a savepoint: its failure, caught, undoes its own writes only; an outer failure undoes all", async () => {

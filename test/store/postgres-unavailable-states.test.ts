@@ -5,10 +5,11 @@ import { isConnectionFailure } from "../../src/store/postgres/unavailable";
 
 const serverError = (errno: string, message: string) => new Error("Failed query: select 1\nparams: ", { cause: Object.assign(new Error(message), { errno }) });
 
-test("an operator's statement_timeout or lock_timeout ending a statement that waited for a lock is out of reach for a moment, as a deadlock or a shutdown is", () => {
+test("a statement deadline, a lock_timeout or an idle-in-transaction timeout ending a statement or a session is out of reach for a moment, as a deadlock or a shutdown is", () => {
   for (const [errno, message] of [
     ["57014", "canceling statement due to statement timeout"],
     ["55P03", "canceling statement due to lock timeout"],
+    ["25P03", "terminating connection due to idle-in-transaction timeout"],
     ["40P01", "deadlock detected"],
     ["57P01", "terminating connection due to administrator command"],
   ]) {

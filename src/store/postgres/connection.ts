@@ -7,6 +7,7 @@
  * the CA the server is verified against (verify-full).
  */
 import { SQL } from "bun";
+import { ANSWER_DEADLINE_SECONDS } from "./unavailable";
 
 /** Connections per node: each transaction holds one from BEGIN to COMMIT. */
 export const POOL_SIZE = 20;
@@ -25,7 +26,21 @@ export function unreachable(error: unknown, databaseUrl: string, where: string):
   return new Error(`${where}: cannot reach PostgreSQL at ${hostname}:${port || 5432} (${(error as Error).message}, ${code})`);
 }
 
-export function connect(databaseUrl: string): SQL {
+/**
+ * The server's own bound on a statement, and on a transaction left idle: twice the time a caller
+ * waits for an answer (ANSWER_DEADLINE_SECONDS). The caller's deadline only stops the waiting:
+ * without these, a statement it gave up on ran on and held its connection and its locks, and a
+ * node frozen inside a transaction (a paused VM, SIGSTOP) held its row locks for as long as its
+ * socket stayed open, stalling every other node's turns on those rows. PostgreSQL ends the one
+ * (57014) and the session of the other (25P03); both are "unavailable" to the caller, tried again.
+ */
+export const SERVER_DEADLINE_SECONDS = 2 * ANSWER_DEADLINE_SECONDS;
+
+/**
+ * A pool on `databaseUrl`. With `serverDeadlines` false (a copy between engines, whose reads
+ * run long by design), statements and transactions are not bounded by the server.
+ */
+export function connect(databaseUrl: string, { serverDeadlines = true }: { serverDeadlines?: boolean } = {}): SQL {
   const url = new URL(databaseUrl);
   const rootCert = url.searchParams.get("sslrootcert");
   url.searchParams.delete("sslrootcert");
@@ -34,6 +49,8 @@ export function connect(databaseUrl: string): SQL {
     // Connections closed now and then, so that a pool whose server went away and came back heals.
     idleTimeout: 60,
     connectionTimeout: CONNECT_TIMEOUT_SECONDS,
+    // Sent in each connection's StartupMessage: every connection of the pool has them from its start.
+    ...(serverDeadlines ? { connection: { statement_timeout: `${SERVER_DEADLINE_SECONDS}s`, idle_in_transaction_session_timeout: `${SERVER_DEADLINE_SECONDS}s` } } : {}),
     ...(rootCert ? { tls: Bun.file(rootCert) } : {}),
   });
 }

@@ -13,6 +13,8 @@ const MIGRATION_LOCK = 0x696e626f7864;
 
 export async function migrate(client: BunSql, now: number): Promise<string[]> {
   return client.begin(async (tx) => {
+    // A migration may rewrite a large table: the pool's statement deadline (./connection.ts) does not apply to it.
+    await tx.unsafe("SET LOCAL statement_timeout = 0");
     await tx.unsafe("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
     await tx.unsafe("CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at bigint NOT NULL)");
     const applied = new Set(((await tx.unsafe("SELECT version FROM schema_migrations")) as { version: string }[]).map((row) => row.version));

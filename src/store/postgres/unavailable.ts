@@ -25,11 +25,13 @@ const CONNECTION_CODES = new Set([
  * (connection exception), 57P01-57P03 (shut down by an administrator, crashed, cannot connect
  * now: starting, stopping, recovering), 53300 (too many connections), 25006 (a read-only
  * transaction: a failover left this node on a standby for a moment); 40P01 and 40001 (the
- * server chose this transaction to end a deadlock or a serialization conflict); and 57014 and
- * 55P03 (an operator's statement_timeout or lock_timeout ended it, waiting for a lock another
- * held): not this statement's fault either, and tried again the same way.
+ * server chose this transaction to end a deadlock or a serialization conflict); 57014 and 55P03
+ * (a statement deadline, the pool's own (./connection.ts) or an operator's, or lock_timeout
+ * ended it, mostly waiting for a lock another held); and 25P03 (the server ended a transaction
+ * left idle: this node was frozen inside it): not this statement's fault either, and tried again
+ * the same way.
  */
-const UNAVAILABLE_STATES = /^(08...|57P0[123]|53300|25006|40P01|40001|57014|55P03)$/;
+const UNAVAILABLE_STATES = /^(08...|57P0[123]|53300|25006|40P01|40001|57014|55P03|25P03)$/;
 
 /** Whether `error` (or the driver error drizzle wraps as its cause) is the database being out of reach. */
 export function isConnectionFailure(error: unknown): boolean {
