@@ -8,7 +8,7 @@
 import { Elysia, t } from "elysia";
 import type { App } from "../app";
 import { invalid } from "../errors";
-import { beginIdempotent, completeIdempotent, fingerprintOf, keyLifetimeMs, maxKeyLength } from "../idempotency/keys";
+import { beginIdempotent, completeIdempotent, fingerprintOf, keyLifetimeMs, maxKeyHeaderLength, maxKeyLength } from "../idempotency/keys";
 import { currentRateLimit, rateLimitHeaders } from "../messages/rate-limit";
 
 /** The requests this process runs as the first with their key, until their response is recorded. */
@@ -27,7 +27,7 @@ const idempotentRouteOf = <R extends Replay>(replay: R) => ({
   headers: t.Object(
     {
       "idempotency-key": t.Optional(
-        t.String({ minLength: 1, maxLength: maxKeyLength, pattern: "^[ -~]+$", error: `must be 1 to ${maxKeyLength} printable ASCII characters`, description: keyDescription }),
+        t.String({ minLength: 1, maxLength: maxKeyHeaderLength, pattern: "^[ -~]+$", error: `must be 1 to ${maxKeyLength} printable ASCII characters`, description: keyDescription }),
       ),
     },
     // The other headers stay: Elysia would otherwise drop those the schema does not list (Authorization).
@@ -57,8 +57,10 @@ export const idempotency = (app: App) =>
         // The API key guard, which every route using this runs first, resolved it.
         const { organizationId } = context as typeof context & { organizationId: string };
         const key = keyOf(header);
-        if (key === "") throw invalid(`idempotency-key: must be 1 to ${maxKeyLength} printable ASCII characters`);
-        const begun = await beginIdempotent(app, organizationId, key, fingerprintOf(context.request.method, context.path, context.body));
+        // The length is the key's, unquoted (a quoted 255-character key is 257 long).
+        if (key === "" || key.length > maxKeyLength) throw invalid(`idempotency-key: must be 1 to ${maxKeyLength} printable ASCII characters`);
+        const inboxId = (context.params as { inboxId?: string } | undefined)?.inboxId;
+        const begun = await beginIdempotent(app, organizationId, key, fingerprintOf(context.request.method, context.path, context.body), inboxId ?? null);
         if (!begun.first) {
           const rateLimit = replay === "rateLimited" ? rateLimitHeaders(await currentRateLimit(app, organizationId, app.clock.now())) : {};
           return new Response(new Uint8Array(begun.body), { status: begun.statusCode, headers: { "content-type": "application/json", "idempotent-replayed": "true", ...rateLimit } });

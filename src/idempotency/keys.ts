@@ -13,6 +13,8 @@ import { conflict, invalid } from "../errors";
 
 export const keyLifetimeMs = 24 * 60 * 60 * 1000;
 export const maxKeyLength = 255;
+/** The longest header that can hold a key: quoted as a Structured Fields string, each character escaped. */
+export const maxKeyHeaderLength = 2 * maxKeyLength + 2;
 
 export type Begun = { first: true } | { first: false; statusCode: number; body: Buffer };
 
@@ -21,10 +23,10 @@ export const fingerprintOf = (method: string, path: string, body: unknown) =>
   createHash("sha256").update(`${method} ${path}\n${JSON.stringify(body ?? null)}`).digest("hex");
 
 /** Records the key as running, or says what an earlier request with it answered. */
-export async function beginIdempotent(app: App, organizationId: string, key: string, fingerprint: string): Promise<Begun> {
+export async function beginIdempotent(app: App, organizationId: string, key: string, fingerprint: string, inboxId: string | null): Promise<Begun> {
   const now = app.clock.now();
   const held = await app.store.transaction((tx) =>
-    tx.idempotencyKeys.begin({ organizationId, key, fingerprint, statusCode: null, responseBody: null, blobId: null, createdAt: now, expiresAt: now + keyLifetimeMs }, now),
+    tx.idempotencyKeys.begin({ organizationId, key, fingerprint, statusCode: null, responseBody: null, blobId: null, createdAt: now, expiresAt: now + keyLifetimeMs, inboxId }, now),
   );
   if (!held) return { first: true };
   if (held.fingerprint !== fingerprint) throw invalid("Idempotency-Key: already used in the last 24 hours for a different request (method, path or body)");

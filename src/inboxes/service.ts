@@ -160,6 +160,8 @@ export async function removeInbox(app: App, tx: Transaction, organizationId: str
   await tx.events.holdOrder([organizationId]);
   const row = await tx.inboxes.delete(organizationId, inboxId);
   if (!row) throw notFound("Inbox not found");
+  // A kept response to a send from it holds its mail (attachment content included) for 24 hours.
+  await tx.idempotencyKeys.forgetInbox(organizationId, inboxId);
   const inbox = presentInbox(row);
   await tx.events.emit({ organizationId, type: "inbox.deleted", inboxId, payload: inbox }, app.clock.now());
   return inbox;

@@ -364,6 +364,8 @@ export interface IdempotencyKeyRecord {
   blobId: string | null;
   createdAt: number;
   expiresAt: number;
+  /** The inbox the request's path named, if any: the key and its response go with it. */
+  inboxId: string | null;
 }
 
 /** One policy domain's part of a TLS report (RFC 8460 §4.4) that a sending system mailed to us. */

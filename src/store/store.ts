@@ -887,5 +887,7 @@ export interface IdempotencyKeysStore {
   release(organizationId: string, key: string): Promise<void>;
   /** Keys still running from a process before `startedAt` (a crash): forgotten, as release does. */
   releaseUnfinished(startedAt: number): Promise<number>;
+  /** The keys of requests that named the inbox, with their responses: the inbox is deleted. */
+  forgetInbox(organizationId: string, inboxId: string): Promise<void>;
 }
 

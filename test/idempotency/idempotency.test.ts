@@ -113,6 +113,11 @@ describe("Idempotency-Key on send", () => {
     const quoted = await post(sendPath(), body("Quoted"), `"${bare}"`);
     expect(quoted.headers.get("idempotent-replayed")).toBe("true");
     expect(await sentWithSubject("Quoted")).toBe(1);
+    // The edge is the key's, unquoted.
+    expect((await post(sendPath(), body("Long key"), `"${"k".repeat(255)}"`)).headers.get("idempotent-replayed")).toBe("true");
+    expect(await post(sendPath(), body("Too long key"), `"${"k".repeat(256)}"`)).toMatchObject({ status: 422, body: { error: "idempotency-key: must be 1 to 255 printable ASCII characters" } });
+    expect(await post(sendPath(), body("Too long key"), "k".repeat(2 * 255 + 3))).toMatchObject({ status: 422 });
+    expect(await sentWithSubject("Long key")).toBe(1);
   });
 
   test("a refusal is the request's answer and is replayed (404, 422); a retry after a 429 runs again", async () => {
@@ -189,6 +194,21 @@ describe("Idempotency-Key on the other creating POSTs", () => {
     expect(retry.body.id).toBe(first.body.id);
     expect((await post(path, undefined)).status).toBe(409);
     expect(await sentWithSubject("Draft once")).toBe(1);
+  });
+});
+
+describe("Idempotency-Key and a deleted inbox", () => {
+  test("a kept response (attachment content included) goes with the inbox it was sent from: a retry after the delete is the missing inbox's 404", async () => {
+    const sender = await createInbox(server, key);
+    const idempotencyKey = newKey();
+    const body = validSend({ to: [colleague.email], subject: "Sent, then deleted", attachments: [{ content: Buffer.alloc(400 * 1024, 5).toString("base64"), name: "kept.bin" }] });
+    expect((await post(sendPath(sender.id), body, idempotencyKey)).status).toBe(201);
+    const kept = (await queryRow<{ blobId: string }>(server.app, "SELECT blob_id AS \"blobId\" FROM idempotency_keys WHERE inbox_id = ?", sender.id))!;
+    expect(kept.blobId).not.toBeNull();
+    expect((await server.api.request("DELETE", `/v1/inboxes/${sender.id}`, { token: key })).status).toBe(200);
+    expect((await queryRow<{ n: number }>(server.app, "SELECT count(*) AS n FROM blob_chunks WHERE blob_id = ?", kept.blobId))!.n).toBe(0);
+    const retry = await post(sendPath(sender.id), body, idempotencyKey);
+    expect({ status: retry.status, body: retry.body, replayed: retry.headers.get("idempotent-replayed") }).toEqual({ status: 404, body: { error: "Inbox not found" }, replayed: null });
   });
 });
 

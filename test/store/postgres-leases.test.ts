@@ -208,7 +208,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     const now = clock.now();
     const organizationId = newId("org");
     await first.store.accounts.createOrganization({ id: organizationId, name: "Keys" }, now);
-    const key = (name: string) => ({ organizationId, key: name, fingerprint: "f", statusCode: null, responseBody: null, blobId: null, createdAt: now, expiresAt: now + 86_400_000 });
+    const key = (name: string) => ({ organizationId, key: name, fingerprint: "f", statusCode: null, responseBody: null, blobId: null, createdAt: now, expiresAt: now + 86_400_000, inboxId: null });
     expect(await first.store.idempotencyKeys.begin(key("of-the-crashed-run"), now)).toBeUndefined();
     expect(await other.store.idempotencyKeys.begin(key("of-the-live-node"), now)).toBeUndefined();
     clock.advance(1_000);
@@ -224,7 +224,7 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     const now = clock.now();
     const organizationId = newId("org");
     await dead.store.accounts.createOrganization({ id: organizationId, name: "Keys" }, now);
-    const key = (name: string) => ({ organizationId, key: name, fingerprint: "f", statusCode: null, responseBody: null, blobId: null, createdAt: clock.now(), expiresAt: now + 86_400_000 });
+    const key = (name: string) => ({ organizationId, key: name, fingerprint: "f", statusCode: null, responseBody: null, blobId: null, createdAt: clock.now(), expiresAt: now + 86_400_000, inboxId: null });
     expect(await dead.store.idempotencyKeys.begin(key("of-the-dead-node"), now)).toBeUndefined();
     expect(await live.store.idempotencyKeys.begin(key("of-the-live-node"), now)).toBeUndefined();
     // Within the lease both are in progress (409 to the retry).

@@ -45,6 +45,9 @@ export function idempotencyKeysStore(db: PgDb, blobs: PgBlobs, leases: Leases): 
     async release(organizationId, key) {
       await db.delete(idempotencyKeys).where(held(organizationId, key));
     },
+    async forgetInbox(organizationId, inboxId) {
+      await db.delete(idempotencyKeys).where(and(eq(idempotencyKeys.inboxId, inboxId), eq(idempotencyKeys.organizationId, organizationId)));
+    },
     /** Never a key another live node's request holds: those of this node's earlier runs, and the abandoned. */
     async releaseUnfinished(startedAt) {
       const gone = await db

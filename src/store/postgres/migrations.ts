@@ -10,6 +10,7 @@ import idempotencyLease from "../../../migrations/postgres/0008_idempotency_leas
 import tlsReportDigest from "../../../migrations/postgres/0009_tls_report_digest.sql" with { type: "text" };
 import nodes from "../../../migrations/postgres/0010_nodes.sql" with { type: "text" };
 import loginPreviousWindow from "../../../migrations/postgres/0011_login_previous_window.sql" with { type: "text" };
+import idempotencyKeyInbox from "../../../migrations/postgres/0012_idempotency_key_inbox.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_mail", sql: mail },
@@ -23,4 +24,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0009_tls_report_digest", sql: tlsReportDigest },
   { version: "0010_nodes", sql: nodes },
   { version: "0011_login_previous_window", sql: loginPreviousWindow },
+  { version: "0012_idempotency_key_inbox", sql: idempotencyKeyInbox },
 ];

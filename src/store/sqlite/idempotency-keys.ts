@@ -30,6 +30,9 @@ export const idempotencyKeysStore = (db: Db, blobs: BlobStore) => {
     release(organizationId: string, key: string) {
       db.delete(idempotencyKeys).where(held(organizationId, key)).run();
     },
+    forgetInbox(organizationId: string, inboxId: string) {
+      db.delete(idempotencyKeys).where(and(eq(idempotencyKeys.inboxId, inboxId), eq(idempotencyKeys.organizationId, organizationId))).run();
+    },
     releaseUnfinished(startedAt: number): number {
       return db.delete(idempotencyKeys).where(and(isNull(idempotencyKeys.statusCode), lt(idempotencyKeys.createdAt, startedAt))).returning().all().length;
     },

@@ -28,6 +28,7 @@ import receivedDigest from "../../../migrations/0230_received_digest.sql" with {
 import tlsReportDigest from "../../../migrations/0240_tls_report_digest.sql" with { type: "text" };
 import searchTextCap from "../../../migrations/0250_search_text_cap.sql" with { type: "text" };
 import loginPreviousWindow from "../../../migrations/0260_login_previous_window.sql" with { type: "text" };
+import idempotencyKeyInbox from "../../../migrations/0270_idempotency_key_inbox.sql" with { type: "text" };
 
 export const migrations: { version: string; sql: string }[] = [
   { version: "0001_core", sql: core },
@@ -59,4 +60,5 @@ export const migrations: { version: string; sql: string }[] = [
   { version: "0240_tls_report_digest", sql: tlsReportDigest },
   { version: "0250_search_text_cap", sql: searchTextCap },
   { version: "0260_login_previous_window", sql: loginPreviousWindow },
+  { version: "0270_idempotency_key_inbox", sql: idempotencyKeyInbox },
 ];

@@ -55,6 +55,7 @@ export const idempotencyKeys = pgTable(
     expiresAt: millis("expires_at").notNull(),
     heldBy: text("held_by"),
     leaseUntil: millis("lease_until"),
+    inboxId: text("inbox_id"),
   },
   (t) => [primaryKey({ columns: [t.organizationId, t.key] })],
 );

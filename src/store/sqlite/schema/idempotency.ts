@@ -11,6 +11,7 @@ export const idempotencyKeys = sqliteTable(
     blobId: text("blob_id"),
     createdAt: integer("created_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
+    inboxId: text("inbox_id"),
   },
   (t) => [primaryKey({ columns: [t.organizationId, t.key] })],
 );
