@@ -97,7 +97,8 @@ export const presentDelivery = (row: DeliveryRecord, retryDelays?: readonly numb
     status: row.status,
     attempts: row.attempts,
     lastResponse: row.lastResponse ?? undefined,
-    nextAttemptAt: row.nextAttemptAt === null ? undefined : iso(row.nextAttemptAt),
+    // Only a queued delivery has a next try: an accepted one is due a moment for the queue's own bookkeeping (DeliveriesStore.markAccepted).
+    nextAttemptAt: row.status !== "queued" || row.nextAttemptAt === null ? undefined : iso(row.nextAttemptAt),
     expiresAt: expiresAt === undefined ? undefined : iso(expiresAt),
     updatedAt: iso(row.updatedAt),
   };

@@ -2,6 +2,7 @@
 // try fail (`expiresAt`: the next try plus the retry delays still to come). The queue is driven
 // with runDueNow and the app's clock, never with real waits.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { queryRows } from "../harness";
 import { startOutboundWorld, type OutboundWorld } from "./world";
 
 // The world's schedule (INBOXD_DELIVERY_RETRY_DELAYS=60,120): three tries in all.
@@ -73,4 +74,14 @@ test("a delivery accepted at once shows no give-up time", async () => {
   expect(message.status).toBe("delivered");
   expect(message.deliveries[0].expiresAt).toBeUndefined();
   expect(message.deliveries[0].nextAttemptAt).toBeUndefined();
+});
+
+test("a delivery accepted while the rest of its try is still being recorded (due until then, for a crash) shows no next try", async () => {
+  const sent = await w.send({ to: ["ann@down.test"] });
+  await w.queue.runDueNow();
+  // As markAccepted leaves it until finishAccepted: delivered, and due (here later, so that no turn finishes it meanwhile).
+  await queryRows(w.server.app, "UPDATE deliveries SET status = 'delivered', next_attempt_at = ? WHERE message_id = ?", w.server.clock.now() + 3_600_000, sent.id);
+  const [delivery] = (await w.message(sent.id)).deliveries;
+  expect(delivery.status).toBe("delivered");
+  expect(delivery.nextAttemptAt).toBeUndefined();
 });
