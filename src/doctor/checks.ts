@@ -38,7 +38,14 @@ export function checkHostname(hostname: string): Finding {
  */
 export function checkPostmaster(address: string, inboxExists: boolean): Finding {
   if (!address) return fail("postmaster", "INBOXD_POSTMASTER_INBOX is not set: mail to postmaster (which RFC 5321 §4.5.1 says MUST be accepted) and the reserved addresses is refused with 550", "create an inbox of your own and set INBOXD_POSTMASTER_INBOX to its address");
-  if (!inboxExists) return fail("postmaster", `INBOXD_POSTMASTER_INBOX is ${address}, but no inbox has that address: mail to postmaster is refused with 550`, `create the inbox ${address}, or set INBOXD_POSTMASTER_INBOX to the address of an inbox`);
+  if (!inboxExists) {
+    // The API refuses the address while the setting names it (src/inboxes/service.ts), so it is created with the setting unset.
+    return fail(
+      "postmaster",
+      `INBOXD_POSTMASTER_INBOX is ${address}, but no inbox has that address: mail to postmaster is deferred with 451 (senders retry it for some days)`,
+      `set INBOXD_POSTMASTER_INBOX to the address of an inbox that exists; or unset it, restart, create the inbox ${address}, set it again and restart`,
+    );
+  }
   return pass("postmaster", `mail to postmaster and the reserved addresses goes to ${address}`);
 }
 

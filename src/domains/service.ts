@@ -4,7 +4,7 @@ import { dkimSelector, generateDkimKeys, type DkimKey } from "../dkim/keys";
 import { conflict, invalid, notFound, ServiceError } from "../errors";
 import { newId } from "../ids";
 import { presentTlsReport } from "../mta-sts/present";
-import { deleteMessagesInSlices, removeInbox } from "../inboxes/service";
+import { assertNotPostmasterInbox, deleteMessagesInSlices, removeInbox } from "../inboxes/service";
 import { pageOfAll, withTotal, type Page } from "../page";
 import type { Aggregates, DkimKeyRecord, DomainRecord, Transaction } from "../store";
 import { isSameOrSubdomain, normalizeDomainName } from "./name";
@@ -200,7 +200,11 @@ export async function rotateDkimKeys(app: App, organizationId: string, idOrName:
  * unless `force`, which deletes them too (each with its messages, and an inbox.deleted event).
  */
 export async function deleteDomain(app: App, organizationId: string, idOrName: string, options: { force?: boolean } = {}) {
-  if (options.force) await deleteMessagesOfInboxesOnDomain(app, organizationId, (await findDomain(app.store, organizationId, idOrName)).name);
+  if (options.force) {
+    const { name } = await findDomain(app.store, organizationId, idOrName);
+    for (const inbox of await app.store.domains.inboxesOnDomain(organizationId, name)) assertNotPostmasterInbox(app, inbox);
+    await deleteMessagesOfInboxesOnDomain(app, organizationId, name);
+  }
   return app.store.transaction(async (tx) => {
     const row = await findDomain(tx, organizationId, idOrName);
     const inboxes = await tx.domains.inboxesOnDomain(organizationId, row.name);

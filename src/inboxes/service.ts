@@ -119,8 +119,20 @@ export function updateInbox(app: App, organizationId: string, inboxId: string, i
   });
 }
 
+/**
+ * 409 for the inbox INBOXD_POSTMASTER_INBOX names: the API refuses its address to every
+ * organization (assertCreatableAddress), so deleted it could not come back while the setting holds,
+ * and the operator's mail (postmaster, abuse) would wait in senders' queues (451) meanwhile.
+ */
+export function assertNotPostmasterInbox(app: App, inbox: Pick<InboxRecord, "email">): void {
+  if (inbox.email.toLowerCase() !== app.config.postmasterInbox) return;
+  throw conflict(`${inbox.email} receives the operator's postmaster mail (INBOXD_POSTMASTER_INBOX); it can be deleted once that setting names another inbox`);
+}
+
 /** Deletes the inbox with its threads and messages; returns it as it was, which `inbox.deleted` carries. */
 export async function deleteInbox(app: App, organizationId: string, inboxId: string): Promise<Inbox> {
+  // Its address never changes: checked once, before any message goes.
+  assertNotPostmasterInbox(app, await requireInbox(app.store, organizationId, inboxId));
   await deleteMessagesInSlices(app, organizationId, inboxId);
   return app.store.transaction((tx) => removeInbox(app, tx, organizationId, inboxId));
 }

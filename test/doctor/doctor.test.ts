@@ -133,7 +133,8 @@ describe("inboxd doctor", () => {
       expect(stdout).toContain(`is not valid for ${HOSTNAME}`);
       expect(stdout).toContain(`-> chmod 700 ${server.dataDir}`);
       expect(stdout).toMatch(/FAIL {2}clock: off by (29\d{4}|30\d{4}) ms/);
-      expect(stdout).toContain("-> create the inbox nobody@inboxd.test, or set INBOXD_POSTMASTER_INBOX to the address of an inbox");
+      expect(stdout).toContain("FAIL  postmaster: INBOXD_POSTMASTER_INBOX is nobody@inboxd.test, but no inbox has that address: mail to postmaster is deferred with 451");
+      expect(stdout).toContain("-> set INBOXD_POSTMASTER_INBOX to the address of an inbox that exists; or unset it, restart, create the inbox nobody@inboxd.test, set it again and restart");
       expect(stdout).toMatch(/^8 of \d+ checks failed$/m);
     } finally {
       chmodSync(server.dataDir, 0o700);

@@ -189,6 +189,29 @@ describe("postmaster over SMTP (RFC 5321 §4.5.1)", () => {
     expect(await subjects(legacy.id, other.apiKey)).not.toContain("domain validation");
   });
 
+  test("the operator's inbox cannot be deleted while INBOXD_POSTMASTER_INBOX names it (no one could create it again): 409, by itself or with its domain", async () => {
+    const desk = await server.app.store.inboxes.findByEmail(OPERATOR_INBOX) ?? await server.app.store.transaction((tx) => insertInbox(server.app, tx, operator.organizationId, { email: OPERATOR_INBOX }));
+    expect((await deliver(server, ["postmaster"], "kept through a delete")).text).toStartWith("250 ");
+    const deleted = await server.api.request("DELETE", `/v1/inboxes/${desk.id}`, { token: operator.apiKey });
+    expect(deleted).toMatchObject({ status: 409, body: { error: `${OPERATOR_INBOX} receives the operator's postmaster mail (INBOXD_POSTMASTER_INBOX); it can be deleted once that setting names another inbox` } });
+    expect(await subjects(desk.id, operator.apiKey)).toContain("kept through a delete");
+    expect((await deliver(server, ["postmaster"], "after the refused delete")).text).toStartWith("250 ");
+
+    // On a custom domain, deleted with it (force) the inbox would go too: the domain stays, its inbox and mail with it.
+    const onDomain = await startTestServer({ env: { INBOXD_DNS_SERVERS: dns.address, INBOXD_POSTMASTER_INBOX: "desk@ops.example" } });
+    try {
+      const owner = await seedOrganization(onDomain.app, "Operator");
+      const created = await onDomain.api.post("/v1/domains", { name: "ops.example" }, owner.apiKey);
+      expect(created.status).toBe(201);
+      const inbox = await onDomain.app.store.transaction((tx) => insertInbox(onDomain.app, tx, owner.organizationId, { email: "desk@ops.example" }));
+      const forced = await onDomain.api.request("DELETE", "/v1/domains/ops.example?force=true", { token: owner.apiKey });
+      expect(forced).toMatchObject({ status: 409, body: { error: "desk@ops.example receives the operator's postmaster mail (INBOXD_POSTMASTER_INBOX); it can be deleted once that setting names another inbox" } });
+      expect((await onDomain.api.request("GET", `/v1/inboxes/${inbox.id}`, { token: owner.apiKey })).status).toBe(200);
+    } finally {
+      await onDomain.cleanup();
+    }
+  });
+
   test("postmaster of a custom domain without an inbox of its own reaches the operator", async () => {
     const desk = await server.app.store.inboxes.findByEmail(OPERATOR_INBOX) ?? await server.app.store.transaction((tx) => insertInbox(server.app, tx, operator.organizationId, { email: OPERATOR_INBOX }));
     await verifiedDomain("bare.example", other);

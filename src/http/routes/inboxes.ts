@@ -54,6 +54,6 @@ export const inboxRoutes = (app: App) =>
       detail: { summary: "Rename an inbox (null or \"\" removes the name); emits inbox.updated" },
     })
     .delete("/inboxes/:inboxId", ({ organizationId, params }) => deleteInbox(app, organizationId, params.inboxId), {
-      response: { 200: Inbox, ...failures(401, [404, "Inbox not found"]) },
+      response: { 200: Inbox, ...failures(401, [404, "Inbox not found"], [409, "The inbox receives the operator's postmaster mail (INBOXD_POSTMASTER_INBOX)"]) },
       detail: { summary: "Delete an inbox with its threads and messages; returns it as it was; emits inbox.deleted" },
     });
