@@ -15,7 +15,7 @@ import { ConfigError, loadConfig } from "../../src/config";
 import { newId } from "../../src/ids";
 import { createLogger } from "../../src/log";
 import type { MessageRecord } from "../../src/store";
-import { connect, SERVER_DEADLINE_SECONDS } from "../../src/store/postgres/connection";
+import { connect, connectServing, SERVER_DEADLINE_SECONDS } from "../../src/store/postgres/connection";
 import { createPostgresStore, openPostgresStore } from "../../src/store/postgres/index";
 import { leasesOf } from "../../src/store/postgres/leases";
 import { migrate } from "../../src/store/postgres/migrate";
@@ -90,9 +90,20 @@ describe.skipIf(postgresMissing !== undefined && !process.env.INBOXD_TEST_DATABA
     for (const table of tables) expect({ table: table.name, columns: table.columns.map((column) => column.name).sort() }).toEqual({ table: table.name, columns: columnsOf(table.name) });
   });
 
-  test("the server bounds each statement and each transaction left idle (a node frozen inside one holds its row locks no longer); a migration is not bounded", async () => {
+  test("the server bounds each statement and each transaction left idle (a node frozen inside one holds its row locks no longer), unless the operator set a bound of their own; a migration is not bounded", async () => {
     const bound = `${SERVER_DEADLINE_SECONDS}s`;
-    expect(await raw("SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle")).toEqual([{ statement: bound, idle: bound }]);
+    const settings = async (databaseUrl: string) => {
+      const serving = await connectServing(databaseUrl);
+      try {
+        return await serving.unsafe("SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle");
+      } finally {
+        await serving.close();
+      }
+    };
+    expect(await settings(url)).toEqual([{ statement: bound, idle: bound }]);
+    const operatorsUrl = await postgres.createDatabase("inboxd_operator_bounds");
+    await raw(`ALTER DATABASE "${new URL(operatorsUrl).pathname.slice(1)}" SET statement_timeout = '5s'`);
+    expect(await settings(operatorsUrl)).toEqual([{ statement: "5s", idle: bound }]);
     // A pool whose statements may take a millisecond at most still creates the whole schema.
     const hurried = new SQL(await postgres.createDatabase("inboxd_hurried_migration"), { max: 1, connection: { statement_timeout: "1ms" } });
     try {

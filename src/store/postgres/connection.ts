@@ -36,11 +36,11 @@ export function unreachable(error: unknown, databaseUrl: string, where: string):
  */
 export const SERVER_DEADLINE_SECONDS = 2 * ANSWER_DEADLINE_SECONDS;
 
-/**
- * A pool on `databaseUrl`. With `serverDeadlines` false (a copy between engines, whose reads
- * run long by design), statements and transactions are not bounded by the server.
- */
-export function connect(databaseUrl: string, { serverDeadlines = true }: { serverDeadlines?: boolean } = {}): SQL {
+/** The server settings of those bounds, as connectServing sends them. */
+const SERVER_DEADLINE_SETTINGS = ["statement_timeout", "idle_in_transaction_session_timeout"] as const;
+
+/** A pool on `databaseUrl`, with `settings` sent in each connection's StartupMessage: every connection has them from its start. */
+export function connect(databaseUrl: string, settings: Record<string, string> = {}): SQL {
   const url = new URL(databaseUrl);
   const rootCert = url.searchParams.get("sslrootcert");
   url.searchParams.delete("sslrootcert");
@@ -49,8 +49,29 @@ export function connect(databaseUrl: string, { serverDeadlines = true }: { serve
     // Connections closed now and then, so that a pool whose server went away and came back heals.
     idleTimeout: 60,
     connectionTimeout: CONNECT_TIMEOUT_SECONDS,
-    // Sent in each connection's StartupMessage: every connection of the pool has them from its start.
-    ...(serverDeadlines ? { connection: { statement_timeout: `${SERVER_DEADLINE_SECONDS}s`, idle_in_transaction_session_timeout: `${SERVER_DEADLINE_SECONDS}s` } } : {}),
+    ...(Object.keys(settings).length ? { connection: settings } : {}),
     ...(rootCert ? { tls: Bun.file(rootCert) } : {}),
   });
+}
+
+/**
+ * The serving node's pool: bounded by the server (SERVER_DEADLINE_SECONDS) in each setting the
+ * operator left unset. A value of theirs (postgresql.conf, ALTER ROLE, ALTER DATABASE) stands, as
+ * one sent at connection would override it; behind a pooler that refuses settings sent at
+ * connection (PgBouncer's default), the role's are the way to set them, and then none is sent.
+ */
+export async function connectServing(databaseUrl: string): Promise<SQL> {
+  const plain = connect(databaseUrl);
+  const unset = await unsetDeadlines(plain).catch(async (error: unknown) => {
+    await plain.close();
+    throw error;
+  });
+  if (unset.length === 0) return plain;
+  await plain.close();
+  return connect(databaseUrl, Object.fromEntries(unset.map((name) => [name, `${SERVER_DEADLINE_SECONDS}s`])));
+}
+
+async function unsetDeadlines(client: SQL): Promise<string[]> {
+  const [current] = (await client.unsafe(`SELECT ${SERVER_DEADLINE_SETTINGS.map((name) => `current_setting('${name}') AS ${name}`).join(", ")}`)) as Record<string, string>[];
+  return SERVER_DEADLINE_SETTINGS.filter((name) => current![name] === "0");
 }

@@ -27,7 +27,7 @@ const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /** The database at `url`, migrated to this version; `where` names the URL's source in an error (the setting, or --to). */
 export async function postgresCopyEndpoint(url: string, now: number, where: string): Promise<CopyEndpoint> {
-  const client = connect(url, { serverDeadlines: false });
+  const client = connect(url);
   try {
     await migrate(client, now);
     return await copyEndpointOf(client, `PostgreSQL ${describeUrl(url)}`);

@@ -17,7 +17,7 @@ import type { Aggregates, Store, Transaction, TransactionOptions } from "../stor
 import { accessRulesStore } from "./access-rules";
 import { accountsStore } from "./accounts";
 import { blobsOn, blobStaging, type PgBlobs } from "./blobs";
-import { connect, unreachable } from "./connection";
+import { connect, connectServing, unreachable } from "./connection";
 import { drizzleOn, type PgDb } from "./db";
 import { deliveryAggregateBuilders } from "./delivery-aggregates";
 import { draftsStore } from "./drafts";
@@ -172,7 +172,13 @@ export async function openPostgresStore(
   // queue leases are named after it: one process per data dir, as on the embedded engine.
   prepareDataDir(config.dataDir);
   const lock = holdDataDirLock(config.dataDir);
-  const client = connect(config.databaseUrl!);
+  const refused = (error: unknown) => {
+    lock.close();
+    return unreachable(error, config.databaseUrl!, "INBOXD_DATABASE_URL");
+  };
+  const client = await connectServing(config.databaseUrl!).catch((error: unknown) => {
+    throw refused(error);
+  });
   try {
     // The key is checked before the migrations wherever it can be: a node refused for its key
     // migrates nothing under the others, which may still run the version before.
@@ -202,8 +208,7 @@ export async function openPostgresStore(
     };
   } catch (error) {
     await client.close();
-    lock.close();
-    throw unreachable(error, config.databaseUrl!, "INBOXD_DATABASE_URL");
+    throw refused(error);
   }
 }
 
