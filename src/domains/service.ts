@@ -200,11 +200,7 @@ export async function rotateDkimKeys(app: App, organizationId: string, idOrName:
  * unless `force`, which deletes them too (each with its messages, and an inbox.deleted event).
  */
 export async function deleteDomain(app: App, organizationId: string, idOrName: string, options: { force?: boolean } = {}) {
-  if (options.force) {
-    const { name } = await findDomain(app.store, organizationId, idOrName);
-    for (const inbox of await app.store.domains.inboxesOnDomain(organizationId, name)) assertNotPostmasterInbox(app, inbox);
-    await deleteMessagesOfInboxesOnDomain(app, organizationId, name);
-  }
+  if (options.force) await deleteMessagesOfInboxesOnDomain(app, organizationId, (await findDomain(app.store, organizationId, idOrName)).name);
   return app.store.transaction(async (tx) => {
     const row = await findDomain(tx, organizationId, idOrName);
     const inboxes = await tx.domains.inboxesOnDomain(organizationId, row.name);
@@ -217,9 +213,15 @@ export async function deleteDomain(app: App, organizationId: string, idOrName: s
   });
 }
 
-/** The messages of the organization's inboxes on the domain, deleted a slice at a time before the transaction that deletes them (deleteMessagesInSlices). */
+/**
+ * The messages of the organization's inboxes on the domain, deleted a slice at a time before the
+ * transaction that deletes them (deleteMessagesInSlices); none while one of them is the operator's
+ * postmaster inbox (409), which no deletion takes.
+ */
 async function deleteMessagesOfInboxesOnDomain(app: App, organizationId: string, name: string): Promise<void> {
-  for (const inbox of await app.store.domains.inboxesOnDomain(organizationId, name)) await deleteMessagesInSlices(app, organizationId, inbox.id);
+  const inboxes = await app.store.domains.inboxesOnDomain(organizationId, name);
+  for (const inbox of inboxes) assertNotPostmasterInbox(app, inbox);
+  for (const inbox of inboxes) await deleteMessagesInSlices(app, organizationId, inbox.id);
 }
 
 /** Deletes the domain (its keys go with it) and the given inboxes of its organization, in the caller's transaction. */

@@ -881,7 +881,11 @@ export interface IdempotencyKeysStore {
    * already: undefined when recorded, else the record that holds it.
    */
   begin(record: IdempotencyKeyRecord, now: number): Promise<IdempotencyKeyRecord | undefined>;
-  /** The first request's final response; a large body prepared as a blob is claimed here. */
+  /**
+   * The first request's final response, kept if its key is still held as running; a large body
+   * prepared as a blob is claimed with it. A key gone meanwhile (its inbox deleted) keeps nothing:
+   * the unclaimed blob is the caller's to release.
+   */
   complete(organizationId: string, key: string, statusCode: number, body: StoredBytes): Promise<void>;
   /** Forgets a key whose first request ended without a response worth replaying (5xx), so that a retry runs. */
   release(organizationId: string, key: string): Promise<void>;

@@ -1,14 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { queryRow, queryRows, seedOrganization, type ApiResponse, type TestServer } from "../harness";
+import { beginIdempotent, completeIdempotent } from "../../src/idempotency/keys";
 import { createInbox, startMessageServer, validSend } from "../messages/helpers";
 
 let server: TestServer;
 let key: string;
+let seeded: { organizationId: string; apiKey: string };
 let inbox: { id: string; email: string };
 let colleague: { id: string; email: string };
 beforeAll(async () => {
   server = await startMessageServer({ INBOXD_SEND_LIMIT: "10000" });
-  key = (await seedOrganization(server.app)).apiKey;
+  seeded = await seedOrganization(server.app);
+  key = seeded.apiKey;
   inbox = await createInbox(server, key);
   colleague = await createInbox(server, key);
 });
@@ -209,6 +212,20 @@ describe("Idempotency-Key and a deleted inbox", () => {
     expect((await queryRow<{ n: number }>(server.app, "SELECT count(*) AS n FROM blob_chunks WHERE blob_id = ?", kept.blobId))!.n).toBe(0);
     const retry = await post(sendPath(sender.id), body, idempotencyKey);
     expect({ status: retry.status, body: retry.body, replayed: retry.headers.get("idempotent-replayed") }).toEqual({ status: 404, body: { error: "Inbox not found" }, replayed: null });
+  });
+
+  test("a request still running when its inbox is deleted keeps no response when it ends, large or small", async () => {
+    const sender = await createInbox(server, key);
+    const chunks = async () => (await queryRow<{ n: number }>(server.app, "SELECT count(*) AS n FROM blob_chunks"))!.n;
+    const before = await chunks();
+    for (const [n, size] of [[1, 400 * 1024], [2, 10]] as const) {
+      const running = `${newKey()}-${n}`;
+      expect(await beginIdempotent(server.app, seeded.organizationId, running, "fingerprint", sender.id)).toEqual({ first: true });
+      await server.app.store.transaction((tx) => tx.idempotencyKeys.forgetInbox(seeded.organizationId, sender.id));
+      await completeIdempotent(server.app, seeded.organizationId, running, 201, JSON.stringify({ content: "x".repeat(size) }));
+      expect(await queryRow(server.app, "SELECT idempotency_key FROM idempotency_keys WHERE idempotency_key = ?", running)).toBeUndefined();
+    }
+    expect(await chunks()).toBe(before);
   });
 });
 

@@ -3,6 +3,7 @@
 // domain's own organization may use any role name, and postmaster is accepted as RFC 5321 §4.5.1
 // requires, delivered to INBOXD_POSTMASTER_INBOX or refused with a reply that says why.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { claimRecord } from "../../src/domains/ownership";
 import { insertInbox } from "../../src/inboxes/service";
 import { seedOrganization, startTestServer, type TestServer } from "../harness";
 import { publishRecords } from "../domains/zone";
@@ -189,7 +190,7 @@ describe("postmaster over SMTP (RFC 5321 §4.5.1)", () => {
     expect(await subjects(legacy.id, other.apiKey)).not.toContain("domain validation");
   });
 
-  test("the operator's inbox cannot be deleted while INBOXD_POSTMASTER_INBOX names it (no one could create it again): 409, by itself or with its domain", async () => {
+  test("the operator's inbox cannot be deleted while INBOXD_POSTMASTER_INBOX names it (no one could create it again): 409, by itself, with its domain, or by a claim of its domain", async () => {
     const desk = await server.app.store.inboxes.findByEmail(OPERATOR_INBOX) ?? await server.app.store.transaction((tx) => insertInbox(server.app, tx, operator.organizationId, { email: OPERATOR_INBOX }));
     expect((await deliver(server, ["postmaster"], "kept through a delete")).text).toStartWith("250 ");
     const deleted = await server.api.request("DELETE", `/v1/inboxes/${desk.id}`, { token: operator.apiKey });
@@ -206,6 +207,12 @@ describe("postmaster over SMTP (RFC 5321 §4.5.1)", () => {
       const inbox = await onDomain.app.store.transaction((tx) => insertInbox(onDomain.app, tx, owner.organizationId, { email: "desk@ops.example" }));
       const forced = await onDomain.api.request("DELETE", "/v1/domains/ops.example?force=true", { token: owner.apiKey });
       expect(forced).toMatchObject({ status: 409, body: { error: "desk@ops.example receives the operator's postmaster mail (INBOXD_POSTMASTER_INBOX); it can be deleted once that setting names another inbox" } });
+      expect((await onDomain.api.request("GET", `/v1/inboxes/${inbox.id}`, { token: owner.apiKey })).status).toBe(200);
+      // Nor does the claim of the domain moving to an organization that proves it in DNS.
+      const claimant = await seedOrganization(onDomain.app, "Claimant");
+      dns.set("ops.example", "TXT", [claimRecord(onDomain.app.store, claimant.organizationId, created.body.id, "ops.example").value]);
+      const claimed = await onDomain.api.post("/v1/domains", { name: "ops.example" }, claimant.apiKey);
+      expect(claimed).toMatchObject({ status: 409, body: { error: "desk@ops.example receives the operator's postmaster mail (INBOXD_POSTMASTER_INBOX); it can be deleted once that setting names another inbox" } });
       expect((await onDomain.api.request("GET", `/v1/inboxes/${inbox.id}`, { token: owner.apiKey })).status).toBe(200);
     } finally {
       await onDomain.cleanup();

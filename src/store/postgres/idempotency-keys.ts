@@ -36,11 +36,13 @@ export function idempotencyKeysStore(db: PgDb, blobs: PgBlobs, leases: Leases): 
       return existing.blobId ? { ...existing, responseBody: await blobs.read(existing.blobId) } : existing;
     },
     async complete(organizationId, key, statusCode, body) {
-      await db
+      const kept = await db
         .update(idempotencyKeys)
         .set({ statusCode, responseBody: body.blobId ? EMPTY : Buffer.from(body.bytes), blobId: body.blobId })
-        .where(held(organizationId, key));
-      if (body.blobId) await blobs.claim(body.blobId);
+        // Still this node's: another took it over only once this one's lease had run out.
+        .where(and(held(organizationId, key), isNull(idempotencyKeys.statusCode), eq(idempotencyKeys.heldBy, leases.holder)))
+        .returning({ key: idempotencyKeys.key });
+      if (kept.length > 0 && body.blobId) await blobs.claim(body.blobId);
     },
     async release(organizationId, key) {
       await db.delete(idempotencyKeys).where(held(organizationId, key));

@@ -21,11 +21,13 @@ export const idempotencyKeysStore = (db: Db, blobs: BlobStore) => {
       return undefined;
     },
     complete(organizationId: string, key: string, statusCode: number, body: StoredBytes) {
-      db.update(idempotencyKeys)
+      const kept = db
+        .update(idempotencyKeys)
         .set({ statusCode, responseBody: body.blobId ? EMPTY : Buffer.from(body.bytes), blobId: body.blobId })
-        .where(held(organizationId, key))
-        .run();
-      if (body.blobId) blobs.claim(body.blobId);
+        .where(and(held(organizationId, key), isNull(idempotencyKeys.statusCode)))
+        .returning({ key: idempotencyKeys.key })
+        .all();
+      if (kept.length > 0 && body.blobId) blobs.claim(body.blobId);
     },
     release(organizationId: string, key: string) {
       db.delete(idempotencyKeys).where(held(organizationId, key)).run();
