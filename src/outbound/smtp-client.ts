@@ -150,7 +150,7 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
           new Promise<{ accepted: string[]; rejectedErrors?: NodemailerError[]; response: string }>((resolve, reject) => connection.send(envelope, raw, (error, result) => (error ? reject(error) : resolve(result)))),
         );
         busy = false;
-        return { kind: "answered", recipients: answersOf(recipients, info.rejectedErrors ?? [], { accepted: true, permanent: false, reply: info.response, refusedAtRcpt: false }) };
+        return { kind: "answered", recipients: answersOf(recipients, info.rejectedErrors ?? [], { accepted: true, permanent: false, reply: oneLine(info.response), refusedAtRcpt: false }) };
       } catch (error) {
         const failure = error as NodemailerError;
         if (failure.responseCode === undefined) {
@@ -253,7 +253,7 @@ function answersOf(recipients: string[], rejected: NodemailerError[], others: Om
 }
 
 function localRefusal(error: NodemailerError): string {
-  return /size/i.test(error.message) ? `552 5.3.4 ${error.message} (the server's SIZE limit)` : `554 5.5.0 ${error.message}`;
+  return oneLine(/size/i.test(error.message) ? `552 5.3.4 ${error.message} (the server's SIZE limit)` : `554 5.5.0 ${error.message}`);
 }
 
 function describe(error: NodemailerError): string {
@@ -271,9 +271,18 @@ function describe(error: NodemailerError): string {
  */
 export const MAX_REPLY_CHARS = 1_000;
 
-/** Multi-line replies (RFC 5321 §4.2.1) kept on one line for last_response and logs, cut at MAX_REPLY_CHARS. */
+/**
+ * Multi-line replies (RFC 5321 §4.2.1) kept on one line for last_response, events and logs, cut
+ * at MAX_REPLY_CHARS. A reply is text (§4.2: printable US-ASCII, SP and HT); any other control
+ * character becomes U+FFFD: a NUL failed every PostgreSQL transaction that recorded it (the
+ * delivery then stayed queued, and went again at each start), and an escape sequence was passed
+ * to whoever displays the reply.
+ */
 const oneLine = (text: string) => {
-  const line = text.replace(/\r?\n/g, " ").trim();
+  const line = text
+    .replace(/\r?\n/g, " ")
+    .replace(/[\0-\x08\x0a-\x1f\x7f-\x9f]/g, "\ufffd")
+    .trim();
   return line.length > MAX_REPLY_CHARS ? `${line.slice(0, MAX_REPLY_CHARS)}… (${line.length - MAX_REPLY_CHARS} more characters)` : line;
 };
 

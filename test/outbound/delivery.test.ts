@@ -427,6 +427,29 @@ describe("routing (RFC 5321 §5.1)", () => {
     }
   });
 
+  test("a reply's control characters (a NUL, an escape sequence) are replaced and an acceptance is kept on one line cut at 1,000 characters, so that the outcome is recorded on either engine", async () => {
+    const noisy = await startScriptedMx(
+      "127.0.0.6",
+      (socket) => socket.write(`250-2.0.0 queued\0 as \x1b[31mred\r\n250 ${"y".repeat(5_000)}\r\n`),
+      (command, socket) => {
+        if (!command.startsWith("RCPT TO:<NUL@")) return false;
+        socket.write("550 5.1.1 no\0such\x07user\r\n");
+        return true;
+      },
+    );
+    try {
+      w.mx("noisy.test", [{ name: "mx.noisy.test", priority: 10, address: "127.0.0.6" }]);
+      const message = await sendAndRun({ to: ["nul@noisy.test", "ok@noisy.test"] });
+      expect(message.deliveries.map((delivery: { status: string }) => delivery.status).sort()).toEqual(["bounced", "delivered"]);
+      const [accepted, refused] = ["ok@noisy.test", "nul@noisy.test"].map((recipient) => message.deliveries.find((delivery: { recipient: string }) => delivery.recipient === recipient).lastResponse as string);
+      expect(refused).toBe("550 5.1.1 no\ufffdsuch\ufffduser");
+      expect(accepted).toStartWith("250-2.0.0 queued\ufffd as \ufffd[31mred 250 yyy");
+      expect(accepted).toEndWith("… (4034 more characters)");
+    } finally {
+      noisy.close();
+    }
+  });
+
   test("a server's reply is kept cut at 1,000 characters, and at most five hosts' failures: a reply runs to 1 MiB, a domain to many MX hosts", async () => {
     const huge = `${"554-".concat("x".repeat(500), "\r\n").repeat(400)}554 5.7.1 no\r\n`;
     const refusing = net.createServer((socket) => socket.end(huge));
