@@ -7,6 +7,7 @@
  */
 import { createPublicKey } from "node:crypto";
 import { DnsLookupError, isNullMx, type Resolver } from "../dns/resolver";
+import { peerText } from "../net/peer-text";
 import type { RecordKey, RecordSpec, ServerIdentity } from "./records";
 
 /**
@@ -16,9 +17,10 @@ import type { RecordKey, RecordSpec, ServerIdentity } from "./records";
 export type CheckOutcome = { result: "verified" } | { result: "failed" | "missing" | "unknown"; reason: string };
 
 const verified: CheckOutcome = { result: "verified" };
-const failed = (reason: string): CheckOutcome => ({ result: "failed", reason });
-const missing = (reason: string): CheckOutcome => ({ result: "missing", reason });
-const unknown = (reason: string): CheckOutcome => ({ result: "unknown", reason });
+// A reason may quote what a domain publishes (any bytes a TXT record or a name may hold): kept as peer text.
+const failed = (reason: string): CheckOutcome => ({ result: "failed", reason: peerText(reason) });
+const missing = (reason: string): CheckOutcome => ({ result: "missing", reason: peerText(reason) });
+const unknown = (reason: string): CheckOutcome => ({ result: "unknown", reason: peerText(reason) });
 
 /** A failed look-up: the name does not exist (missing), or no answer now (unknown). */
 function lookupFailure(error: unknown, notFound: string): CheckOutcome {

@@ -7,6 +7,7 @@ import { isAscii } from "node:buffer";
 import { isIP } from "node:net";
 import SMTPConnection, { type SMTPConnectionEnvelope, type SMTPEnvelope } from "nodemailer/lib/smtp-connection";
 import type { NodemailerError } from "nodemailer/lib/errors";
+import { peerText } from "../net/peer-text";
 
 export interface SessionTimeouts {
   /** TCP connection, greeting, STARTTLS and EHLO together. */
@@ -150,7 +151,7 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
           new Promise<{ accepted: string[]; rejectedErrors?: NodemailerError[]; response: string }>((resolve, reject) => connection.send(envelope, raw, (error, result) => (error ? reject(error) : resolve(result)))),
         );
         busy = false;
-        return { kind: "answered", recipients: answersOf(recipients, info.rejectedErrors ?? [], { accepted: true, permanent: false, reply: oneLine(info.response), refusedAtRcpt: false }) };
+        return { kind: "answered", recipients: answersOf(recipients, info.rejectedErrors ?? [], { accepted: true, permanent: false, reply: peerText(info.response), refusedAtRcpt: false }) };
       } catch (error) {
         const failure = error as NodemailerError;
         if (failure.responseCode === undefined) {
@@ -162,7 +163,7 @@ export async function openSession(options: SessionOptions): Promise<SmtpSession>
           busy = !(await resetSession(connection));
           return { kind: "answered", recipients: recipients.map((recipient) => ({ recipient, accepted: false, permanent: true, reply: localRefusal(failure), refusedAtRcpt: false })) };
         }
-        const whole = { accepted: false, permanent: failure.permanent === true, reply: oneLine(failure.response ?? failure.message), refusedAtRcpt: false };
+        const whole = { accepted: false, permanent: failure.permanent === true, reply: peerText(failure.response ?? failure.message), refusedAtRcpt: false };
         // A refused MAIL FROM refuses every recipient; otherwise those refused at RCPT keep their own answer.
         const perRecipient = failure.command === "MAIL FROM" ? [] : (failure.rejectedErrors ?? envelope.rejectedErrors ?? []);
         if (failure.responseCode === 421) broken = true;
@@ -248,41 +249,19 @@ function answersOf(recipients: string[], rejected: NodemailerError[], others: Om
   return recipients.map((recipient) => {
     const refusal = byRecipient.get(recipient);
     if (!refusal) return { recipient, ...others };
-    return { recipient, accepted: false, permanent: refusal.permanent === true, reply: oneLine(refusal.response ?? refusal.message), refusedAtRcpt: true };
+    return { recipient, accepted: false, permanent: refusal.permanent === true, reply: peerText(refusal.response ?? refusal.message), refusedAtRcpt: true };
   });
 }
 
 function localRefusal(error: NodemailerError): string {
-  return oneLine(/size/i.test(error.message) ? `552 5.3.4 ${error.message} (the server's SIZE limit)` : `554 5.5.0 ${error.message}`);
+  return peerText(/size/i.test(error.message) ? `552 5.3.4 ${error.message} (the server's SIZE limit)` : `554 5.5.0 ${error.message}`);
 }
 
 function describe(error: NodemailerError): string {
-  if (!error.response) return oneLine(error.message);
+  if (!error.response) return peerText(error.message);
   // nodemailer writes the reply into its message already, some twice ("Invalid greeting. response=<reply>: <reply>"): once is enough.
   const what = error.message.split(error.response)[0]!.replace(/[.:]? ?(response=)?$/, "");
-  return oneLine(`${what}: ${error.response}`);
+  return peerText(`${what}: ${error.response}`);
 }
 
-/**
- * A reply kept for a delivery's lastResponse, its events and the logs, cut at this many
- * characters: a reply may run to nodemailer's 1 MiB (RFC 5321 §4.5.3.1.5 sets 512 octets a line,
- * and no bound on the lines), and one send to 50 recipients kept 50 such, 50 MB in its message
- * and its `message.bounced` event.
- */
-export const MAX_REPLY_CHARS = 1_000;
-
-/**
- * Multi-line replies (RFC 5321 §4.2.1) kept on one line for last_response, events and logs, cut
- * at MAX_REPLY_CHARS. A reply is text (§4.2: printable US-ASCII, SP and HT); any other control
- * character becomes U+FFFD: a NUL failed every PostgreSQL transaction that recorded it (the
- * delivery then stayed queued, and went again at each start), and an escape sequence was passed
- * to whoever displays the reply.
- */
-const oneLine = (text: string) => {
-  const line = text
-    .replace(/\r?\n/g, " ")
-    .replace(/[\0-\x08\x0a-\x1f\x7f-\x9f]/g, "\ufffd")
-    .trim();
-  return line.length > MAX_REPLY_CHARS ? `${line.slice(0, MAX_REPLY_CHARS)}… (${line.length - MAX_REPLY_CHARS} more characters)` : line;
-};
 

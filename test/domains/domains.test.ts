@@ -303,6 +303,18 @@ describe("verify", () => {
     expect((await server.app.store.dkimKeys.activeForDomain("verify.example")).map((key) => key.algorithm).sort()).toEqual(["ed25519-sha256", "rsa-sha256"]);
   });
 
+  test("a record's reason quotes what the domain publishes on one line, its control characters (a NUL, an escape sequence) replaced and cut at 1,000 characters", async () => {
+    const domain = await createDomain("noisy-txt.example");
+    publishRecords(dns, domain.records.filter((record: ApiRecord) => record.purpose !== "tls"));
+    dns.set("_smtp._tls.noisy-txt.example", "TXT", [`v=TLSRPTv1; rua=mailto:a\0b@elsewhere.example; x=\x1b[2J${"z".repeat(1_200)}`]);
+    const res = await post(`/v1/domains/${domain.id}/verify`);
+    expect(res.status).toBe(200);
+    const reason: string = res.body.records.find((record: ApiRecord) => record.name === "_smtp._tls.noisy-txt.example").reason;
+    expect(reason).toStartWith("_smtp._tls.noisy-txt.example publishes 'v=TLSRPTv1; rua=mailto:a\ufffdb@elsewhere.example; x=\ufffd[2Jzzz");
+    expect(reason).toMatch(/… \(\d+ more characters\)$/);
+    expect((await get(`/v1/domains/${domain.id}`)).body.records).toEqual(res.body.records);
+  });
+
   test("the tls records (MTA-STS, TLS reporting) are recommended: without them the domain is verified, with a wrong one too", async () => {
     const domain = await createDomain("notls.example");
     publishRecords(dns, domain.records.filter((record: ApiRecord) => record.purpose !== "tls"));
