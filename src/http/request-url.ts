@@ -4,7 +4,18 @@
  * (`a%00b`). Every listener reads it through here, so that such a request gets a 400, never the
  * exception of `new URL` (a 500 and, with Bun's development default, its error page).
  */
-export const requestUrl = (request: Request): URL | undefined => (hasOneHost(request) ? (URL.parse(request.url) ?? undefined) : undefined);
+export function requestUrl(request: Request): URL | undefined {
+  const url = hasOneHost(request) ? URL.parse(request.url) : null;
+  return url && !tooShortForTheRouter(url) ? url : undefined;
+}
+
+/**
+ * Elysia's router finds the path from the URL's 11th character on (its `standardHostname`, which
+ * saves a search per request): under a Host of 1 to 3 characters (2 on HTTPS), it took the path's
+ * first segment for part of the host, and `/x/v1/inboxes` reached `/v1/inboxes`. No server's
+ * name is that short; its option to search from the 8th character misreads every https:// URL.
+ */
+const tooShortForTheRouter = (url: URL) => url.protocol.length + "//".length + url.host.length < "https://a.b".length;
 
 /**
  * RFC 9112 §3.2: more than one Host field is a 400. Bun joins repeated fields with ", " and builds

@@ -40,6 +40,8 @@ export const withoutUsableHost = [
   "GET /health HTTP/1.1\r\nHost: a b\r\nConnection: close\r\n\r\n",
   "GET /health HTTP/1.1\r\nHost: x@y\r\nConnection: close\r\n\r\n",
   "GET /health HTTP/1.1\r\nHost: a%00b\r\nConnection: close\r\n\r\n",
+  // A host too short for the router, which took the path's first segment for part of it.
+  "GET /zz/health HTTP/1.1\r\nHost: ab\r\nConnection: close\r\n\r\n",
   // RFC 9112 §3.2: more than one Host field line (Bun took the first; a proxy before it may take the last).
   "GET /health HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nConnection: close\r\n\r\n",
 ];
