@@ -2,7 +2,7 @@
  * The one error type services throw. It carries what went wrong in words a client can read;
  * the HTTP layer maps `kind` to a status in one place (http/errors.ts).
  */
-export type ErrorKind = "malformed" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "too_large" | "invalid" | "rate_limited" | "unavailable";
+export type ErrorKind = "malformed" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "too_large" | "unsupported_coding" | "invalid" | "rate_limited" | "unavailable";
 
 export class ServiceError extends Error {
   constructor(

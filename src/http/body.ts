@@ -106,6 +106,10 @@ export const urlHoldsNul = (url: string) => url.includes("%00");
  * which a schema of optional fields accepts. `hasBodySchema` is asked only then.
  */
 export async function parseJsonBody(request: Request, contentType: string, limit: number, hasBodySchema: () => boolean): Promise<unknown> {
+  // RFC 9110 §8.4, §15.5.16: a coded body (gzip say) read as it is was a misleading "not UTF-8",
+  // and one under an unknown coding name was taken as plain.
+  const coding = request.headers.get("content-encoding")?.trim().toLowerCase();
+  if (coding && coding !== "identity") throw new ServiceError("unsupported_coding", "Content-Encoding is not supported: send the body uncompressed", { "Accept-Encoding": "identity" });
   const text = await readLimited(request, limit);
   if (text.length === 0) return undefined;
   const mediaType = contentType.split(";")[0]!.trim().toLowerCase();

@@ -11,6 +11,7 @@ const statusOf: Record<ErrorKind, number> = {
   not_found: 404,
   conflict: 409,
   too_large: 413,
+  unsupported_coding: 415,
   invalid: 422,
   rate_limited: 429,
   unavailable: 503,

@@ -460,6 +460,7 @@ const statusMeaning = {
   404: "Not found, or another organization's",
   409: "Conflicts with what exists",
   413: "Body over 20 MB",
+  415: "A body under a Content-Encoding: send it uncompressed",
   422: "A field fails validation: `error` names it",
   429: "Too many requests: try again after Retry-After seconds",
   503: "Busy with other large messages: try again after Retry-After seconds",
@@ -485,5 +486,5 @@ export function failures<const S extends ErrorStatus>(...statuses: Array<S | rea
   return responses;
 }
 
-/** The failures every route with a JSON body can give besides its own: 400, 413, 422, 503. */
-export const bodyFailures = [400, 413, 422, 503] as const;
+/** The failures every route with a JSON body can give besides its own: 400, 413, 415, 422, 503. */
+export const bodyFailures = [400, 413, 415, 422, 503] as const;

@@ -120,6 +120,16 @@ describe("request bodies", () => {
     }
   });
 
+  test("a coded body (Content-Encoding gzip, or a name unknown) is 415 with Accept-Encoding: identity, never read as plain; identity is plain", async () => {
+    const json = JSON.stringify({ a: 1 });
+    for (const [coding, body] of [["gzip", Bun.gzipSync(json)], ["x-unknown", json], ["br", json]] as const) {
+      const res = await fetch(echoUrl, { method: "POST", headers: { "content-type": "application/json", "content-encoding": coding, authorization: `Bearer ${echoKey}` }, body });
+      expect({ coding, status: res.status, accept: res.headers.get("accept-encoding"), body: await res.json() }).toEqual({ coding, status: 415, accept: "identity", body: { error: "Content-Encoding is not supported: send the body uncompressed" } });
+    }
+    const plain = await fetch(echoUrl, { method: "POST", headers: { "content-type": "application/json", "content-encoding": "Identity", authorization: `Bearer ${echoKey}` }, body: json });
+    expect(await plain.json()).toEqual({ length: json.length });
+  });
+
   test("wrong content type is 400", async () => {
     const res = await post("a=b", "application/x-www-form-urlencoded");
     expect(res.status).toBe(400);
