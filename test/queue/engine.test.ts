@@ -192,6 +192,38 @@ test("a turn that fails with outcomes records each alone: one that cannot be rec
   }
 });
 
+test("outcomes set aside that keep failing are logged once (then once a minute), however many and however many looks; their recording is said once", async () => {
+  const lines: { level: string; event: string; failedTries?: number }[] = [];
+  const app = { ...newApp(), log: createLogger("json", "info", (line) => lines.push(JSON.parse(line))) } as unknown as App;
+  let diskFull = true;
+  const { policy, log, tries, state } = loggingPolicy();
+  policy.turn = async (outcomes, _now, claiming) => {
+    if (diskFull && outcomes.length > 0) throw new Error("database or disk is full");
+    log.push(turnLine(claiming, outcomes));
+    if (log.length === 1) state.claims = 3;
+  };
+  const queue = startQueue(app, "inbound", policy);
+  try {
+    await until("three tries", () => tries.length === 3);
+    for (const [n, resolve] of tries.entries()) resolve(`accepted-${n}`);
+    await until("the outcomes set aside", () => lines.length > 0);
+    for (let look = 0; look < 5; look++) await queue.runDueNow();
+    diskFull = false;
+    await queue.runDueNow();
+    expect(log.slice(-1)).toEqual(["all due"]);
+    expect(lines.map(({ level, event }) => [level, event])).toEqual([
+      ["error", "inbound queue turn failed; its outcomes are recorded one by one"],
+      ["error", "inbound queue: a try's outcome could not be recorded, even alone; it is set aside and tried again at each look for due rows"],
+      ["info", "inbound queue turns succeed again"],
+      ["info", "inbound queue: the outcomes set aside are recorded"],
+    ]);
+    // Each of the three failed at least once a look.
+    expect(lines[3]!.failedTries).toBeGreaterThanOrEqual(3 * 5);
+  } finally {
+    await queue.stop();
+  }
+});
+
 test("stop: gives back the claims not started, waits for the tries in flight, records them in a last turn that claims nothing", async () => {
   const app = newApp();
   const { policy, log, tries, state } = loggingPolicy();
