@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { closest, distance } from "fastest-levenshtein";
 import ipaddr from "ipaddr.js";
+import { parseServerAddress } from "./dns/wire";
 import { parseSecretKey } from "./store/secret-box";
 
 export class ConfigError extends Error {}
@@ -109,9 +110,20 @@ const httpsUrl: Parser<string> = (raw, name) => (URL.canParse(raw) && new URL(ra
 const ipAddress: Parser<string> = (raw, name) => (isIP(raw) ? raw : fail(name, raw, "an IP address (0.0.0.0 or :: for every address)"));
 // RFC 1123 §2.1 host names, RFC 1035 §2.3.4 lengths: letters, digits and hyphens, 1-63 per label, 253 in all.
 const DOMAIN_LABEL = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
+/** RFC 1123 §2.1: a host name never has the form of an IP address; its top-level label is never all digits. */
+const isDomainName = (value: string) => value.length <= 253 && value.split(".").every((label) => DOMAIN_LABEL.test(label)) && !/^\d+$/.test(value.slice(value.lastIndexOf(".") + 1));
 const domainName: Parser<string> = (raw, name) => {
   const value = raw.trim().replace(/\.$/, "");
-  return value.length <= 253 && value.split(".").every((label) => DOMAIN_LABEL.test(label)) ? value : fail(name, raw, "a domain name (letters, digits, hyphens and dots)");
+  return isDomainName(value) ? value : fail(name, raw, "a domain name (letters, digits, hyphens and dots; an IP address is none)");
+};
+/** RFC 5905 §7.2: NTP's port, INBOXD_DOCTOR_NTP_SERVER's unless it names another. */
+export const NTP_PORT = 123;
+/** host[:port], [IPv6]:port or a bare IPv6 address: a domain name or an IP address, and a port from 1 to 65535 if any. */
+const serverAddress = (defaultPort: number): Parser<string> => (raw, name) => {
+  const value = raw.trim();
+  const { host, port } = parseServerAddress(value, defaultPort);
+  const usable = host !== undefined && (isIP(host) !== 0 || isDomainName(host)) && Number.isInteger(port) && port >= 1 && port <= 65535;
+  return usable ? value : fail(name, raw, "a host name or IP address, with a port from 1 to 65535 if any (e.g. pool.ntp.org or [2001:db8::1]:123)");
 };
 const optionalUrl: Parser<string | undefined> = (raw, name) => {
   if (!raw) return undefined;
@@ -138,7 +150,16 @@ const oneOf = <T extends string>(...values: T[]): Parser<T> => (raw, name) =>
 const sslModes = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"];
 const postgresUrl: Parser<string> = (raw, name) => {
   if (!/^postgres(ql)?:\/\//.test(raw) || !URL.canParse(raw)) return fail(name, raw, "a postgres:// URL");
-  const sslMode = new URL(raw).searchParams.get("sslmode");
+  const url = new URL(raw);
+  // Each stopped the start later, naming no setting, and not as a setting's failure (exit 1: systemd restarted it).
+  if (url.port === "0") return fail(name, raw, "a postgres:// URL with a port from 1 to 65535, if any");
+  try {
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+  } catch {
+    return fail(name, raw, "a postgres:// URL whose user and password are percent-encoded (a % written %25)");
+  }
+  const sslMode = url.searchParams.get("sslmode");
   return sslMode === null || sslModes.includes(sslMode) ? raw : fail(name, raw, `a postgres:// URL whose sslmode is one of ${sslModes.join(", ")}`);
 };
 const apiUrl: Parser<string> = (raw, name) => (URL.canParse(raw) && ["http:", "https:"].includes(new URL(raw).protocol) ? raw : fail(name, raw, "an http:// or https:// URL"));
@@ -205,7 +226,7 @@ export const settings = {
   dnsServers: setting("INBOXD_DNS_SERVERS", "", hostPortList, "host:port list for every DNS look-up (empty: system resolver)"),
   publicIps: setting("INBOXD_PUBLIC_IPS", "", ipList, "this server's public addresses, for custom domains' SPF (empty: the A/AAAA records of INBOXD_HOSTNAME)"),
   doctorProbeDomain: setting("INBOXD_DOCTOR_PROBE_DOMAIN", "gmail.com", domainName, "`inboxd doctor`: the domain whose MX the outbound port 25 check connects to"),
-  doctorNtpServer: setting("INBOXD_DOCTOR_NTP_SERVER", "pool.ntp.org", nonEmptyText, "`inboxd doctor`: the NTP server (host[:port]) the clock is compared with"),
+  doctorNtpServer: setting("INBOXD_DOCTOR_NTP_SERVER", "pool.ntp.org", serverAddress(NTP_PORT), "`inboxd doctor`: the NTP server (host[:port]) the clock is compared with"),
   outboundPort: setting("INBOXD_OUTBOUND_PORT", "25", remotePort, "port used when delivering to an MX host"),
   outboundAllowPrivate: setting("INBOXD_OUTBOUND_ALLOW_PRIVATE", "0", bool, "deliver to MX hosts on private, loopback, link-local or reserved addresses (private networks, tests); the relay is always allowed"),
   smtpRelay: setting("INBOXD_SMTP_RELAY", "", optionalUrl, "smtp(s)://user:pass@host:port: send everything through this relay"),
@@ -284,12 +305,14 @@ function readConfigFile(path: string): Record<string, string> {
   const values: Record<string, string> = {};
   for (const [index, line] of content.split(/\r?\n/).entries()) {
     const trimmed = line.trim();
-    if (!trimmed || trimmed.startsWith("#")) continue;
+    // systemd.exec(5), EnvironmentFile=: lines starting with # or ; are comments.
+    if (!trimmed || trimmed.startsWith("#") || trimmed.startsWith(";")) continue;
     // `export NAME=value`, as a shell file sourced elsewhere may say it.
     const setting = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$/.exec(trimmed);
     // The line is not echoed: a mistyped one (`INBOXD_SECRET_KEY: ...`) holds its secret all the same.
     if (!setting) throw new ConfigError(`INBOXD_CONFIG: line ${index + 1} of ${path} is not KEY=VALUE (a key of letters, digits and _, then =)`);
-    values[setting[1]!] = setting[2]!.trim().replace(/^"(.*)"$/, "$1");
+    // A value in double or single quotes is what they hold, as systemd reads it.
+    values[setting[1]!] = setting[2]!.trim().replace(/^"(.*)"$|^'(.*)'$/, "$1$2");
   }
   return values;
 }

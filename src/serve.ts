@@ -108,6 +108,8 @@ export async function checkBeforeStart(config: Config): Promise<void> {
   if (config.acmeEmail) listeners.push(["INBOXD_ACME_HTTP_PORT", config.bind, config.acmeHttpPort]);
   if (config.acmeCaFile) readCertificates("INBOXD_ACME_CA_FILE", config.acmeCaFile);
   if (config.outboundCaFile) readCertificates("INBOXD_OUTBOUND_CA_FILE", config.outboundCaFile);
+  const databaseCaFile = config.databaseUrl && new URL(config.databaseUrl).searchParams.get("sslrootcert");
+  if (databaseCaFile) readCertificates("INBOXD_DATABASE_URL", databaseCaFile);
   refuseSharedPorts(listeners);
   for (const [setting, host, port] of listeners) {
     if (port === 0) continue;

@@ -7,6 +7,7 @@ import { X509Certificate } from "node:crypto";
 import * as dgram from "node:dgram";
 import { accessSync, constants, statfsSync, statSync } from "node:fs";
 import * as net from "node:net";
+import { NTP_PORT } from "../config";
 import { DnsLookupError, isNullMx, type Resolver } from "../dns/resolver";
 import { parseServerAddress } from "../dns/wire";
 import { checkRecord, checkSpf } from "../domains/dns-checks";
@@ -223,8 +224,6 @@ export function checkDataDir(dataDir: string): Finding[] {
 const MAX_CLOCK_OFFSET_MS = 2000;
 // RFC 5905 §6: NTP counts seconds from 1900, 70 years (17 of them leap) before the Unix epoch.
 const NTP_EPOCH_OFFSET_S = 2_208_988_800;
-
-const NTP_PORT = 123;
 
 /** The clock against an NTP server (an SNTP client request, RFC 4330 §4-5). */
 export async function checkClock(resolver: Resolver, server: string, timeoutMs: number, now: () => number = Date.now): Promise<Finding> {

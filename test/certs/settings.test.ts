@@ -30,7 +30,7 @@ describe("settings", () => {
     ["INBOXD_ACME_DIRECTORY", "http://acme.example/directory", "INBOXD_ACME_DIRECTORY: 'http://acme.example/directory' is not an https:// URL"],
     ["INBOXD_HTTPS_PORT", "65536", "INBOXD_HTTPS_PORT: '65536' is not a port (0-65535)"],
     ["INBOXD_MTA_STS_MODE", "strict", "INBOXD_MTA_STS_MODE: 'strict' is not one of testing, enforce, none"],
-    ["INBOXD_API_HOSTNAME", "api_example.com", "INBOXD_API_HOSTNAME: 'api_example.com' is not a domain name (letters, digits, hyphens and dots)"],
+    ["INBOXD_API_HOSTNAME", "api_example.com", "INBOXD_API_HOSTNAME: 'api_example.com' is not a domain name (letters, digits, hyphens and dots; an IP address is none)"],
   ])("%s=%s is refused", (name, value, message) => expect(() => config({ [name]: value })).toThrow(message));
 
   test("an unreadable CA file stops the start, naming the setting", async () => {
@@ -43,6 +43,11 @@ describe("settings", () => {
     const ca = join(tempDir("certs-settings"), "ca.pem");
     writeFileSync(ca, selfSignedCert("ca.test").cert);
     await checkBeforeStart(config({ INBOXD_OUTBOUND_CA_FILE: ca, INBOXD_ACME_CA_FILE: ca }));
+    // The PostgreSQL server's CA (libpq's sslrootcert), read when the pool opened: an exit 1 naming no setting.
+    const databaseUrl = (file: string) => `postgres://inboxd@db.example/inboxd?sslmode=verify-full&sslrootcert=${file}`;
+    await expect(checkBeforeStart(config({ INBOXD_DATABASE_URL: databaseUrl("/nonexistent/ca.pem") }))).rejects.toThrow("INBOXD_DATABASE_URL: cannot read /nonexistent/ca.pem");
+    await expect(checkBeforeStart(config({ INBOXD_DATABASE_URL: databaseUrl(notPem) }))).rejects.toThrow(`INBOXD_DATABASE_URL: ${notPem} holds no PEM certificate`);
+    await checkBeforeStart(config({ INBOXD_DATABASE_URL: databaseUrl(ca) }));
   });
 
   test("two listeners on one port stop the start, naming both, before anything is opened", async () => {

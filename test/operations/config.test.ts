@@ -111,6 +111,24 @@ describe("where mail goes", () => {
     for (const mode of ["bogus", "verify_full"]) expect(refused({ INBOXD_DATABASE_URL: `postgres://db.example/inboxd?sslmode=${mode}` })).toContain("sslmode is one of disable, allow, prefer, require, verify-ca, verify-full");
   });
 
+  test("a PostgreSQL URL with port 0, or a % in its user or password not written %25, is refused at the start, naming the setting (it failed later with exit 1)", () => {
+    expect(refused({ INBOXD_DATABASE_URL: "postgres://u:pw@127.0.0.1:0/db" })).toContain("with a port from 1 to 65535");
+    for (const url of ["postgres://u:p%zzw@127.0.0.1/db", "postgres://u%zz:pw@127.0.0.1/db"]) expect(refused({ INBOXD_DATABASE_URL: url })).toStartWith("INBOXD_DATABASE_URL:");
+    expect(loadConfig({ INBOXD_DATABASE_URL: "postgres://u:50%25off@127.0.0.1:5432/db" }).databaseUrl).toBe("postgres://u:50%25off@127.0.0.1:5432/db");
+  });
+
+  test("the service's domain and host names are domain names: an IP address is none (RFC 1123 §2.1), and its inboxes could receive no mail", () => {
+    for (const name of ["INBOXD_MAIL_DOMAIN", "INBOXD_HOSTNAME"]) {
+      for (const value of ["192.0.2.7", "10.0.0.1.", "mail.123"]) expect(refused({ [name]: value })).toStartWith(`${name}: '${value}' is not a domain name`);
+      expect(loadConfig({ [name]: "123.example" })).toBeDefined();
+    }
+  });
+
+  test("the doctor's NTP server: a host name or IP address, and a port from 1 to 65535 if any (a bad one ended doctor before any check)", () => {
+    for (const value of ["pool.ntp.org", "192.0.2.1:123", "[2001:db8::1]:123", "2001:db8::1", "ntp.example:65535"]) expect(loadConfig({ INBOXD_DOCTOR_NTP_SERVER: value }).doctorNtpServer).toBe(value);
+    for (const value of ["pool.ntp.org:99999", "pool.ntp.org:0", "pool.ntp.org:abc", "a b", "1.2.3:123"]) expect(refused({ INBOXD_DOCTOR_NTP_SERVER: value })).toStartWith("INBOXD_DOCTOR_NTP_SERVER:");
+  });
+
   test("ports connected to are 1-65535: 0 names no port", () => {
     for (const name of ["INBOXD_OUTBOUND_PORT", "INBOXD_MTA_STS_POLICY_PORT"]) {
       expect(refused({ [name]: "0" })).toBe(`${name}: '0' is not a port (1-65535)`);
@@ -134,6 +152,12 @@ describe("the config file (INBOXD_CONFIG)", () => {
     writeFileSync(file, "export INBOXD_HTTP_PORT=17781\nINBOXD_SMTP_PORT=17783\n");
     expect(loadConfig({ INBOXD_CONFIG: file })).toMatchObject({ httpPort: 17781, smtpPort: 17783 });
     expect(configWarnings(loadConfig({ INBOXD_CONFIG: file }), { INBOXD_CONFIG: file })).toEqual(expect.not.arrayContaining([expect.stringContaining("is not a setting")]));
+  });
+
+  test("read as systemd reads an EnvironmentFile: # and ; comments, values in double or single quotes", () => {
+    const file = join(dir, "systemd.env");
+    writeFileSync(file, `; a comment, as systemd takes it\n# another\nINBOXD_ENV='staging'\nINBOXD_MAIL_DOMAIN="quoted.example"\nINBOXD_HOSTNAME=mx.quoted.example\n`);
+    expect(loadConfig({ INBOXD_CONFIG: file })).toMatchObject({ env: "staging", mailDomain: "quoted.example", hostname: "mx.quoted.example" });
   });
 
   test("every name in it that is not a setting is warned about, whatever its case, with the setting meant", () => {
