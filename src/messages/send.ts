@@ -296,7 +296,7 @@ async function dispatch(app: App, organizationId: string, draft: Draft, onStored
     const rateLimit = await takeSend(app, tx, organizationId, storedAt);
     await tx.events.emit({ organizationId, type: "message.sent", inboxId: inbox.id, messageId: row.id, payload: presentMessage(row, attachments, deliveries, app.config.deliveryRetryDelays) }, storedAt);
     // A suppressed or refused recipient is rejected at once: the response already says so (docs/api.md, Messages).
-    const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", storedAt));
+    const rejected = deliveries.some((delivery) => delivery.status === "rejected") && (await moveMessage(tx, row.id, "rejected", storedAt, app.config.deliveryRetryDelays));
     const message = presentMessage(rejected ? { ...row, status: "rejected" } : row, attachments, deliveries, app.config.deliveryRetryDelays);
 
     // An inbox made since the look-up before the transaction: its copy's text made now.

@@ -73,7 +73,7 @@ export async function recordOutcomes(app: App, tx: Transaction, outcomes: Recipi
     logAttempt(app, outcome, kind);
     if (kind === "bounced" && refusedAtRcpt && isHardBounce(reply)) await suppress(tx, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, finishedAt);
   }
-  for (const messageId of messages) await settleMessage(tx, messageId, finishedAt);
+  for (const messageId of messages) await settleMessage(tx, messageId, finishedAt, delays);
 }
 
 /** One line per recipient and try: the domain (not the address), the host, the reply and what follows. */
@@ -97,7 +97,8 @@ function setDelivery(tx: Transaction, id: string, status: DeliveryStatus, lastRe
 }
 
 /** The message status its deliveries call for now, if it may move there. */
-export async function settleMessage(tx: Transaction, messageId: string, now: number) {
+/** `retryDelays`: INBOXD_DELIVERY_RETRY_DELAYS, for the `expiresAt` of the deliveries its event shows (presentDelivery). */
+export async function settleMessage(tx: Transaction, messageId: string, now: number, retryDelays: readonly number[]) {
   const statuses = await tx.deliveries.statusesOf(messageId);
   const target: MessageOutcome | undefined = statuses.includes("bounced")
     ? "bounced"
@@ -106,16 +107,16 @@ export async function settleMessage(tx: Transaction, messageId: string, now: num
       : statuses.length > 0 && statuses.every((status) => status === "delivered")
         ? "delivered"
         : undefined;
-  if (target) await moveMessage(tx, messageId, target, now);
+  if (target) await moveMessage(tx, messageId, target, now, retryDelays);
 }
 
 /** Moves the message and emits the event, when the move is allowed; false otherwise. */
-export async function moveMessage(tx: Transaction, messageId: string, target: MessageOutcome, now: number): Promise<boolean> {
+export async function moveMessage(tx: Transaction, messageId: string, target: MessageOutcome, now: number, retryDelays: readonly number[]): Promise<boolean> {
   const message = await tx.deliveries.message(messageId);
   if (!message || !NEXT[message.status]?.includes(target)) return false;
   await tx.deliveries.setMessageStatus(messageId, target, now);
   await tx.events.emit(
-    { organizationId: message.organizationId, type: EVENT[target], inboxId: message.inboxId, messageId, payload: await presented(tx, message) },
+    { organizationId: message.organizationId, type: EVENT[target], inboxId: message.inboxId, messageId, payload: await presented(tx, message, retryDelays) },
     now,
   );
   return true;
@@ -125,7 +126,7 @@ export function suppress(tx: Transaction, organizationId: string, address: strin
   return tx.suppressions.upsert({ id: newId("sup"), organizationId, address, reason, detail, messageId, createdAt: now, updatedAt: now });
 }
 
-async function presented(tx: Transaction, message: OutboundMessage) {
+async function presented(tx: Transaction, message: OutboundMessage, retryDelays: readonly number[]) {
   const { message: row, attachments, deliveries } = (await tx.deliveries.messageWithParts(message.id))!;
-  return presentMessage(row, attachments, deliveries);
+  return presentMessage(row, attachments, deliveries, retryDelays);
 }

@@ -68,7 +68,7 @@ async function applyDsn(app: App, tx: Transaction, returnPath: DeliveryRecord, d
     await tx.deliveries.update({ id: delivery.id, status: "bounced", lastResponse: reply, nextAttemptAt: null, now });
     if (isHardBounceStatus(entry.status) && suppressible(delivery, returnPath)) await suppress(tx, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, now);
   }
-  await settleMessage(tx, returnPath.messageId, now);
+  await settleMessage(tx, returnPath.messageId, now, app.config.deliveryRetryDelays);
   return "bounced";
 }
 
@@ -78,7 +78,7 @@ async function applyArf(app: App, tx: Transaction, returnPath: DeliveryRecord, d
   // Providers often redact who complained; then it is the recipient the return path names.
   const complainant = (report.originalRecipient && matching(deliveries, report.originalRecipient)) || returnPath;
   if (suppressible(complainant, returnPath)) await suppress(tx, complainant.organizationId, complainant.recipient, "complained", `feedback report: ${report.feedbackType}`, complainant.messageId, now);
-  await moveMessage(tx, returnPath.messageId, "complained", now);
+  await moveMessage(tx, returnPath.messageId, "complained", now, app.config.deliveryRetryDelays);
   return "complained";
 }
 

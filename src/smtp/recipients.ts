@@ -56,7 +56,7 @@ export async function routeRecipient(app: App, given: string, mailFrom: string):
   if (!app.config.postmasterInbox) {
     throw new SmtpReply(550, "5.1.1", `Mail for ${base} goes to the operator of this server, who has not configured an inbox for it (INBOXD_POSTMASTER_INBOX)`);
   }
-  // A deleted inbox the operator can recreate: senders retry a 4xx, so the mail arrives once it is back.
+  // An inbox the operator has yet to create (the API keeps it from being deleted): senders retry a 4xx, so the mail arrives once it is there.
   app.log.warn("smtp: the INBOXD_POSTMASTER_INBOX inbox does not exist; mail for the operator is deferred", { postmasterInbox: app.config.postmasterInbox, recipient: base });
   throw new SmtpReply(451, "4.3.0", `Mail for ${base} goes to the operator of this server, whose inbox for it is missing; try again later`);
 }

@@ -85,3 +85,16 @@ test("a delivery accepted while the rest of its try is still being recorded (due
   expect(delivery.status).toBe("delivered");
   expect(delivery.nextAttemptAt).toBeUndefined();
 });
+
+test("a message.bounced event shows the give-up time of a recipient still queued, as a read of the message does", async () => {
+  w.mx("refuses.test");
+  w.answers.set("bob@refuses.test", { code: 550, message: "5.1.1 no such user" });
+  const sent = await w.send({ to: ["bob@refuses.test", "cid@down.test"] });
+  await w.queue.runDueNow();
+  const { events } = await w.server.app.store.events.readAfter(sent.organizationId, { afterId: null, limit: 10_000, maxChars: Infinity });
+  const bounced = events.find((event) => event.messageId === sent.id && event.type === "message.bounced")!;
+  const queued = JSON.parse(bounced.payload).deliveries.find((delivery: { recipient: string }) => delivery.recipient === "cid@down.test");
+  expect(queued).toMatchObject({ status: "queued", attempts: 1 });
+  expect(queued.expiresAt).toBe((await w.message(sent.id)).deliveries.find((delivery: { recipient: string }) => delivery.recipient === "cid@down.test").expiresAt);
+  expect(queued.expiresAt).toBeString();
+});

@@ -53,6 +53,6 @@ export const domainRoutes = (app: App) =>
     })
     .delete("/:domainId", ({ organizationId, params, query }) => deleteDomain(app, organizationId, params.domainId, { force: query.force === "true" }), {
       query: t.Object({ force: t.Optional(t.Union([t.Literal("true"), t.Literal("false")], { error: "must be true or false" })) }),
-      response: { 200: Domain, ...failures(401, [404, "Domain not found"], [409, "Inboxes use the domain: delete them first, or pass force=true"], 422) },
+      response: { 200: Domain, ...failures(401, [404, "Domain not found"], [409, "Inboxes use the domain: delete them first, or pass force=true (never the operator's postmaster inbox)"], 422) },
       detail: { summary: "Delete a domain (409 while inboxes use it, unless force=true deletes them too); returns the deleted domain" },
     });
