@@ -59,25 +59,32 @@ export async function authenticateMessage(
   // before SPF and DMARC's after: the budget is kept in the resolver they all ask. Its SPF look-up
   // limits stay at their defaults, RFC 7208 §4.6.4's 10 and 2 void.
   const dns = withinBudget(settings.resolver, settings.dnsBudget);
-  const result = await authenticate(withDkimSignatureCap(raw, block), {
-    ip: identity.clientIp,
-    helo: identity.helo,
-    sender: identity.mailFrom,
-    mta: settings.authservId,
-    resolver: dns.resolve,
-    disableBimi: true,
-    // RFC 8301 §3.1: rsa-sha1 MUST NOT be used for verifying; such a signature is dkim=policy.
-    rejectRsaSha1: true,
-  });
+  const judge = (message: Buffer) =>
+    authenticate(message, {
+      ip: identity.clientIp,
+      helo: identity.helo,
+      sender: identity.mailFrom,
+      mta: settings.authservId,
+      resolver: dns.resolve,
+      disableBimi: true,
+      // RFC 8301 §3.1: rsa-sha1 MUST NOT be used for verifying; such a signature is dkim=policy.
+      rejectRsaSha1: true,
+    });
+  let result = await judge(withSignaturesKept(raw, block));
+  const partial = partialSignatures(result);
+  // Judged again without them: DKIM and DMARC as if they were not there (one DNS budget for both).
+  if (partial.length > 0) result = await judge(withSignaturesKept(raw, block, new Set(partial.map((signature) => signature.bodyHash))));
   const judged = await dmarcOfEveryAuthor(result, await shownAuthor, dns.resolve);
-  const { dmarcWord, rejects, added } = judged === tooManyAuthors ? tooManyAuthorsOutcome : dmarcOutcome(judged, result.dmarc);
+  const outcome = judged === tooManyAuthors ? tooManyAuthorsOutcome : dmarcOutcome(judged, result.dmarc);
+  const { dmarcWord, rejects } = outcome;
+  const added = [...partial.map((signature) => `;\r\n dkim=policy (signed part of the body only: ${signature.unsigned} bytes unsigned) header.d=${signature.domain}`), ...outcome.added];
   // Too many author domains is decided without a look-up, whatever the budget left.
   const undecided = judged !== tooManyAuthors && dns.ranOut() && (rejects || dmarcWord === "temperror");
   const field = withoutSealersClaims(result.headers.slice(result.headers.indexOf("Authentication-Results:")));
   return {
     authentication: {
       spf: result.spf ? result.spf.status.result : "none",
-      dkim: dkimWord(result),
+      dkim: partial.length > 0 && dkimWord(result) !== "pass" ? "policy" : dkimWord(result),
       dmarc: dmarcWord,
       arc: result.arc ? result.arc.status.result : "none",
     },
@@ -172,8 +179,24 @@ function dkimWord(result: AuthenticateResult): string {
   return words[0] ?? "none";
 }
 
-/** The message as mailauth sees it: DKIM-Signature fields past the cap are left out. */
-function withDkimSignatureCap(raw: Buffer, block: HeaderBlock): Buffer {
+/**
+ * Passing signatures whose body length (`l=`) leaves part of the body unsigned. Content appended
+ * after the signed part (a whole body under `l=0`) read as the signer's: dkim=pass and an
+ * aligned DMARC pass over text the domain never signed (RFC 6376 §8.2). They count as no
+ * signature (dkim=policy, RFC 8601 §2.7.1), as the mailbox providers that ignore `l=` do.
+ */
+function partialSignatures(result: AuthenticateResult): { bodyHash: string; domain: string; unsigned: number }[] {
+  return (result.dkim.results ?? []).flatMap((row) =>
+    row.status.result === "pass" && row.status.underSized && row.bodyHashExpecting ? [{ bodyHash: row.bodyHashExpecting, domain: row.signingDomain ?? "", unsigned: row.status.underSized }] : [],
+  );
+}
+
+/**
+ * The message as mailauth sees it: DKIM-Signature fields past the cap are left out, and those
+ * whose body hash (`bh=`, unfolded) is in `withoutBodyHashes`.
+ */
+function withSignaturesKept(raw: Buffer, block: HeaderBlock, withoutBodyHashes = new Set<string>()): Buffer {
   let signatures = 0;
-  return filterHeaderFields(raw, (field) => fieldName(field) !== "dkim-signature" || ++signatures <= MAX_DKIM_SIGNATURES, block);
+  const bodyHashOf = (field: string) => /(?:^|;)bh=([^;]*)/.exec(field.slice(field.indexOf(":") + 1).replace(/\s+/g, ""))?.[1];
+  return filterHeaderFields(raw, (field) => fieldName(field) !== "dkim-signature" || (++signatures <= MAX_DKIM_SIGNATURES && !withoutBodyHashes.has(bodyHashOf(field) ?? "")), block);
 }

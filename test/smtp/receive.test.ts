@@ -692,6 +692,23 @@ describe("authentication results", () => {
     expect(message.authentication.dmarc).toBe("fail");
   });
 
+  test("RFC 6376 §8.2: a signature whose l= leaves part of the body unsigned counts as none (dkim=policy), so text appended after it does not pass DMARC; one over the whole body passes", async () => {
+    const [rsa] = keys;
+    const signedPart = "Signed part.\r\n";
+    const sign = async (subject: string, maxBodyLength: number) => {
+      const head = `From: alice@auth.test\r\nTo: bob@inboxd.test\r\nSubject: ${subject}\r\n\r\n`;
+      const signing = { signatureData: [{ signingDomain: "auth.test", selector: rsa.selector, privateKey: rsa.privateKeyPem, maxBodyLength }] };
+      return (await dkimSign(head + signedPart, signing as unknown as Parameters<typeof dkimSign>[1])).signatures + head + signedPart;
+    };
+    // From an address auth.test's SPF does not authorise, so that only the signature could pass.
+    await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: `${await sign("partly signed", signedPart.length)}Pay the attacker instead.\r\n` });
+    const appended = await findBySubject(bob, "partly signed");
+    expect(appended.authentication).toMatchObject({ dkim: "policy", dmarc: "fail" });
+    expect((await rawSource(appended.id)).split("\r\nReceived:")[0]).toContain("dkim=policy (signed part of the body only: 27 bytes unsigned) header.d=auth.test");
+    await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: await sign("wholly signed", signedPart.length) });
+    expect((await findBySubject(bob, "wholly signed")).authentication).toMatchObject({ dkim: "pass", dmarc: "pass" });
+  });
+
   test("an Authentication-Results field claiming to be ours is removed; ours is the only one", async () => {
     const forged = "Authentication-Results: MX.INBOXD.TEST; dkim=pass; spf=pass; dmarc=pass\r\n";
     const other = "Authentication-Results: mx.elsewhere.test; spf=pass\r\n";
