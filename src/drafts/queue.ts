@@ -41,7 +41,6 @@ interface Outcome {
 
 export function startDraftsQueue(app: App): Queue {
   const { store, clock, log } = app;
-  const startedAt = clock.now();
   let claimed: DraftRecord[] = [];
   let inFlight = 0;
   /** Drafts claimed or being sent, by organization. */
@@ -72,7 +71,7 @@ export function startDraftsQueue(app: App): Queue {
 
   /** Drafts left `sending` by a process that stopped before sending them (sending and marking commit together). */
   async function releaseLeftBehind(tx: Transaction, now: number) {
-    const released = await tx.drafts.releaseUnfinished(startedAt, now);
+    const released = await tx.drafts.releaseUnfinished(now);
     if (released) log.info("drafts left being sent by a stopped process are scheduled again", { drafts: released });
   }
 

@@ -867,12 +867,12 @@ export interface DraftsStore {
   /** A draft being sent was not: scheduled again, back to a draft, or failed. */
   settle(id: string, settlement: DraftSettlement, now: number): Promise<void>;
   /**
-   * After a crash: drafts left `sending` by a process before `startedAt` were not sent (sending
-   * and marking commit together), so they are scheduled again (a draft with sendAt) or drafts. On
-   * a database several nodes share: never those another node is sending (its lease holds them),
-   * and those of a node that died, once its lease ran out.
+   * After a crash: drafts left `sending` by an earlier process were not sent (sending and marking
+   * commit together), so they are scheduled again (a draft with sendAt) or drafts; never one this
+   * process is sending. On a database several nodes share: never those another node is sending
+   * (its lease holds them), and those of a node that died, once its lease ran out.
    */
-  releaseUnfinished(startedAt: number, now: number): Promise<number>;
+  releaseUnfinished(now: number): Promise<number>;
 }
 
 export interface IdempotencyKeysStore {
@@ -889,7 +889,11 @@ export interface IdempotencyKeysStore {
   complete(organizationId: string, key: string, statusCode: number, body: StoredBytes): Promise<void>;
   /** Forgets a key whose first request ended without a response worth replaying (5xx), so that a retry runs. */
   release(organizationId: string, key: string): Promise<void>;
-  /** Keys still running from a process before `startedAt` (a crash): forgotten, as release does. */
+  /**
+   * As the server starts, before it takes a request: keys still running from an earlier process
+   * (a crash) are forgotten, as release does. On a database several nodes share, never one a live
+   * node's request holds; `startedAt` bounds how long a request may hold one.
+   */
   releaseUnfinished(startedAt: number): Promise<number>;
   /** The keys of requests that named the inbox, with their responses: the inbox is deleted. */
   forgetInbox(organizationId: string, inboxId: string): Promise<void>;

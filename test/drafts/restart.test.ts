@@ -45,6 +45,29 @@ test("a scheduled draft survives a restart on the same data dir, and goes out on
   }
 });
 
+test("a draft a crashed run left being sent is scheduled again at the next start, even when that run's clock was ahead (corrected by NTP since)", async () => {
+  const first = await startMessageServer();
+  const dataDir = first.dataDir;
+  const key = (await seedOrganization(first.app)).apiKey;
+  const from = await createInbox(first, key);
+  const to = await createInbox(first, key);
+  const draft = (await first.api.post(`/v1/inboxes/${from.id}/drafts`, body(to.email, "Claimed two hours ahead", first.clock.now() + 60_000), key)).body;
+  // A run two hours ahead claimed it for sending, then died before it was sent.
+  expect(await first.app.store.transaction((tx) => tx.drafts.claim(draft.id, ["scheduled"], first.clock.now() + 2 * 3_600_000))).toBeDefined();
+  await first.stop();
+
+  const second = await startMessageServer({}, dataDir);
+  try {
+    second.clock.advance(60_000);
+    await second.app.queues.runDueNow("drafts");
+    expect((await second.api.get(`/v1/inboxes/${from.id}/drafts/${draft.id}`, key)).body.status).toBe("sent");
+    const arrived = (await second.api.get(`/v1/inboxes/${to.id}/messages`, key)).body as { subject: string }[];
+    expect(arrived.map((m) => m.subject)).toEqual(["Claimed two hours ahead"]);
+  } finally {
+    await second.cleanup();
+  }
+});
+
 test("the real process: killed with SIGKILL before sendAt, started again after it, the draft goes out at once, and once; a live one within seconds of its time", async () => {
   const dns = await startDnsServer();
   const dataDir = tempDir();

@@ -1,5 +1,5 @@
 /** Drafts with their attachments (../sqlite/drafts.ts); the drafts queue's calls take the draft's id alone. */
-import { and, asc, desc, eq, getTableColumns, inArray, isNotNull, lt, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
 import type { DraftAttachmentRecord } from "../records";
 import type { DraftsStore } from "../store";
 import { withContent, type PgBlobs } from "./blobs";
@@ -99,7 +99,7 @@ export function draftsStore(db: PgDb, blobs: PgBlobs, leases: Leases, inTransact
         .returning({ id: drafts.id });
       if (settled.length > 0) await leaseOf(id, false);
     },
-    async releaseUnfinished(startedAt, now) {
+    async releaseUnfinished(now) {
       const released = await db
         .update(drafts)
         .set({
@@ -107,9 +107,10 @@ export function draftsStore(db: PgDb, blobs: PgBlobs, leases: Leases, inTransact
           nextAttemptAt: sql`CASE WHEN ${drafts.sendAt} IS NULL THEN NULL ELSE ${now}::bigint END`,
           updatedAt: now,
         })
-        // Never a draft another node is sending (held): those of this node's earlier runs (freed as
-        // the store opened) and of nodes whose leases ran out, whenever they were claimed.
-        .where(and(eq(drafts.status, "sending"), unheld(now), or(lt(drafts.updatedAt, startedAt), isNotNull(sql`claimed_by`))))
+        // Never a draft a live run is sending (held, this one's too): those of this node's earlier
+        // runs (freed as the store opened) and of nodes whose leases ran out. Not told apart by the
+        // time of the claim: a run whose clock was ahead left drafts no later run released.
+        .where(and(eq(drafts.status, "sending"), unheld(now)))
         .returning({ id: drafts.id });
       return released.length;
     },

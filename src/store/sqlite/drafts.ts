@@ -2,7 +2,7 @@
  * Drafts with their attachments (migrations/0130). Reads take the organization and the inbox, so
  * one tenant never sees another's; the drafts queue's calls take the draft's id alone.
  */
-import { and, asc, desc, eq, getTableColumns, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, inArray, notInArray, sql } from "drizzle-orm";
 import type { DraftSettlement } from "../store";
 import type { DraftStatus } from "../records";
 import { withContent, type BlobStore } from "./blobs";
@@ -17,6 +17,13 @@ const EMPTY = Buffer.alloc(0);
 
 export const draftsStore = (db: Db, blobs: BlobStore) => {
   const whole = withContent(blobs);
+  /**
+   * The drafts this process has claimed and not yet marked sent or settled. One process per data
+   * dir: every other `sending` draft is an earlier run's. Told apart by the time of the claim
+   * instead, one made by a run whose clock was ahead (corrected by NTP after a reboot) was never
+   * released, and refused every change with 409 "being sent".
+   */
+  const claimedHere = new Set<string>();
   const insertDraft = db.insert(drafts).values(placeholdersOf(drafts)).prepare();
   const insertAttachment = db.insert(draftAttachments).values(placeholdersOf(draftAttachments)).prepare();
   const inInbox = (organizationId: string, inboxId: string) => and(eq(drafts.organizationId, organizationId), eq(drafts.inboxId, inboxId));
@@ -77,12 +84,14 @@ export const draftsStore = (db: Db, blobs: BlobStore) => {
       return db.select().from(draftAttachments).where(eq(draftAttachments.draftId, draftId)).orderBy(asc(draftAttachments.position)).all().map(whole);
     },
     claim(id: string, from: DraftStatus[], now: number): DraftRow | undefined {
-      return db
+      const claimed = db
         .update(drafts)
         .set({ status: "sending", attempts: sql`${drafts.attempts} + 1`, nextAttemptAt: null, updatedAt: now })
         .where(and(eq(drafts.id, id), inArray(drafts.status, from)))
         .returning()
         .get();
+      if (claimed) claimedHere.add(id);
+      return claimed;
     },
     due(now: number, limit: number, busy: readonly string[]): string[] {
       return due.all({ now, limit, busy: JSON.stringify(busy) }).map((row) => row.id);
@@ -91,6 +100,7 @@ export const draftsStore = (db: Db, blobs: BlobStore) => {
       return nextDue.get({ after })?.at ?? undefined;
     },
     markSent(id: string, messageId: string, now: number): boolean {
+      claimedHere.delete(id);
       const sent = db
         .update(drafts)
         .set({ status: "sent", messageId, failureReason: null, nextAttemptAt: null, updatedAt: now })
@@ -100,12 +110,13 @@ export const draftsStore = (db: Db, blobs: BlobStore) => {
       return sent !== undefined;
     },
     settle(id: string, settlement: DraftSettlement, now: number) {
+      claimedHere.delete(id);
       db.update(drafts)
         .set({ ...settlement, updatedAt: now })
         .where(and(eq(drafts.id, id), eq(drafts.status, "sending")))
         .run();
     },
-    releaseUnfinished(startedAt: number, now: number): number {
+    releaseUnfinished(now: number): number {
       return db
         .update(drafts)
         .set({
@@ -113,7 +124,7 @@ export const draftsStore = (db: Db, blobs: BlobStore) => {
           nextAttemptAt: sql`CASE WHEN ${drafts.sendAt} IS NULL THEN NULL ELSE ${now} END`,
           updatedAt: now,
         })
-        .where(and(eq(drafts.status, "sending"), sql`${drafts.updatedAt} < ${startedAt}`))
+        .where(and(eq(drafts.status, "sending"), notInArray(drafts.id, [...claimedHere])))
         .returning({ id: drafts.id })
         .all().length;
     },

@@ -1,5 +1,5 @@
 /** Idempotency keys per organization with the first request's final response (migrations/0140). */
-import { and, eq, isNull, lt, lte } from "drizzle-orm";
+import { and, eq, isNull, lte } from "drizzle-orm";
 import type { StoredBytes } from "../store";
 import type { BlobStore } from "./blobs";
 import type { Db } from "./db";
@@ -35,8 +35,13 @@ export const idempotencyKeysStore = (db: Db, blobs: BlobStore) => {
     forgetInbox(organizationId: string, inboxId: string) {
       db.delete(idempotencyKeys).where(and(eq(idempotencyKeys.inboxId, inboxId), eq(idempotencyKeys.organizationId, organizationId))).run();
     },
-    releaseUnfinished(startedAt: number): number {
-      return db.delete(idempotencyKeys).where(and(isNull(idempotencyKeys.statusCode), lt(idempotencyKeys.createdAt, startedAt))).returning().all().length;
+    /**
+     * Called as the server starts, before it takes a request: one process per data dir, so every
+     * key still running is an earlier run's. Told apart by the time of the request instead, one
+     * made by a run whose clock was ahead stayed held (409) past the restart.
+     */
+    releaseUnfinished(): number {
+      return db.delete(idempotencyKeys).where(isNull(idempotencyKeys.statusCode)).returning().all().length;
     },
   };
 };
