@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
-import { register, seedOrganization, startChildServer, tempDir, testEnv, type ApiClient, type ChildServer } from "../harness";
+import { register, seedOrganization, startChildServer, tempDir, testEnv, type ApiClient, type ChildServer, type TestServer } from "../harness";
 import { createInbox, startMessageServer } from "../messages/helpers";
 import { startDnsServer } from "../peers/dns-server";
 
@@ -23,50 +23,38 @@ async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean
   }
 }
 
-test("a scheduled draft survives a restart on the same data dir, and goes out once its time comes on the restarted server's clock", async () => {
+/**
+ * A draft scheduled `dueInMs` ahead on one server, `beforeStop` done to it there; then a second
+ * server on the same data dir whose clock passes that time: the draft is sent there, once.
+ */
+async function sentAfterRestart(subject: string, dueInMs: number, beforeStop: (server: TestServer, draftId: string) => Promise<void> = async () => {}) {
   const first = await startMessageServer();
-  const dataDir = first.dataDir;
   const key = (await seedOrganization(first.app)).apiKey;
   const from = await createInbox(first, key);
   const to = await createInbox(first, key);
-  const draft = (await first.api.post(`/v1/inboxes/${from.id}/drafts`, body(to.email, "After the restart", first.clock.now() + 3_600_000), key)).body;
+  const draft = (await first.api.post(`/v1/inboxes/${from.id}/drafts`, body(to.email, subject, first.clock.now() + dueInMs), key)).body;
+  await beforeStop(first, draft.id);
   await first.stop();
 
-  const second = await startMessageServer({}, dataDir);
+  const second = await startMessageServer({}, first.dataDir);
   try {
-    second.clock.advance(3_600_000);
-    await second.app.queues.runDueNow("drafts");
-    const sent = (await second.api.get(`/v1/inboxes/${from.id}/drafts/${draft.id}`, key)).body;
-    expect(sent.status).toBe("sent");
-    const arrived = (await second.api.get(`/v1/inboxes/${to.id}/messages`, key)).body as { subject: string }[];
-    expect(arrived.map((m) => m.subject)).toEqual(["After the restart"]);
-  } finally {
-    await second.cleanup();
-  }
-});
-
-test("a draft a crashed run left being sent is scheduled again at the next start, even when that run's clock was ahead (corrected by NTP since)", async () => {
-  const first = await startMessageServer();
-  const dataDir = first.dataDir;
-  const key = (await seedOrganization(first.app)).apiKey;
-  const from = await createInbox(first, key);
-  const to = await createInbox(first, key);
-  const draft = (await first.api.post(`/v1/inboxes/${from.id}/drafts`, body(to.email, "Claimed two hours ahead", first.clock.now() + 60_000), key)).body;
-  // A run two hours ahead claimed it for sending, then died before it was sent.
-  expect(await first.app.store.transaction((tx) => tx.drafts.claim(draft.id, ["scheduled"], first.clock.now() + 2 * 3_600_000))).toBeDefined();
-  await first.stop();
-
-  const second = await startMessageServer({}, dataDir);
-  try {
-    second.clock.advance(60_000);
+    second.clock.advance(dueInMs);
     await second.app.queues.runDueNow("drafts");
     expect((await second.api.get(`/v1/inboxes/${from.id}/drafts/${draft.id}`, key)).body.status).toBe("sent");
     const arrived = (await second.api.get(`/v1/inboxes/${to.id}/messages`, key)).body as { subject: string }[];
-    expect(arrived.map((m) => m.subject)).toEqual(["Claimed two hours ahead"]);
+    expect(arrived.map((m) => m.subject)).toEqual([subject]);
   } finally {
     await second.cleanup();
   }
-});
+}
+
+test("a scheduled draft survives a restart on the same data dir, and goes out once its time comes on the restarted server's clock", () => sentAfterRestart("After the restart", 3_600_000));
+
+test("a draft a crashed run left being sent is scheduled again at the next start, even when that run's clock was ahead (corrected by NTP since)", () =>
+  sentAfterRestart("Claimed two hours ahead", 60_000, async (first, draftId) => {
+    // A run two hours ahead claimed it for sending, then died before it was sent.
+    expect(await first.app.store.transaction((tx) => tx.drafts.claim(draftId, ["scheduled"], first.clock.now() + 2 * 3_600_000))).toBeDefined();
+  }));
 
 test("the real process: killed with SIGKILL before sendAt, started again after it, the draft goes out at once, and once; a live one within seconds of its time", async () => {
   const dns = await startDnsServer();
