@@ -122,7 +122,7 @@ export const NTP_PORT = 123;
 const serverAddress = (defaultPort: number): Parser<string> => (raw, name) => {
   const value = raw.trim();
   const { host, port } = parseServerAddress(value, defaultPort);
-  const usable = host !== undefined && (isIP(host) !== 0 || isDomainName(host)) && Number.isInteger(port) && port >= 1 && port <= 65535;
+  const usable = host !== undefined && (isIP(host) !== 0 || isDomainName(host.replace(/\.$/, ""))) && Number.isInteger(port) && port >= 1 && port <= 65535;
   return usable ? value : fail(name, raw, "a host name or IP address, with a port from 1 to 65535 if any (e.g. pool.ntp.org or [2001:db8::1]:123)");
 };
 const optionalUrl: Parser<string | undefined> = (raw, name) => {

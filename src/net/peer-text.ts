@@ -17,5 +17,10 @@ export function peerText(text: string): string {
     .replace(/\r?\n/g, " ")
     .replace(/[\0-\x08\x0a-\x1f\x7f-\x9f]/g, "\ufffd")
     .trim();
-  return line.length > MAX_PEER_TEXT_CHARS ? `${line.slice(0, MAX_PEER_TEXT_CHARS)}… (${line.length - MAX_PEER_TEXT_CHARS} more characters)` : line;
+  if (line.length <= MAX_PEER_TEXT_CHARS) return line;
+  // Never half a surrogate pair (an emoji): PostgreSQL's jsonb refused the lone one, and the check that held it.
+  const end = isHighSurrogate(line.charCodeAt(MAX_PEER_TEXT_CHARS - 1)) ? MAX_PEER_TEXT_CHARS - 1 : MAX_PEER_TEXT_CHARS;
+  return `${line.slice(0, end)}… (${line.length - end} more characters)`;
 }
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;

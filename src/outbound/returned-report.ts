@@ -7,6 +7,7 @@
 import type { App } from "../app";
 import type { ArfReport, DsnReport } from "../mail/reports";
 import { normalizeMessageId } from "../messages/threading";
+import { peerText } from "../net/peer-text";
 import type { Aggregates, DeliveryRecord, Transaction } from "../store";
 import { moveMessage, settleMessage, suppress } from "./outcome";
 import { isHardBounceStatus } from "./policy";
@@ -64,7 +65,8 @@ async function applyDsn(app: App, tx: Transaction, returnPath: DeliveryRecord, d
     const delivery = matching(deliveries, entry.recipient) ?? (failed.length === 1 ? returnPath : undefined);
     // The first failure stands: a delivery refused before any try (suppressed) was in no transaction.
     if (!delivery || delivery.status === "bounced" || delivery.status === "rejected") continue;
-    const reply = `bounce report: ${entry.status}${entry.diagnostic ? ` ${entry.diagnostic}` : ""}`;
+    // The report's Diagnostic-Code is the reporting server's reply, kept as a reply is.
+    const reply = peerText(`bounce report: ${entry.status}${entry.diagnostic ? ` ${entry.diagnostic}` : ""}`);
     await tx.deliveries.update({ id: delivery.id, status: "bounced", lastResponse: reply, nextAttemptAt: null, now });
     if (isHardBounceStatus(entry.status) && suppressible(delivery, returnPath)) await suppress(tx, delivery.organizationId, delivery.recipient, "bounced", reply, delivery.messageId, now);
   }

@@ -3,6 +3,7 @@
 import { domainToASCII } from "node:url";
 import { authenticate, type AuthenticateResult, type DMARCResult, type DNSResolver } from "mailauth";
 import { evaluateDmarc } from "mailauth/lib/dmarc";
+import parseDkimHeaders from "mailauth/lib/parse-dkim-headers";
 import { withinBudget, type DnsBudget } from "./dns-budget";
 import { fieldName, filterHeaderFields, readHeaderBlock, type HeaderBlock } from "./header-fields";
 
@@ -73,14 +74,12 @@ export async function authenticateMessage(
   let result = await judge(withSignaturesKept(raw, block));
   const partial = partialSignatures(result);
   // Judged again without them: DKIM and DMARC as if they were not there (one DNS budget for both).
-  if (partial.length > 0) result = await judge(withSignaturesKept(raw, block, new Set(partial.map((signature) => signature.bodyHash))));
+  if (partial.length > 0) result = await judge(withSignaturesKept(raw, block, new Set(partial.map((signature) => signature.signature))));
   const judged = await dmarcOfEveryAuthor(result, await shownAuthor, dns.resolve);
-  const outcome = judged === tooManyAuthors ? tooManyAuthorsOutcome : dmarcOutcome(judged, result.dmarc);
-  const { dmarcWord, rejects } = outcome;
-  const added = [...partial.map((signature) => `;\r\n dkim=policy (signed part of the body only: ${signature.unsigned} bytes unsigned) header.d=${signature.domain}`), ...outcome.added];
+  const { dmarcWord, rejects, added } = judged === tooManyAuthors ? tooManyAuthorsOutcome : dmarcOutcome(judged, result.dmarc);
   // Too many author domains is decided without a look-up, whatever the budget left.
   const undecided = judged !== tooManyAuthors && dns.ranOut() && (rejects || dmarcWord === "temperror");
-  const field = withoutSealersClaims(result.headers.slice(result.headers.indexOf("Authentication-Results:")));
+  const field = withPartialSignatures(withoutSealersClaims(result.headers.slice(result.headers.indexOf("Authentication-Results:"))), partial);
   return {
     authentication: {
       spf: result.spf ? result.spf.status.result : "none",
@@ -179,24 +178,36 @@ function dkimWord(result: AuthenticateResult): string {
   return words[0] ?? "none";
 }
 
+/** mailauth's entry for a message without a signature it verified: in place of it, or after the others, the partial signatures' own. */
+const NOT_SIGNED = "dkim=none (message not signed)";
+
+function withPartialSignatures(field: string, partial: PartialSignature[]): string {
+  if (partial.length === 0) return field;
+  const entries = partial.map((signature) => `dkim=policy (signed part of the body only: ${signature.unsigned} bytes unsigned) header.d=${signature.domain}`).join(";\r\n ");
+  return field.includes(NOT_SIGNED) ? field.replace(NOT_SIGNED, entries) : `${field.slice(0, -2)};\r\n ${entries}\r\n`;
+}
+
+type PartialSignature = { signature: string; domain: string; unsigned: number };
+
 /**
  * Passing signatures whose body length (`l=`) leaves part of the body unsigned. Content appended
  * after the signed part (a whole body under `l=0`) read as the signer's: dkim=pass and an
  * aligned DMARC pass over text the domain never signed (RFC 6376 §8.2). They count as no
  * signature (dkim=policy, RFC 8601 §2.7.1), as the mailbox providers that ignore `l=` do.
  */
-function partialSignatures(result: AuthenticateResult): { bodyHash: string; domain: string; unsigned: number }[] {
+function partialSignatures(result: AuthenticateResult): PartialSignature[] {
   return (result.dkim.results ?? []).flatMap((row) =>
-    row.status.result === "pass" && row.status.underSized && row.bodyHashExpecting ? [{ bodyHash: row.bodyHashExpecting, domain: row.signingDomain ?? "", unsigned: row.status.underSized }] : [],
+    row.status.result === "pass" && row.status.underSized && row.signature ? [{ signature: row.signature, domain: row.signingDomain ?? "", unsigned: row.status.underSized }] : [],
   );
 }
 
 /**
  * The message as mailauth sees it: DKIM-Signature fields past the cap are left out, and those
- * whose body hash (`bh=`, unfolded) is in `withoutBodyHashes`.
+ * whose signature (`b=`, as mailauth's verifier reads the field) is in `without`: a signature
+ * is its own, where a body hash may be shared by another over the same body.
  */
-function withSignaturesKept(raw: Buffer, block: HeaderBlock, withoutBodyHashes = new Set<string>()): Buffer {
+function withSignaturesKept(raw: Buffer, block: HeaderBlock, without = new Set<string>()): Buffer {
   let signatures = 0;
-  const bodyHashOf = (field: string) => /(?:^|;)bh=([^;]*)/.exec(field.slice(field.indexOf(":") + 1).replace(/\s+/g, ""))?.[1];
-  return filterHeaderFields(raw, (field) => fieldName(field) !== "dkim-signature" || (++signatures <= MAX_DKIM_SIGNATURES && !withoutBodyHashes.has(bodyHashOf(field) ?? "")), block);
+  const signatureOf = (field: string) => String(parseDkimHeaders(field).parsed?.b?.value ?? "");
+  return filterHeaderFields(raw, (field) => fieldName(field) !== "dkim-signature" || (++signatures <= MAX_DKIM_SIGNATURES && (without.size === 0 || !without.has(signatureOf(field)))), block);
 }

@@ -125,7 +125,7 @@ describe("where mail goes", () => {
   });
 
   test("the doctor's NTP server: a host name or IP address, and a port from 1 to 65535 if any (a bad one ended doctor before any check)", () => {
-    for (const value of ["pool.ntp.org", "192.0.2.1:123", "[2001:db8::1]:123", "2001:db8::1", "ntp.example:65535"]) expect(loadConfig({ INBOXD_DOCTOR_NTP_SERVER: value }).doctorNtpServer).toBe(value);
+    for (const value of ["pool.ntp.org", "pool.ntp.org.", "192.0.2.1:123", "[2001:db8::1]:123", "2001:db8::1", "ntp.example:65535"]) expect(loadConfig({ INBOXD_DOCTOR_NTP_SERVER: value }).doctorNtpServer).toBe(value);
     for (const value of ["pool.ntp.org:99999", "pool.ntp.org:0", "pool.ntp.org:abc", "a b", "1.2.3:123"]) expect(refused({ INBOXD_DOCTOR_NTP_SERVER: value })).toStartWith("INBOXD_DOCTOR_NTP_SERVER:");
   });
 

@@ -88,6 +88,18 @@ describe("bounce reports (DSN)", () => {
     expect(await w.events(original.messageId)).toEqual(["message.sent", "message.delivered", "message.bounced"]);
   });
 
+  test("the report's Diagnostic-Code is kept as a reply is: its control characters replaced, cut at 1,000 characters", async () => {
+    const original = await delivered(["esc@remote.test"]);
+    const report = dsn(original, [{ address: "esc@remote.test", action: "failed", status: "5.1.1" }])
+      .toString()
+      .replace("mailbox unavailable", `mailbox \x1b[2J unavailable ${"z".repeat(2_000)}`);
+    expect(await processed(original.deliveryId, Buffer.from(report))).toBe("bounced");
+    const { lastResponse } = (await w.message(original.messageId)).deliveries[0];
+    expect(lastResponse).toStartWith("bounce report: 5.1.1 550 5.1.1 mailbox \ufffd[2J unavailable zzz");
+    expect(lastResponse).toMatch(/… \(\d+ more characters\)$/);
+    expect((await suppressed()).find((s) => s.address === "esc@remote.test")!.detail).toBe(lastResponse);
+  });
+
   test("a NUL decoded out of the report (quoted-printable) is left out of the reply recorded, on either engine", async () => {
     const original = await delivered(["nul@remote.test"]);
     const report = dsn(original, [{ address: "nul@remote.test", action: "failed", status: "5.1.1" }])

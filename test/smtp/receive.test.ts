@@ -704,9 +704,23 @@ describe("authentication results", () => {
     await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: `${await sign("partly signed", signedPart.length)}Pay the attacker instead.\r\n` });
     const appended = await findBySubject(bob, "partly signed");
     expect(appended.authentication).toMatchObject({ dkim: "policy", dmarc: "fail" });
-    expect((await rawSource(appended.id)).split("\r\nReceived:")[0]).toContain("dkim=policy (signed part of the body only: 27 bytes unsigned) header.d=auth.test");
+    const results = (await rawSource(appended.id)).split("\r\nReceived:")[0];
+    expect(results).toContain("dkim=policy (signed part of the body only: 27 bytes unsigned) header.d=auth.test");
+    expect(results).not.toContain("dkim=none");
     await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: await sign("wholly signed", signedPart.length) });
     expect((await findBySubject(bob, "wholly signed")).authentication).toMatchObject({ dkim: "pass", dmarc: "pass" });
+
+    // A second signer's partial signature over the same body hash as the author's whole one (simple
+    // against relaxed canonicalization of a body ending in a blank line) leaves the author's standing.
+    const head = "From: alice@auth.test\r\nTo: bob@inboxd.test\r\nSubject: signed twice\r\n\r\n";
+    const body = "Hello.\r\n \r\n";
+    const author = await dkimSign(head + body, { signatureData: [{ signingDomain: "auth.test", selector: rsa.selector, privateKey: rsa.privateKeyPem }] } as unknown as Parameters<typeof dkimSign>[1]);
+    const forwarder = await dkimSign(author.signatures + head + body, {
+      canonicalization: "relaxed/simple",
+      signatureData: [{ signingDomain: "auth.test", selector: rsa.selector, privateKey: rsa.privateKeyPem, maxBodyLength: 8 }],
+    } as unknown as Parameters<typeof dkimSign>[1]);
+    await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: forwarder.signatures + author.signatures + head + body });
+    expect((await findBySubject(bob, "signed twice")).authentication).toMatchObject({ dkim: "pass", dmarc: "pass" });
   });
 
   test("an Authentication-Results field claiming to be ours is removed; ours is the only one", async () => {
