@@ -7,7 +7,6 @@ import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { closest, distance } from "fastest-levenshtein";
 import ipaddr from "ipaddr.js";
-import { parseServerAddress } from "./dns/wire";
 import { parseSecretKey } from "./store/secret-box";
 
 export class ConfigError extends Error {}
@@ -110,8 +109,11 @@ const httpsUrl: Parser<string> = (raw, name) => (URL.canParse(raw) && new URL(ra
 const ipAddress: Parser<string> = (raw, name) => (isIP(raw) ? raw : fail(name, raw, "an IP address (0.0.0.0 or :: for every address)"));
 // RFC 1123 §2.1 host names, RFC 1035 §2.3.4 lengths: letters, digits and hyphens, 1-63 per label, 253 in all.
 const DOMAIN_LABEL = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
-/** RFC 1123 §2.1: a host name never has the form of an IP address; its top-level label is never all digits. */
-const isDomainName = (value: string) => value.length <= 253 && value.split(".").every((label) => DOMAIN_LABEL.test(label)) && !/^\d+$/.test(value.slice(value.lastIndexOf(".") + 1));
+/**
+ * RFC 1123 §2.1: a host name never has the form of an IP address; its top-level label is never
+ * all digits. A single label may be (a container's machine name, the default): it is warned about.
+ */
+const isDomainName = (value: string) => value.length <= 253 && value.split(".").every((label) => DOMAIN_LABEL.test(label)) && !(value.includes(".") && /^\d+$/.test(value.slice(value.lastIndexOf(".") + 1)));
 const domainName: Parser<string> = (raw, name) => {
   const value = raw.trim().replace(/\.$/, "");
   return isDomainName(value) ? value : fail(name, raw, "a domain name (letters, digits, hyphens and dots; an IP address is none)");
@@ -121,8 +123,12 @@ export const NTP_PORT = 123;
 /** host[:port], [IPv6]:port or a bare IPv6 address: a domain name or an IP address, and a port from 1 to 65535 if any. */
 const serverAddress = (defaultPort: number): Parser<string> => (raw, name) => {
   const value = raw.trim();
-  const { host, port } = parseServerAddress(value, defaultPort);
-  const usable = host !== undefined && (isIP(host) !== 0 || isDomainName(host.replace(/\.$/, ""))) && Number.isInteger(port) && port >= 1 && port <= 65535;
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(value);
+  const plain = /^([^:[\]]+)(?::(\d{1,5}))?$/.exec(value);
+  const [host, port] = bracketed ? [bracketed[1]!, bracketed[2]] : isIP(value) === 6 ? [value, undefined] : plain ? [plain[1]!, plain[2]] : [undefined, undefined];
+  const portNumber = Number(port ?? defaultPort);
+  const hostUsable = host !== undefined && (bracketed ? isIP(host) === 6 : isIP(host) !== 0 || isDomainName(host.replace(/\.$/, "")));
+  const usable = hostUsable && portNumber >= 1 && portNumber <= 65535;
   return usable ? value : fail(name, raw, "a host name or IP address, with a port from 1 to 65535 if any (e.g. pool.ntp.org or [2001:db8::1]:123)");
 };
 const optionalUrl: Parser<string | undefined> = (raw, name) => {

@@ -10,10 +10,11 @@ export function requestUrl(request: Request): URL | undefined {
 }
 
 /**
- * Elysia's router finds the path from the URL's 11th character on (its `standardHostname`, which
- * saves a search per request): under a Host of 1 to 3 characters (2 on HTTPS), it took the path's
- * first segment for part of the host, and `/x/v1/inboxes` reached `/v1/inboxes`. No server's
- * name is that short; its option to search from the 8th character misreads every https:// URL.
+ * Elysia's router looks for the path's `/` from the URL's 12th character on (its
+ * `standardHostname`, which saves a search per request): under a Host of 1 to 3 characters (2 on
+ * HTTPS), it took the path's first segment for part of the host, and `/x/v1/inboxes` reached
+ * `/v1/inboxes`. Such a Host (a single-label name such as `api` behind a proxy) is refused rather
+ * than misrouted; the router's option to search from the 8th character misreads every https:// URL.
  */
 const tooShortForTheRouter = (url: URL) => url.protocol.length + "//".length + url.host.length < "https://a.b".length;
 

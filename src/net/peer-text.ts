@@ -14,9 +14,9 @@ export const MAX_PEER_TEXT_CHARS = 1_000;
 
 export function peerText(text: string): string {
   const line = text
-    .replace(/\r?\n/g, " ")
-    .replace(/[\0-\x08\x0a-\x1f\x7f-\x9f]/g, "\ufffd")
-    .trim();
+    .replace(/\r?\n|[\u2028\u2029]/g, " ")
+    .trim()
+    .replace(/[\0-\x08\x0a-\x1f\x7f-\x9f]/g, "\ufffd");
   if (line.length <= MAX_PEER_TEXT_CHARS) return line;
   // Never half a surrogate pair (an emoji): PostgreSQL's jsonb refused the lone one, and the check that held it.
   const end = isHighSurrogate(line.charCodeAt(MAX_PEER_TEXT_CHARS - 1)) ? MAX_PEER_TEXT_CHARS - 1 : MAX_PEER_TEXT_CHARS;

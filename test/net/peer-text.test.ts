@@ -14,5 +14,5 @@ test("cut at 1,000 characters, never within a surrogate pair (an emoji), whichev
 });
 
 test("on one line, its control characters replaced; a tab and non-ASCII text kept", () => {
-  expect(peerText("250-first\r\n250 second\u0000\u001b[2J\u007f\u0085\tétape ✓")).toBe("250-first 250 second\ufffd\ufffd[2J\ufffd\ufffd\tétape ✓");
+  expect(peerText("250-first\r\n250 second\u0000\u001b[2J\u007f\u0085\tétape ✓\u2028end\r\u000b")).toBe("250-first 250 second\ufffd\ufffd[2J\ufffd\ufffd\tétape ✓ end");
 });
