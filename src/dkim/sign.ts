@@ -31,9 +31,8 @@ export type RsaEngine = "auto" | "builtin";
 export const rsaSignerName = (engine: RsaEngine) => (engine === "auto" && opensslLoads() ? "OpenSSL 3 (libcrypto.so.3)" : "node:crypto");
 
 // RFC 6376 §5.4.1: the fields that carry the message's meaning; From is required (§5.4).
-const SIGNED_HEADER_FIELDS = new Set(
-  ["From", "To", "Cc", "Subject", "Date", "Message-ID", "MIME-Version", "Content-Type", "In-Reply-To", "References", "Reply-To"].map((name) => name.toLowerCase()),
-);
+const SIGNED_FIELD_NAMES = ["From", "To", "Cc", "Subject", "Date", "Message-ID", "MIME-Version", "Content-Type", "In-Reply-To", "References", "Reply-To"];
+const SIGNED_HEADER_FIELDS = new Set(SIGNED_FIELD_NAMES.map((name) => name.toLowerCase()));
 
 // RFC 6376 §3.5: d= and s= are domain names (s= its labels); nothing that could end a tag or the field.
 const TAG_SAFE_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/;
@@ -112,8 +111,13 @@ function parsedKey(key: SigningKey, fail: (reason: string) => Error): ParsedKey 
   return parsed;
 }
 
-/** The h= tag (RFC 6376 §3.5), names as they appear in the message, with room to fold after each colon. */
-const hTag = (signed: HeaderField[]) => `h=${signed.map((field) => field.name).join(":")}`;
+/**
+ * The h= tag (RFC 6376 §3.5): the fields signed, names as they appear in the message; then each
+ * signed name once more, for the instance the message does not have (§5.4.2: it is hashed as
+ * nothing), so that a field a relay adds (a Reply-To, a second Subject above ours) breaks the
+ * signature rather than ride on it (§8.15, oversigning).
+ */
+const hTag = (signed: HeaderField[]) => `h=${[...signed.map((field) => field.name), ...SIGNED_FIELD_NAMES].join(":")}`;
 
 /** "Name: tag; tag; ..." folded before a tag, or after a colon of h=, that would pass the line width (FWS, RFC 6376 §3.2). */
 function foldTags(start: string, tags: string[]): string {

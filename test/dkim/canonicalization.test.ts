@@ -126,16 +126,21 @@ describe("what relaxed canonicalization survives, and what it does not", () => {
       "latin1",
     );
     changed = Buffer.from(text.replace("Hello.", "Hullo."), "latin1");
+    // Fields added on the way (RFC 6376 §8.15): a Reply-To the message had none of, a second Subject above the signed one.
+    const fromField = text.indexOf("From:");
+    added = [`Reply-To: eve@attacker.example.test\r\n`, `Subject: Pay the new account\r\n`].map((field) => Buffer.from(text.slice(0, fromField) + field + text.slice(fromField), "latin1"));
   });
+  let added: Buffer[];
 
   test("mailauth", async () => {
     expect(relayed.equals(original)).toBe(false);
     expect(await mailauthResults(relayed)).toEqual(["pass", "pass"]);
     expect(await mailauthResults(changed)).toEqual(["fail", "fail"]);
+    for (const message of added) expect(await mailauthResults(message)).not.toContain("pass");
   });
 
   test.skipIf(dkimverifyMissing !== undefined)("dkimverify", async () => {
-    const results = (await Promise.all([relayed, changed].map((message) => dkimverifyEach(message, [0, 1], server.port)))).flat();
-    expect(results.map((result) => result.exitCode)).toEqual([0, 0, 1, 1]);
+    const results = (await Promise.all([relayed, changed, ...added].map((message) => dkimverifyEach(message, [0, 1], server.port)))).flat();
+    expect(results.map((result) => result.exitCode)).toEqual([0, 0, 1, 1, 1, 1, 1, 1]);
   });
 });
