@@ -175,12 +175,20 @@ function hasLongerWord(text: string): boolean {
 }
 
 /**
- * A subject with a word too long for a line goes out as encoded words (RFC 2047 §2), which may
- * be cut anywhere and folded between: readers show the same text. So does one holding "=?": as
- * it is, a reader would decode what reads as an encoded word in it (§5) and show other text than
- * the sender's. A non-ASCII one the composer encodes and cuts itself.
+ * A run of spaces the composer would fold into a line of spaces alone: RFC 5322 §3.2.2 allows
+ * such lines only in its obsolete syntax, which must not be generated (§4), and a naive reader
+ * takes one for the end of the header.
  */
-const foldableSubject = (subject: string) => (hasLongerWord(subject) || subject.includes("=?") ? encodeWord(subject, "B", 52) : subject);
+const WIDE_SPACE = / {70,}/;
+
+/**
+ * A subject with a word too long for a line goes out as encoded words (RFC 2047 §2), which may
+ * be cut anywhere and folded between: readers show the same text. So does one with a run of
+ * spaces as wide as a line (WIDE_SPACE), and one holding "=?": as it is, a reader would decode
+ * what reads as an encoded word in it (§5) and show other text than the sender's. A non-ASCII one
+ * the composer encodes and cuts itself.
+ */
+const foldableSubject = (subject: string) => (hasLongerWord(subject) || WIDE_SPACE.test(subject) || subject.includes("=?") ? encodeWord(subject, "B", 52) : subject);
 
 /** RFC 5322 §2.3: CR only before LF. Each composer ends lines in CRLF, and left a lone CR as it was. */
 const withoutLoneCr = (body: string) => body.replace(/\r(?!\n)/g, "\n");

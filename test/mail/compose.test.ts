@@ -160,6 +160,16 @@ describe("header injection", () => {
     expect(parsed.references).toEqual(["<kept@example.com>", "<bare@example.com>"]);
   });
 
+  test("RFC 5322 §4: a subject with a run of spaces wider than a line folds into no line of spaces alone (obsolete syntax), and reads back the same", async () => {
+    const subject = `Wide${" ".repeat(100)}gap`;
+    for (const extra of [{}, { attachments: [{ filename: "a.bin", content: Buffer.from("x") }] }]) {
+      const raw = await composeMessage({ ...base, ...extra, subject });
+      const header = raw.toString("latin1").split("\r\n\r\n")[0]!;
+      expect(header.split("\r\n").filter((line) => /^[ \t]+$/.test(line))).toEqual([]);
+      expect((await parseMessage(raw)).subject).toBe(subject);
+    }
+  });
+
   test("RFC 2047 §5: a subject that holds what reads as an encoded word goes out encoded, so readers show its text as given", async () => {
     for (const subject of ["Invoice =?utf-8?B?UGFpZA==?= pending", "=?iso-8859-1?Q?caf=E9?=", "a =? b ?= c"]) {
       for (const extra of [{}, { attachments: [{ filename: "a.bin", content: Buffer.from("x") }] }]) {
