@@ -160,10 +160,9 @@ const postgresUrl: Parser<string> = (raw, name) => {
   // Each stopped the start later, naming no setting, and not as a setting's failure (exit 1: systemd restarted it).
   if (url.port === "0") return fail(name, raw, "a postgres:// URL with a port from 1 to 65535, if any");
   try {
-    decodeURIComponent(url.username);
-    decodeURIComponent(url.password);
+    for (const part of [url.username, url.password, url.pathname]) decodeURIComponent(part);
   } catch {
-    return fail(name, raw, "a postgres:// URL whose user and password are percent-encoded (a % written %25)");
+    return fail(name, raw, "a postgres:// URL whose user, password and database are percent-encoded (a % written %25)");
   }
   const sslMode = url.searchParams.get("sslmode");
   return sslMode === null || sslModes.includes(sslMode) ? raw : fail(name, raw, `a postgres:// URL whose sslmode is one of ${sslModes.join(", ")}`);

@@ -83,7 +83,8 @@ export async function authenticateMessage(
   return {
     authentication: {
       spf: result.spf ? result.spf.status.result : "none",
-      dkim: partial.length > 0 && dkimWord(result) !== "pass" ? "policy" : dkimWord(result),
+      // The others' word, as if the partial ones were not there; theirs when there is no other.
+      dkim: partial.length > 0 && dkimWord(result) === "none" ? "policy" : dkimWord(result),
       dmarc: dmarcWord,
       arc: result.arc ? result.arc.status.result : "none",
     },

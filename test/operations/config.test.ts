@@ -111,9 +111,9 @@ describe("where mail goes", () => {
     for (const mode of ["bogus", "verify_full"]) expect(refused({ INBOXD_DATABASE_URL: `postgres://db.example/inboxd?sslmode=${mode}` })).toContain("sslmode is one of disable, allow, prefer, require, verify-ca, verify-full");
   });
 
-  test("a PostgreSQL URL with port 0, or a % in its user or password not written %25, is refused at the start, naming the setting (it failed later with exit 1)", () => {
+  test("a PostgreSQL URL with port 0, or a % in its user, password or database not written %25, is refused at the start, naming the setting (it failed later with exit 1)", () => {
     expect(refused({ INBOXD_DATABASE_URL: "postgres://u:pw@127.0.0.1:0/db" })).toContain("with a port from 1 to 65535");
-    for (const url of ["postgres://u:p%zzw@127.0.0.1/db", "postgres://u%zz:pw@127.0.0.1/db"]) expect(refused({ INBOXD_DATABASE_URL: url })).toStartWith("INBOXD_DATABASE_URL:");
+    for (const url of ["postgres://u:p%zzw@127.0.0.1/db", "postgres://u%zz:pw@127.0.0.1/db", "postgres://u:pw@127.0.0.1/d%zzb"]) expect(refused({ INBOXD_DATABASE_URL: url })).toStartWith("INBOXD_DATABASE_URL:");
     expect(loadConfig({ INBOXD_DATABASE_URL: "postgres://u:50%25off@127.0.0.1:5432/db" }).databaseUrl).toBe("postgres://u:50%25off@127.0.0.1:5432/db");
   });
 

@@ -721,6 +721,20 @@ describe("authentication results", () => {
     } as unknown as Parameters<typeof dkimSign>[1]);
     await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: forwarder.signatures + author.signatures + head + body });
     expect((await findBySubject(bob, "signed twice")).authentication).toMatchObject({ dkim: "pass", dmarc: "pass" });
+
+    // Beside a whole signature the appended text broke, a partial one leaves that one's word, as if it were not there.
+    const broken = async (subject: string, withPartial: boolean) => {
+      const headed = head.replace("signed twice", subject);
+      const whole = await dkimSign(headed + body, { signatureData: [{ signingDomain: "auth.test", selector: rsa.selector, privateKey: rsa.privateKeyPem }] } as unknown as Parameters<typeof dkimSign>[1]);
+      const partial = withPartial
+        ? (await dkimSign(whole.signatures + headed + body, { signatureData: [{ signingDomain: "auth.test", selector: rsa.selector, privateKey: rsa.privateKeyPem, maxBodyLength: body.length }] } as unknown as Parameters<typeof dkimSign>[1])).signatures
+        : "";
+      await sendMail(server.smtpPort, { from: "alice@sender.test", to: ["bob@inboxd.test"], raw: `${partial}${whole.signatures}${headed}${body}Appended.\r\n` });
+      return (await findBySubject(bob, subject)).authentication.dkim;
+    };
+    const alone = await broken("whole signature broken", false);
+    expect(alone).not.toBe("pass");
+    expect(await broken("whole signature broken beside a partial one", true)).toBe(alone);
   });
 
   test("an Authentication-Results field claiming to be ours is removed; ours is the only one", async () => {
