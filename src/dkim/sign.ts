@@ -31,7 +31,7 @@ export type RsaEngine = "auto" | "builtin";
 export const rsaSignerName = (engine: RsaEngine) => (engine === "auto" && opensslLoads() ? "OpenSSL 3 (libcrypto.so.3)" : "node:crypto");
 
 // RFC 6376 §5.4.1: the fields that carry the message's meaning; From is required (§5.4).
-const SIGNED_FIELD_NAMES = ["From", "To", "Cc", "Subject", "Date", "Message-ID", "MIME-Version", "Content-Type", "In-Reply-To", "References", "Reply-To"];
+export const SIGNED_FIELD_NAMES = ["From", "To", "Cc", "Subject", "Date", "Message-ID", "MIME-Version", "Content-Type", "In-Reply-To", "References", "Reply-To"];
 const SIGNED_HEADER_FIELDS = new Set(SIGNED_FIELD_NAMES.map((name) => name.toLowerCase()));
 
 // RFC 6376 §3.5: d= and s= are domain names (s= its labels); nothing that could end a tag or the field.

@@ -81,7 +81,7 @@ export function prepareMessage(input: ComposeInput): PreparedMessage {
   const cc = input.cc ?? [];
   return {
     from: wireAddress(input.from, "from"),
-    fromName: cleanHeaderText(input.fromName ?? ""),
+    fromName: phraseText(input.fromName ?? ""),
     to: input.to.map((recipient, i) => wireAddress(addressOf(recipient), `to ${i + 1}`)),
     toNames: input.to.map(nameOf),
     cc: cc.map((recipient, i) => wireAddress(addressOf(recipient), `cc ${i + 1}`)),
@@ -94,7 +94,7 @@ export function prepareMessage(input: ComposeInput): PreparedMessage {
     text: input.text === undefined ? undefined : withoutLoneCr(input.text),
     html: input.html === undefined ? undefined : withoutLoneCr(input.html),
     attachments: (input.attachments ?? []).map((attachment) => ({
-      filename: attachment.filename === undefined ? undefined : cleanHeaderText(attachment.filename),
+      filename: attachment.filename === undefined ? undefined : phraseText(attachment.filename),
       contentType: cleanContentType(attachment.contentType),
       content: attachment.content,
       ...(attachment.cid !== undefined && isContentId(attachment.cid) ? { cid: attachment.cid } : {}),
@@ -147,7 +147,7 @@ export function composeMime(message: PreparedMessage): Promise<Buffer> {
 
 const addressOf = (recipient: Recipient) => (typeof recipient === "string" ? recipient : recipient.address);
 /** The display name as it goes into the header ("" for none), cleaned like any header text. */
-const nameOf = (recipient: Recipient) => (typeof recipient === "string" ? "" : cleanHeaderText(recipient.name ?? ""));
+const nameOf = (recipient: Recipient) => (typeof recipient === "string" ? "" : phraseText(recipient.name ?? ""));
 
 function wireAddress(address: string, field: string): string {
   const parsed = parseAddress(address);
@@ -180,6 +180,13 @@ function hasLongerWord(text: string): boolean {
  * takes one for the end of the header.
  */
 const WIDE_SPACE = / {70,}/;
+
+/**
+ * A display name or file name as it goes out: cleaned as any header text, and a run of spaces
+ * as wide as a line made one (a quoted name is no place for encoded words, RFC 2047 §5, and the
+ * composer folded inside it: the name read back changed all the same).
+ */
+const phraseText = (value: string) => cleanHeaderText(value).replace(new RegExp(WIDE_SPACE.source, "g"), " ");
 
 /**
  * A subject with a word too long for a line goes out as encoded words (RFC 2047 §2), which may

@@ -114,6 +114,7 @@ describe("what relaxed canonicalization survives, and what it does not", () => {
   let original: Buffer;
   let relayed: Buffer;
   let changed: Buffer;
+  let added: Buffer[];
   beforeAll(() => {
     original = signed(CASES[0]!.raw);
     const text = original.toString("latin1");
@@ -130,7 +131,6 @@ describe("what relaxed canonicalization survives, and what it does not", () => {
     const fromField = text.indexOf("From:");
     added = [`Reply-To: eve@attacker.example.test\r\n`, `Subject: Pay the new account\r\n`].map((field) => Buffer.from(text.slice(0, fromField) + field + text.slice(fromField), "latin1"));
   });
-  let added: Buffer[];
 
   test("mailauth", async () => {
     expect(relayed.equals(original)).toBe(false);

@@ -170,6 +170,18 @@ describe("header injection", () => {
     }
   });
 
+  test("RFC 5322 §4: a display name or file name with a run of spaces as wide as a line goes out with the run made one space, in either composer", async () => {
+    const wide = `A${" ".repeat(100)}B`;
+    for (const extra of [{}, { attachments: [{ filename: `${wide}.txt`, content: Buffer.from("x") }] }]) {
+      const raw = await composeMessage({ ...base, ...extra, fromName: wide, to: [{ name: wide, address: "bob@example.com" }], cc: [{ name: wide, address: "carol@example.com" }] });
+      const header = raw.toString("latin1").split("\r\n\r\n")[0]!;
+      expect(header.split("\r\n").filter((line) => /^[ \t]+$/.test(line))).toEqual([]);
+      const parsed = await parseMessage(raw);
+      expect(parsed.fromName).toBe("A B");
+      if ("attachments" in extra) expect(parsed.attachments[0]!.filename).toBe("A B.txt");
+    }
+  });
+
   test("RFC 2047 §5: a subject that holds what reads as an encoded word goes out encoded, so readers show its text as given", async () => {
     for (const subject of ["Invoice =?utf-8?B?UGFpZA==?= pending", "=?iso-8859-1?Q?caf=E9?=", "a =? b ?= c"]) {
       for (const extra of [{}, { attachments: [{ filename: "a.bin", content: Buffer.from("x") }] }]) {

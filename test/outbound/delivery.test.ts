@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import * as net from "node:net";
 import { dkimVerify } from "mailauth";
+import { SIGNED_FIELD_NAMES } from "../../src/dkim/sign";
 import { createResolver } from "../../src/dns/resolver";
 import { parseReturnPath } from "../../src/outbound/return-path";
 import { eventually, onPostgres, queryRows } from "../harness";
@@ -88,7 +89,9 @@ describe("DKIM", () => {
       expect(signature).toContain("c=relaxed/relaxed");
       expect(signature).toContain("d=inboxd.test;");
       const fields = /h=([^;]+)/.exec(signature)![1]!.replace(/\s/g, "").toLowerCase().split(":");
-      for (const field of ["from", "to", "cc", "subject", "date", "message-id", "mime-version", "content-type", "in-reply-to", "references"]) expect(fields).toContain(field);
+      // The fields the message has, before the oversigned tail that names every signable one once more.
+      const present = fields.slice(0, fields.length - SIGNED_FIELD_NAMES.length);
+      for (const field of ["from", "to", "cc", "subject", "date", "message-id", "mime-version", "content-type", "in-reply-to", "references"]) expect(present).toContain(field);
     }
 
     const verified = await dkimVerify(received.raw, { resolver: createResolver([w.dns.address]).forMailauth });
