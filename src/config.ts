@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import { closest, distance } from "fastest-levenshtein";
 import ipaddr from "ipaddr.js";
+import { isValidDomainName } from "./mail/address";
 import { parseSecretKey } from "./store/secret-box";
 
 export class ConfigError extends Error {}
@@ -110,10 +111,10 @@ const ipAddress: Parser<string> = (raw, name) => (isIP(raw) ? raw : fail(name, r
 // RFC 1123 §2.1 host names, RFC 1035 §2.3.4 lengths: letters, digits and hyphens, 1-63 per label, 253 in all.
 const DOMAIN_LABEL = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
 /**
- * RFC 1123 §2.1: a host name never has the form of an IP address; its top-level label is never
- * all digits. A single label may be (a container's machine name, the default): it is warned about.
+ * A domain name mail can be addressed to (isValidDomainName: never of an IP address's form, RFC
+ * 1123 §2.1), or a single label: a machine's name, the default, which is warned about.
  */
-const isDomainName = (value: string) => value.length <= 253 && value.split(".").every((label) => DOMAIN_LABEL.test(label)) && !(value.includes(".") && /^\d+$/.test(value.slice(value.lastIndexOf(".") + 1)));
+const isDomainName = (value: string) => (value.includes(".") ? isValidDomainName(value) : DOMAIN_LABEL.test(value));
 const domainName: Parser<string> = (raw, name) => {
   const value = raw.trim().replace(/\.$/, "");
   return isDomainName(value) ? value : fail(name, raw, "a domain name (letters, digits, hyphens and dots; an IP address is none)");

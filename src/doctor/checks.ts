@@ -12,6 +12,7 @@ import { DnsLookupError, isNullMx, type Resolver } from "../dns/resolver";
 import { parseServerAddress } from "../dns/wire";
 import { checkRecord, checkSpf } from "../domains/dns-checks";
 import type { RecordSpec, ServerIdentity } from "../domains/records";
+import { isValidDomainName } from "../mail/address";
 
 export type Finding = { ok: boolean; check: string; detail: string; fix?: string };
 
@@ -21,13 +22,9 @@ const fail = (check: string, detail: string, fix: string): Finding => ({ ok: fal
 const sameName = (a: string, b: string) => a.toLowerCase().replace(/\.$/, "") === b.toLowerCase().replace(/\.$/, "");
 const describe = (error: unknown) => (error instanceof DnsLookupError ? `${error.rrtype} ${error.hostname}: ${error.code}` : error instanceof Error ? error.message : String(error));
 
-// RFC 1123 §2.1 host names: letters, digits and hyphens, no hyphen at a label's ends.
-const HOST_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/i;
-
 /** Receivers greet, verify and look up this name: it must be a fully qualified domain name. */
 export function checkHostname(hostname: string): Finding {
-  const labels = hostname.replace(/\.$/, "").split(".");
-  if (labels.length >= 2 && labels.every((label) => HOST_LABEL.test(label)) && !/^\d+$/.test(labels.at(-1)!)) {
+  if (isValidDomainName(hostname.replace(/\.$/, ""))) {
     return pass("host name", `${hostname} is a fully qualified domain name`);
   }
   return fail("host name", `'${hostname}' is not a fully qualified domain name`, "set INBOXD_HOSTNAME to the server's full name, e.g. mx.example.com");

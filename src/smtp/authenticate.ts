@@ -79,7 +79,8 @@ export async function authenticateMessage(
   const { dmarcWord, rejects, added } = judged === tooManyAuthors ? tooManyAuthorsOutcome : dmarcOutcome(judged, result.dmarc);
   // Too many author domains is decided without a look-up, whatever the budget left.
   const undecided = judged !== tooManyAuthors && dns.ranOut() && (rejects || dmarcWord === "temperror");
-  const field = withPartialSignatures(withoutSealersClaims(result.headers.slice(result.headers.indexOf("Authentication-Results:"))), partial);
+  const { field, unplaced } = withPartialSignatures(withoutSealersClaims(result.headers.slice(result.headers.indexOf("Authentication-Results:"))), partial);
+  const appended = [...unplaced, ...added];
   return {
     authentication: {
       spf: result.spf ? result.spf.status.result : "none",
@@ -89,7 +90,7 @@ export async function authenticateMessage(
       arc: result.arc ? result.arc.status.result : "none",
     },
     // mailauth puts Received-SPF first and Authentication-Results last; only the latter is kept.
-    field: added.length === 0 ? field : `${field.slice(0, -2)}${added.join("")}\r\n`,
+    field: appended.length === 0 ? field : `${field.slice(0, -2)}${appended.join("")}\r\n`,
     dmarcRejects: rejects && !undecided,
     dmarcUndecided: undecided,
   };
@@ -179,13 +180,14 @@ function dkimWord(result: AuthenticateResult): string {
   return words[0] ?? "none";
 }
 
-/** mailauth's entry for a message without a signature it verified: in place of it, or after the others, the partial signatures' own. */
+/** mailauth's entry for a message without a signature it verified. */
 const NOT_SIGNED = "dkim=none (message not signed)";
 
-function withPartialSignatures(field: string, partial: PartialSignature[]): string {
-  if (partial.length === 0) return field;
-  const entries = partial.map((signature) => `dkim=policy (signed part of the body only: ${signature.unsigned} bytes unsigned) header.d=${signature.domain}`).join(";\r\n ");
-  return field.includes(NOT_SIGNED) ? field.replace(NOT_SIGNED, entries) : `${field.slice(0, -2)};\r\n ${entries}\r\n`;
+/** The partial signatures' entries in place of NOT_SIGNED; else `unplaced`, to be added after the others. */
+function withPartialSignatures(field: string, partial: PartialSignature[]): { field: string; unplaced: string[] } {
+  const entries = partial.map((signature) => `dkim=policy (signed part of the body only: ${signature.unsigned} bytes unsigned) header.d=${signature.domain}`);
+  if (entries.length === 0 || !field.includes(NOT_SIGNED)) return { field, unplaced: entries.map((entry) => `;\r\n ${entry}`) };
+  return { field: field.replace(NOT_SIGNED, entries.join(";\r\n ")), unplaced: [] };
 }
 
 type PartialSignature = { signature: string; domain: string; unsigned: number };
